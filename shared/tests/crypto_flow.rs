@@ -68,7 +68,8 @@ fn worker_artifact_is_accepted_only_under_its_job_key() {
     // Worker: pinned trusted public key from a file, token and bundle envelope verified.
     let pinned = keys::load_public_key(&dir.path().join("trusted.pub")).unwrap();
     let verified = token::verify_token(tok.expose(), &pinned, NOW + 5).unwrap();
-    let st = dsse::verify_envelope(&bundle_env, &[pinned.clone()], MAX_ENVELOPE).unwrap();
+    let st =
+        dsse::verify_envelope(&bundle_env, std::slice::from_ref(&pinned), MAX_ENVELOPE).unwrap();
     assert_eq!(
         st.subject_digest("bundle.tar.gz"),
         Some(verified.bundle.sha256)
@@ -91,7 +92,8 @@ fn worker_artifact_is_accepted_only_under_its_job_key() {
     .to_json_pretty();
 
     // Fetcher: only the job key (from the trusted record) is pinned.
-    let st = dsse::verify_envelope(&artifact_env, &[job_pub.clone()], MAX_ENVELOPE).unwrap();
+    let st =
+        dsse::verify_envelope(&artifact_env, std::slice::from_ref(&job_pub), MAX_ENVELOPE).unwrap();
     let pred = st
         .expect_predicate::<ArtifactPredicate>("urn:airlock:predicate:test-artifact:v1")
         .unwrap();
@@ -100,12 +102,14 @@ fn worker_artifact_is_accepted_only_under_its_job_key() {
     assert_eq!(st.subject_digest("artifact.tar.gz"), Some(artifact_sha));
 
     // The trusted key must not stand in for the job key, nor the job key for the trusted key.
-    let err = dsse::verify_envelope(&artifact_env, &[pinned.clone()], MAX_ENVELOPE).unwrap_err();
+    let err = dsse::verify_envelope(&artifact_env, std::slice::from_ref(&pinned), MAX_ENVELOPE)
+        .unwrap_err();
     assert!(
         err.to_string().contains("dsse.no-trusted-signature"),
         "{err}"
     );
-    let err = dsse::verify_envelope(&bundle_env, &[job_pub.clone()], MAX_ENVELOPE).unwrap_err();
+    let err = dsse::verify_envelope(&bundle_env, std::slice::from_ref(&job_pub), MAX_ENVELOPE)
+        .unwrap_err();
     assert!(
         err.to_string().contains("dsse.no-trusted-signature"),
         "{err}"
