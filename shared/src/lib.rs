@@ -20,8 +20,10 @@
 #![deny(missing_docs)]
 
 pub mod digest;
+pub mod diff;
 pub mod dsse;
 pub mod error;
+pub mod fileurl;
 pub mod format;
 pub mod jobid;
 pub mod keys;

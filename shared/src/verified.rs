@@ -20,11 +20,6 @@ impl<T> Verified<T> {
     pub fn into_inner(self) -> T {
         self.0
     }
-
-    /// Maps the verified value, keeping the proof (the mapping must not add unverified data).
-    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Verified<U> {
-        Verified(f(self.0))
-    }
 }
 
 impl<T> Deref for Verified<T> {

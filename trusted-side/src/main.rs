@@ -1,1 +1,34 @@
-fn main(){}
+//! `airlock`: the trusted side of airlock. Packs a redacted, signed bundle of a git revision,
+//! and (in later hops) submits it, fetches the worker's artifact and gates it.
+//!
+//! # Guarantees
+//! - Never packs a deny-listed path; refuses (or, with `--redact`, redacts and records) any
+//!   secret its scanner finds, then scans the finished bundle again.
+//! - Writes outputs atomically: on any error nothing half-written is left behind.
+//! - Exit codes are decided in one place ([`exit`]): 0 ok/queue, 1 error, 2 usage,
+//!   3 needs a human, 4 rejected/refused.
+//!
+//! # Not guaranteed
+//! - That the scanner finds every secret: it is a second line behind the deny-list, not a proof.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod cli;
+mod config;
+mod exit;
+mod git;
+mod output;
+mod pack;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    output::init_logging(cli.global.verbose, cli.global.quiet);
+    match cli::dispatch(cli) {
+        Ok(code) => code.into(),
+        Err(err) => exit::report(&err),
+    }
+}

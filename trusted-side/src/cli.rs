@@ -1,0 +1,159 @@
+//! Command-line surface of `airlock` (clap derive) and dispatch to the hops.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit::Outcome;
+
+/// airlock: run code-generating agents on untrusted machines without trusting them.
+///
+/// A one-way valve with four hops: pack (here) -> generate (airlock-worker, untrusted) ->
+/// fetch (here) -> gate (here). Files cross the boundary; credentials never do.
+///
+/// Exit codes: 0 ok (gate: queue), 1 error, 2 usage, 3 needs a human, 4 rejected/refused.
+#[derive(Debug, Parser)]
+#[command(name = "airlock", version, about, long_about)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Directory holding config.toml and the trusted keypair.
+    #[arg(long, global = true, env = "AIRLOCK_HOME", default_value = ".airlock")]
+    pub home: PathBuf,
+    /// More logging on stderr (-v info, -vv debug). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr; no progress bars.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create config.toml and the trusted ed25519 keypair in the home directory (.airlock/).
+    ///
+    /// The private key is written with mode 0600; commands refuse to load it if it becomes
+    /// readable by group or others. The store defaults to a local directory beside the config
+    /// (file://…/.airlock/store): no server and no account needed.
+    Init(InitArgs),
+    /// Pack a git revision into a redacted, signed bundle, offline.
+    ///
+    /// Reads the tree of the revision (never the working tree), drops deny-listed paths
+    /// (.git/, .env*, *.pem, *.key, id_rsa*, secrets/, node_modules/, ... see `docs/`),
+    /// scans every packed file for secrets and refuses on any finding unless --redact is
+    /// given, then scans the finished bundle again. Writes DIR/bundle.tar.gz and
+    /// DIR/bundle.dsse.json atomically.
+    Pack(PackArgs),
+}
+
+/// `airlock init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Object store URL: file:///abs/dir, s3://bucket/prefix, gs://…, az://…, memory://.
+    /// Default: a store directory inside the home directory.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock pack`.
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    /// The git repository to pack.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// The revision to pack (any commit-ish). Its tree is read, never the working tree.
+    #[arg(long, default_value = "HEAD")]
+    pub rev: String,
+    /// File holding the prompt for the generator (UTF-8).
+    #[arg(long)]
+    pub prompt_file: PathBuf,
+    /// The model to ask for (recorded in the request and, later, the packet).
+    #[arg(long, default_value = "unspecified")]
+    pub model: String,
+    /// Name recorded for the repository (default: the directory name).
+    #[arg(long)]
+    pub repo_name: Option<String>,
+    /// Only pack paths matching one of these globs (repeatable). Never re-admits a denied path.
+    #[arg(long = "include", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Also leave out paths matching these globs (repeatable).
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Replace each secret found with [REDACTED:<rule>] (recorded in the manifest) instead of
+    /// refusing the pack.
+    #[arg(long)]
+    pub redact: bool,
+    /// Files larger than this are left out (rule pack.too-large).
+    #[arg(long, default_value_t = 8 * 1024 * 1024, value_name = "BYTES")]
+    pub max_file_bytes: u64,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Output directory for bundle.tar.gz and bundle.dsse.json (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The job's limits, recorded in the signed request; the worker and the gate enforce them.
+#[derive(Debug, Args, Clone)]
+pub struct LimitArgs {
+    /// Wall-clock seconds the generator may run before its whole process tree is killed.
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub wall_clock_secs: u64,
+    /// Seconds between checkpoints while the generator runs.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub checkpoint_secs: u64,
+    /// Files the diff may change.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub max_changed_files: u64,
+    /// Lines the diff may add plus remove.
+    #[arg(long, default_value_t = 20_000, value_name = "N")]
+    pub max_changed_lines: u64,
+    /// Bytes of the compressed artifact.
+    #[arg(long, default_value_t = 16 * 1024 * 1024, value_name = "BYTES")]
+    pub max_artifact_bytes: u64,
+    /// Bytes of generator output kept in generator.log.
+    #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
+    pub max_log_bytes: u64,
+    /// Tokens (in + out) the generator may report using.
+    #[arg(long, default_value_t = 2_000_000, value_name = "N")]
+    pub max_tokens: u64,
+}
+
+impl LimitArgs {
+    /// The limits as recorded in the request.
+    pub fn to_job_limits(&self) -> airlock_core::limits::JobLimits {
+        airlock_core::limits::JobLimits {
+            wall_clock_secs: self.wall_clock_secs,
+            checkpoint_every_secs: self.checkpoint_secs,
+            max_changed_files: self.max_changed_files,
+            max_changed_lines: self.max_changed_lines,
+            max_artifact_bytes: self.max_artifact_bytes,
+            max_log_bytes: self.max_log_bytes,
+            max_tokens: self.max_tokens,
+            allow_binary: false,
+        }
+    }
+}
+
+/// Runs the chosen command.
+pub fn dispatch(cli: Cli) -> Result<Outcome> {
+    match cli.command {
+        Command::Init(args) => crate::config::init(&cli.global, &args),
+        Command::Pack(args) => crate::pack::run(&cli.global, &args),
+    }
+}

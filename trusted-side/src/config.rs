@@ -1,0 +1,191 @@
+//! `.airlock/`: the trusted side's config and keypair, and `airlock init`.
+//!
+//! Guards against: a trusted private key readable by others (refused on load), a half-made
+//! home directory (built beside the target and renamed into place), and malformed store URLs
+//! (checked at init, so later commands fail early with one clear line).
+
+use std::path::{Path, PathBuf};
+
+use airlock_core::keys::{self, PublicKey, SigningKey};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{GlobalArgs, InitArgs};
+use crate::exit::Outcome;
+
+/// File names inside the home directory.
+pub const CONFIG_FILE: &str = "config.toml";
+/// The trusted private key (PKCS#8 PEM, mode 0600).
+pub const TRUSTED_KEY_FILE: &str = "trusted.key";
+/// The trusted public key (SPKI PEM): give this to workers as `--trusted-pub`.
+pub const TRUSTED_PUB_FILE: &str = "trusted.pub";
+
+/// `config.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Object store URL (see [`check_store_url`]).
+    pub store: String,
+}
+
+/// A loaded home directory.
+pub struct Home {
+    /// Where it is.
+    pub dir: PathBuf,
+    /// Its config.
+    pub config: Config,
+}
+
+impl Home {
+    /// Loads `config.toml` from `dir`.
+    pub fn load(dir: &Path) -> Result<Home> {
+        let path = dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "{}: cannot read (run `airlock init` first, or pass --home)",
+                path.display()
+            )
+        })?;
+        let config: Config =
+            toml::from_str(&text).with_context(|| format!("{}: malformed", path.display()))?;
+        check_store_url(&config.store).with_context(|| format!("{}: store", path.display()))?;
+        Ok(Home {
+            dir: dir.to_owned(),
+            config,
+        })
+    }
+
+    /// Loads the trusted signing key (refused if group/other-readable).
+    pub fn signing_key(&self) -> Result<SigningKey> {
+        let path = self.dir.join(TRUSTED_KEY_FILE);
+        keys::load_private_key(&path).with_context(|| "trusted key".to_string())
+    }
+
+    /// Loads the trusted public key.
+    #[allow(dead_code)] // used by fetch (next hop)
+    pub fn public_key(&self) -> Result<PublicKey> {
+        let path = self.dir.join(TRUSTED_PUB_FILE);
+        keys::load_public_key(&path).with_context(|| "trusted public key".to_string())
+    }
+}
+
+/// Checks a store URL's shape: scheme `file`, `s3`, `gs`, `az`, `abfs` or `memory`, with an
+/// absolute path for `file://` and a bucket for the clouds.
+pub fn check_store_url(raw: &str) -> Result<url::Url> {
+    let parsed = url::Url::parse(raw).map_err(|e| {
+        anyhow::anyhow!(
+            "store URL {raw:?} is malformed ({e}): expected file:///abs/dir, s3://bucket/prefix, gs://bucket, az://container or memory://"
+        )
+    })?;
+    match parsed.scheme() {
+        "file" => {
+            if parsed
+                .host_str()
+                .is_some_and(|h| !h.is_empty() && h != "localhost")
+            {
+                bail!("store URL {raw:?}: file:// URLs name no host (use file:///abs/dir)");
+            }
+            if parsed.path().len() <= 1 {
+                bail!("store URL {raw:?}: file:// needs an absolute directory");
+            }
+        }
+        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" => {
+            if parsed.host_str().is_none_or(str::is_empty) {
+                bail!("store URL {raw:?}: no bucket or container");
+            }
+        }
+        "memory" => {}
+        other => {
+            bail!("store URL {raw:?}: unsupported scheme {other:?} (file, s3, gs, az, memory)")
+        }
+    }
+    Ok(parsed)
+}
+
+/// `airlock init`: writes config.toml and a fresh trusted keypair.
+pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<Outcome> {
+    let home = &global.home;
+    if home.join(CONFIG_FILE).exists() || home.join(TRUSTED_KEY_FILE).exists() {
+        bail!(
+            "{}: already initialised (config or key exists); refusing to overwrite a trusted key",
+            home.display()
+        );
+    }
+    let abs_home = absolute(home)?;
+    let store = match &args.store {
+        Some(s) => s.clone(),
+        None => {
+            let dir = abs_home.join("store");
+            url::Url::from_directory_path(&dir)
+                .map_err(|()| anyhow::anyhow!("{}: not an absolute path", dir.display()))?
+                .to_string()
+        }
+    };
+    check_store_url(&store)?;
+
+    // Build beside the target, then rename into place: no half-made home on any error.
+    let parent = abs_home
+        .parent()
+        .context("home directory has no parent")?
+        .to_owned();
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("{}: cannot create", parent.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".airlock-init-")
+        .tempdir_in(&parent)
+        .with_context(|| format!("{}: cannot create a staging directory", parent.display()))?;
+    let key = SigningKey::generate();
+    keys::write_private_key(&staging.path().join(TRUSTED_KEY_FILE), &key)?;
+    keys::write_public_key(&staging.path().join(TRUSTED_PUB_FILE), &key.public())?;
+    let config = Config {
+        store: store.clone(),
+    };
+    let text = format!(
+        "# airlock configuration (written by `airlock init`)\n{}",
+        toml::to_string(&config)?
+    );
+    std::fs::write(staging.path().join(CONFIG_FILE), text)?;
+    set_mode(staging.path(), 0o700)?;
+    let staged = staging.keep();
+    if let Err(e) = std::fs::rename(&staged, &abs_home) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(e).with_context(|| format!("{}: cannot create", abs_home.display()));
+    }
+    if let Some(dir) = store.strip_prefix("file://") {
+        std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create store"))?;
+    }
+
+    let key_id = key.public().key_id();
+    if args.json {
+        crate::output::print_json(&serde_json::json!({
+            "home": abs_home,
+            "store": store,
+            "trusted_pub": abs_home.join(TRUSTED_PUB_FILE),
+            "key_id": key_id,
+        }))?;
+    } else {
+        println!("initialised {}", abs_home.display());
+        println!("  store        {store}");
+        println!(
+            "  trusted key  {} (0600, never leaves this host)",
+            abs_home.join(TRUSTED_KEY_FILE).display()
+        );
+        println!(
+            "  public key   {} (give this to workers)",
+            abs_home.join(TRUSTED_PUB_FILE).display()
+        );
+        println!("  key id       {key_id}");
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Makes a path absolute against the current directory (without resolving links).
+pub fn absolute(p: &Path) -> Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("{}: cannot make absolute", p.display()))
+}
+
+fn set_mode(p: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("{}: cannot set mode", p.display()))
+}

@@ -1,0 +1,615 @@
+//! `airlock pack`: a git revision in, a redacted, signed, deterministic bundle out.
+//!
+//! Stages, in order (the body of [`pack_bundle`] is these calls):
+//! 1. resolve the revision and list its tree (never the working tree);
+//! 2. select paths: deny-list, `--include`, `--exclude`, links, submodules, size, bad names;
+//! 3. stream each selected blob from one `git cat-file --batch`, scan it, refuse or redact;
+//! 4. write `files/…`, `manifest.json`, `request.json` into a deterministic tar.gz (temp file);
+//! 5. scan the finished bundle again, member by member (second line of defense);
+//! 6. sign the statement over the bundle digest with the trusted key;
+//! 7. move bundle and envelope into place (temp then rename; nothing half-written on error).
+//!
+//! Guards against: secrets leaving trusted ground (deny-list + scan + rescan), links and
+//! submodules smuggled in the tree, names that collide by case or normalisation on the worker,
+//! and a bundle held in memory (one file at a time, bounded queues between threads).
+
+pub mod select;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
+
+use airlock_core::digest::{HashingWriter, Sha256Digest};
+use airlock_core::dsse::{self, Statement};
+use airlock_core::format::{
+    self, BundlePredicate, FileEntry, Manifest, Packer, Redaction, Request, Source,
+    MANIFEST_FORMAT, PREDICATE_BUNDLE,
+};
+use airlock_core::jobid::JobId;
+use airlock_core::keys::SigningKey;
+use airlock_core::limits::TarLimits;
+use airlock_core::paths;
+use airlock_core::tar::{read_members, AllowedNames, DeterministicTarWriter};
+use airlock_scan::{Finding, Scanner};
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::cli::{GlobalArgs, PackArgs};
+use crate::config::Home;
+use crate::exit::{Outcome, Refused};
+use crate::git::{Repo, TreeEntry};
+use select::{Selector, Verdict};
+
+/// Largest prompt file accepted.
+pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
+/// Name of the bundle file.
+pub const BUNDLE_FILE: &str = "bundle.tar.gz";
+/// Name of the bundle's envelope.
+pub const ENVELOPE_FILE: &str = "bundle.dsse.json";
+
+/// What to pack.
+pub struct PackOptions<'a> {
+    /// Repository directory.
+    pub repo: &'a Path,
+    /// Revision.
+    pub rev: &'a str,
+    /// Repository name for the manifest.
+    pub repo_name: String,
+    /// The request to pack (prompt, model, limits).
+    pub request: Request,
+    /// `--include` globs.
+    pub include: &'a [String],
+    /// `--exclude` globs.
+    pub exclude: &'a [String],
+    /// Redact instead of refusing.
+    pub redact: bool,
+    /// Per-file size cap.
+    pub max_file_bytes: u64,
+    /// The job this bundle is signed for.
+    pub job: JobId,
+    /// Hide progress.
+    pub quiet: bool,
+}
+
+/// What a pack produced.
+#[derive(Debug, Serialize)]
+pub struct PackSummary {
+    /// The job the envelope names.
+    pub job: JobId,
+    /// Packed commit.
+    pub revision: String,
+    /// Its tree.
+    pub tree: String,
+    /// Files packed.
+    pub files: u64,
+    /// Bytes of file content packed.
+    pub bytes: u64,
+    /// Paths left out, per rule.
+    pub skipped: BTreeMap<String, u64>,
+    /// Redactions, per rule.
+    pub redacted: BTreeMap<String, u64>,
+    /// Files with at least one redaction.
+    pub redacted_files: u64,
+    /// SHA-256 of bundle.tar.gz.
+    pub bundle_sha256: Sha256Digest,
+    /// SHA-256 of manifest.json.
+    pub manifest_sha256: Sha256Digest,
+    /// SHA-256 of request.json.
+    pub request_sha256: Sha256Digest,
+    /// Compressed size.
+    pub bundle_bytes: u64,
+    /// Where the bundle is.
+    pub bundle_path: PathBuf,
+    /// Where the envelope is.
+    pub envelope_path: PathBuf,
+    /// Key id of the signer.
+    pub key_id: String,
+}
+
+/// `airlock pack`.
+pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
+    let prompt = read_prompt(&args.prompt_file)?;
+    let repo_dir = crate::config::absolute(&args.repo)?;
+    let repo_name = match &args.repo_name {
+        Some(n) => n.clone(),
+        None => repo_dir
+            .file_name()
+            .map_or_else(|| "repo".to_owned(), |n| n.to_string_lossy().into_owned()),
+    };
+    let home = Home::load(&global.home)?;
+    let key = home.signing_key()?;
+    let opts = PackOptions {
+        repo: &repo_dir,
+        rev: &args.rev,
+        repo_name,
+        request: Request {
+            limits: args.limits.to_job_limits(),
+            ..Request::new(prompt, args.model.clone())
+        },
+        include: &args.include,
+        exclude: &args.exclude,
+        redact: args.redact,
+        max_file_bytes: args.max_file_bytes,
+        job: new_job_id()?,
+        quiet: global.quiet || args.json,
+    };
+    let summary = pack_bundle(&opts, &key, &args.out)?;
+    if args.json {
+        crate::output::print_json(&summary)?;
+    } else {
+        print_summary(&summary);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Reads a prompt file: UTF-8, at most [`MAX_PROMPT_BYTES`].
+pub fn read_prompt(path: &Path) -> Result<String> {
+    let f = File::open(path).with_context(|| format!("{}: cannot read prompt", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_PROMPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: cannot read prompt", path.display()))?;
+    if bytes.len() as u64 > MAX_PROMPT_BYTES {
+        bail!(
+            "{}: prompt larger than {MAX_PROMPT_BYTES} bytes",
+            path.display()
+        );
+    }
+    String::from_utf8(bytes).with_context(|| format!("{}: prompt is not UTF-8", path.display()))
+}
+
+/// A fresh job id from the clock and the OS's random source.
+pub fn new_job_id() -> Result<JobId> {
+    use rand_core::RngCore;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .context("clock before 1970")?
+        .as_secs();
+    let mut random = [0u8; airlock_core::jobid::RANDOM_BYTES];
+    rand_core::OsRng
+        .try_fill_bytes(&mut random)
+        .map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
+    Ok(JobId::new(now, random))
+}
+
+/// Packs, rescans, signs and writes `out/bundle.tar.gz` + `out/bundle.dsse.json`.
+pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
+    let scanner = Scanner::with_default_rules().context("secret scanner")?;
+    let repo = Repo::open(opts.repo)?;
+    let (revision, tree) = repo.resolve(opts.rev)?;
+    let entries = repo.list_tree(&revision)?;
+    let selection = select_entries(entries, opts)?;
+
+    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let tmp_bundle = tempfile::Builder::new()
+        .prefix(".bundle-")
+        .suffix(".tmp")
+        .tempfile_in(out)
+        .with_context(|| format!("{}: cannot write", out.display()))?;
+
+    let mut request = opts.request.clone();
+    let mut redactions = Vec::new();
+    let mut findings = Vec::new();
+    // The prompt is scanned like a file: it leaves trusted ground too.
+    let prompt_findings = scanner.scan("request.json", request.prompt.as_bytes());
+    if !prompt_findings.is_empty() {
+        if opts.redact {
+            let redacted = airlock_scan::redact(request.prompt.as_bytes(), &prompt_findings);
+            request.prompt = String::from_utf8_lossy(&redacted).into_owned();
+            redactions.extend(prompt_findings.iter().map(redaction_of));
+        } else {
+            findings.extend(prompt_findings);
+        }
+    }
+    let request_bytes = format::to_json_bytes(&request);
+    let request_sha256 = Sha256Digest::of_bytes(&request_bytes);
+
+    let written = write_bundle(
+        &repo,
+        &selection.keep,
+        opts,
+        &scanner,
+        tmp_bundle.as_file().try_clone()?,
+        &request_bytes,
+        request_sha256,
+        Source {
+            repo: opts.repo_name.clone(),
+            revision: revision.clone(),
+            tree: tree.clone(),
+        },
+        &selection.skipped,
+    )?;
+    findings.extend(written.findings);
+    redactions.extend(written.redactions);
+    if !findings.is_empty() {
+        let mut msg = format!(
+            "refusing to pack: {} secret(s) found (use --redact to replace them, or --exclude the files)",
+            findings.len()
+        );
+        for f in &findings {
+            msg.push_str(&format!("\n  {f}"));
+        }
+        return Err(Refused(msg).into());
+    }
+
+    rescan_bundle(tmp_bundle.path(), &scanner, written.files + 2)?;
+
+    let predicate = BundlePredicate {
+        job: opts.job.clone(),
+        manifest_sha256: written.manifest_sha256,
+        request_sha256,
+        source: Source {
+            repo: opts.repo_name.clone(),
+            revision: revision.clone(),
+            tree: tree.clone(),
+        },
+    };
+    let statement = Statement::new(
+        BUNDLE_FILE,
+        written.bundle_sha256,
+        PREDICATE_BUNDLE,
+        serde_json::to_value(&predicate)?,
+    );
+    let envelope = dsse::sign_statement(&statement, key);
+    let bundle_path = out.join(BUNDLE_FILE);
+    let envelope_path = out.join(ENVELOPE_FILE);
+    crate_atomic_write(out, &envelope_path, &envelope.to_json_pretty(), || {
+        tmp_bundle
+            .persist(&bundle_path)
+            .map(|_| ())
+            .with_context(|| format!("{}: cannot write", bundle_path.display()))
+    })?;
+
+    let mut redacted = BTreeMap::new();
+    let mut redacted_paths = HashSet::new();
+    for r in &redactions {
+        *redacted.entry(r.rule.clone()).or_insert(0) += 1;
+        redacted_paths.insert(r.path.clone());
+    }
+    Ok(PackSummary {
+        job: opts.job.clone(),
+        revision,
+        tree,
+        files: written.files,
+        bytes: written.bytes,
+        skipped: selection.skipped,
+        redacted,
+        redacted_files: redacted_paths.len() as u64,
+        bundle_sha256: written.bundle_sha256,
+        manifest_sha256: written.manifest_sha256,
+        request_sha256,
+        bundle_bytes: written.bundle_bytes,
+        bundle_path,
+        envelope_path,
+        key_id: key.public().key_id(),
+    })
+}
+
+/// Writes the envelope to a temp file, runs `place_bundle` (which renames the bundle into
+/// place), then renames the envelope: the envelope appears last, and only if both succeed.
+fn crate_atomic_write(
+    dir: &Path,
+    dest: &Path,
+    bytes: &[u8],
+    place_bundle: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".envelope-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("{}: cannot write", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    place_bundle()?;
+    tmp.persist(dest)
+        .with_context(|| format!("{}: cannot write", dest.display()))?;
+    Ok(())
+}
+
+struct Selection {
+    keep: Vec<(String, TreeEntry)>,
+    skipped: BTreeMap<String, u64>,
+}
+
+fn select_entries(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Selection> {
+    let selector = Selector::new(opts.include, opts.exclude)?;
+    let mut skipped = BTreeMap::new();
+    let mut skip = |rule: &str| *skipped.entry(rule.to_owned()).or_insert(0u64) += 1;
+    let mut keep = Vec::new();
+    let mut seen = HashSet::new();
+    for e in entries {
+        let Ok(path) = String::from_utf8(e.path.clone()) else {
+            skip("pack.non-utf8-path");
+            continue;
+        };
+        match selector.verdict(&path) {
+            Verdict::Skip(rule) => {
+                skip(&rule);
+                continue;
+            }
+            Verdict::Keep => {}
+        }
+        match (e.kind.as_str(), e.mode.as_str()) {
+            ("blob", "100644" | "100755") => {}
+            ("blob", "120000") => {
+                skip("pack.symlink");
+                continue;
+            }
+            ("commit", _) => {
+                skip("pack.submodule");
+                continue;
+            }
+            _ => {
+                skip("pack.unsupported-mode");
+                continue;
+            }
+        }
+        if paths::check_relative_path(&path, 4096, 64).is_err() {
+            skip("pack.bad-path");
+            continue;
+        }
+        if e.size > opts.max_file_bytes {
+            skip("pack.too-large");
+            continue;
+        }
+        if !seen.insert(paths::collision_key(&path)) {
+            skip("pack.name-collision");
+            continue;
+        }
+        keep.push((path, e));
+    }
+    keep.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Ok(Selection { keep, skipped })
+}
+
+struct Written {
+    files: u64,
+    bytes: u64,
+    findings: Vec<Finding>,
+    redactions: Vec<Redaction>,
+    manifest_sha256: Sha256Digest,
+    bundle_sha256: Sha256Digest,
+    bundle_bytes: u64,
+}
+
+fn redaction_of(f: &Finding) -> Redaction {
+    Redaction {
+        path: f.path.clone(),
+        line: f.line,
+        rule: f.rule_id.clone(),
+        fingerprint: f.fingerprint.clone(),
+    }
+}
+
+/// One file on its way from git to the tar writer.
+struct Blob {
+    path: String,
+    executable: bool,
+    content: Vec<u8>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_bundle(
+    repo: &Repo,
+    keep: &[(String, TreeEntry)],
+    opts: &PackOptions<'_>,
+    scanner: &Scanner,
+    file: File,
+    request_bytes: &[u8],
+    request_sha256: Sha256Digest,
+    source: Source,
+    skipped: &BTreeMap<String, u64>,
+) -> Result<Written> {
+    let (mut requests, mut responses) = repo.blobs()?.split()?;
+    let bar = crate::output::progress(keep.len() as u64, "pack", opts.quiet);
+    let max = opts.max_file_bytes;
+
+    std::thread::scope(|s| -> Result<Written> {
+        // Thread 1 feeds object ids to git; thread 2 reads blobs; this thread scans and
+        // redacts; thread 3 compresses. Queues are bounded: memory stays flat.
+        s.spawn(move || {
+            for (_, e) in keep {
+                if requests.request(&e.oid).is_err() {
+                    break;
+                }
+            }
+        });
+        let (blob_tx, blob_rx) = sync_channel::<Result<Blob>>(8);
+        s.spawn(move || {
+            for (path, e) in keep {
+                let mut content = Vec::new();
+                let r = responses
+                    .next_blob(&e.oid, max, &mut content)
+                    .map(|()| Blob {
+                        path: path.clone(),
+                        executable: e.mode == "100755",
+                        content,
+                    });
+                let failed = r.is_err();
+                if blob_tx.send(r).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let (out_tx, out_rx) = sync_channel::<Blob>(8);
+        type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
+        let writer = s.spawn(move || -> Result<(Vec<FileEntry>, Tar)> {
+            let hashing = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file));
+            let mut tar = DeterministicTarWriter::new(hashing);
+            let mut entries = Vec::new();
+            for b in out_rx {
+                let sha256 = Sha256Digest::of_bytes(&b.content);
+                tar.append_file(
+                    &format!("files/{}", b.path),
+                    b.executable,
+                    b.content.len() as u64,
+                    b.content.as_slice(),
+                )?;
+                entries.push(FileEntry {
+                    path: b.path,
+                    size: b.content.len() as u64,
+                    mode: if b.executable { "0755" } else { "0644" }.to_owned(),
+                    sha256,
+                });
+            }
+            Ok((entries, tar))
+        });
+
+        let mut findings = Vec::new();
+        let mut redactions = Vec::new();
+        let mut bytes = 0u64;
+        let mut receive_error = None;
+        for blob in blob_rx {
+            let mut blob = match blob {
+                Ok(b) => b,
+                Err(e) => {
+                    receive_error = Some(e);
+                    break;
+                }
+            };
+            bar.inc(1);
+            let found = scanner.scan(&blob.path, &blob.content);
+            if !found.is_empty() {
+                if opts.redact {
+                    blob.content = airlock_scan::redact(&blob.content, &found);
+                    redactions.extend(found.iter().map(redaction_of));
+                } else {
+                    findings.extend(found);
+                    continue;
+                }
+            }
+            bytes += blob.content.len() as u64;
+            if !findings.is_empty() {
+                continue; // refusing anyway: stop feeding the writer, keep scanning
+            }
+            if out_tx.send(blob).is_err() {
+                break;
+            }
+        }
+        drop(out_tx);
+        bar.finish_and_clear();
+        let joined = writer
+            .join()
+            .map_err(|_| anyhow::anyhow!("bundle writer panicked"))?;
+        if let Some(e) = receive_error {
+            return Err(e);
+        }
+        let (files, mut tar) = joined?;
+        let files_count = files.len() as u64;
+        let manifest = Manifest {
+            format: MANIFEST_FORMAT.to_owned(),
+            packer: Packer {
+                name: "airlock".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            source,
+            request_sha256,
+            files,
+            redactions: {
+                let mut r = redactions.clone();
+                r.sort_by(|a, b| (&a.path, a.line, &a.rule).cmp(&(&b.path, b.line, &b.rule)));
+                r
+            },
+            skipped: skipped.clone(),
+        };
+        let manifest_bytes = format::to_json_bytes(&manifest);
+        let manifest_sha256 = Sha256Digest::of_bytes(&manifest_bytes);
+        tar.append_file(
+            "manifest.json",
+            false,
+            manifest_bytes.len() as u64,
+            manifest_bytes.as_slice(),
+        )?;
+        tar.append_file(
+            "request.json",
+            false,
+            request_bytes.len() as u64,
+            request_bytes,
+        )?;
+        let hashing = tar.finish()?;
+        let (buf, bundle_sha256, bundle_bytes) = hashing.finish();
+        let file = buf
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("cannot write bundle: {}", e.error()))?;
+        file.sync_all()?;
+        Ok(Written {
+            files: files_count,
+            bytes,
+            findings,
+            redactions,
+            manifest_sha256,
+            bundle_sha256,
+            bundle_bytes,
+        })
+    })
+}
+
+/// Second line of defense: reads the finished bundle back through the safe reader and scans
+/// every member again. Any finding, or a member count that differs, refuses the pack.
+fn rescan_bundle(path: &Path, scanner: &Scanner, expected_members: u64) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("{}: cannot reopen", path.display()))?;
+    let mut buf = Vec::new();
+    let mut findings = Vec::new();
+    let mut members = 0u64;
+    read_members(
+        std::io::BufReader::with_capacity(256 * 1024, file),
+        &TarLimits::bundle(),
+        &AllowedNames::Bundle,
+        |member, reader| {
+            members += 1;
+            buf.clear();
+            reader.read_to_end(&mut buf)?;
+            findings.extend(scanner.scan(&member.path, &buf));
+            Ok(())
+        },
+    )
+    .context("rescan of the finished bundle")?;
+    if members != expected_members {
+        bail!("rescan of the finished bundle: {members} members, expected {expected_members}");
+    }
+    if !findings.is_empty() {
+        let mut msg = format!(
+            "refusing to pack: the rescan of the finished bundle found {} secret(s) (pack.rescan)",
+            findings.len()
+        );
+        for f in &findings {
+            msg.push_str(&format!("\n  {f}"));
+        }
+        return Err(Refused(msg).into());
+    }
+    Ok(())
+}
+
+fn print_summary(s: &PackSummary) {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!("packed {} for job {}", &s.revision, s.job);
+    println!("  tree      {}", s.tree);
+    println!("  files     {} ({:.1} MiB)", s.files, mib(s.bytes));
+    let skipped: u64 = s.skipped.values().sum();
+    let rules: Vec<String> = s.skipped.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    println!("  skipped   {skipped} ({})", rules.join(", "));
+    let redacted: u64 = s.redacted.values().sum();
+    if redacted > 0 {
+        let rules: Vec<String> = s.redacted.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        println!(
+            "  redacted  {redacted} value(s) in {} file(s) ({})",
+            s.redacted_files,
+            rules.join(", ")
+        );
+    } else {
+        println!("  redacted  0");
+    }
+    println!(
+        "  bundle    {} ({:.1} MiB) sha256:{}",
+        s.bundle_path.display(),
+        mib(s.bundle_bytes),
+        s.bundle_sha256
+    );
+    println!(
+        "  envelope  {} (signed by {})",
+        s.envelope_path.display(),
+        &s.key_id
+    );
+}

@@ -1,0 +1,191 @@
+//! Which tree paths may be packed: the built-in deny-list (always applied, case-insensitive),
+//! then `--include` (narrows) and `--exclude`.
+//!
+//! Guards against: credentials and private material leaving trusted ground by path, and an
+//! `--include` that tries to re-admit a denied path (the deny-list is checked first and wins).
+
+use anyhow::{Context, Result};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// The deny-list, in the order reported. Each entry is (rule shown to users, globs).
+pub const DENY_LIST: &[(&str, &[&str])] = &[
+    (".git/", &["**/.git", "**/.git/**"]),
+    (".env*", &["**/.env*"]),
+    ("*.pem", &["**/*.pem"]),
+    ("*.key", &["**/*.key"]),
+    ("*.p12", &["**/*.p12"]),
+    ("*.pfx", &["**/*.pfx"]),
+    ("id_rsa*", &["**/id_rsa*"]),
+    ("id_ed25519*", &["**/id_ed25519*"]),
+    ("id_ecdsa*", &["**/id_ecdsa*"]),
+    ("kubeconfig", &["**/kubeconfig", "**/*.kubeconfig"]),
+    ("secrets/", &["**/secrets/**"]),
+    ("node_modules/", &["**/node_modules/**"]),
+    (".npmrc", &["**/.npmrc"]),
+    (".pypirc", &["**/.pypirc"]),
+    (".netrc", &["**/.netrc", "**/_netrc"]),
+    (".docker/config.json", &["**/.docker/config.json"]),
+    ("*.tfstate*", &["**/*.tfstate*"]),
+    ("credentials*.json", &["**/credentials*.json"]),
+];
+
+/// Why a path is left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Pack it.
+    Keep,
+    /// Left out; the string is the rule id (`deny:<pattern>`, `pack.not-included`, `pack.excluded`).
+    Skip(String),
+}
+
+/// A compiled selection.
+pub struct Selector {
+    deny: GlobSet,
+    deny_rule_of_glob: Vec<usize>,
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+}
+
+fn glob(pattern: &str, case_insensitive: bool) -> Result<Glob> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .case_insensitive(case_insensitive)
+        .backslash_escape(true)
+        .build()
+        .with_context(|| format!("glob {pattern:?} is malformed"))
+}
+
+/// A user glob without a `/` matches a file name at any depth (like .gitignore).
+fn user_globs(patterns: &[String]) -> Result<Option<GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let p = p.trim_start_matches("./");
+        if p.contains('/') {
+            b.add(glob(p, false)?);
+            if let Some(dir) = p.strip_suffix('/') {
+                b.add(glob(&format!("{dir}/**"), false)?);
+            }
+        } else {
+            b.add(glob(&format!("**/{p}"), false)?);
+            b.add(glob(&format!("**/{p}/**"), false)?);
+        }
+    }
+    Ok(Some(b.build().context("globs")?))
+}
+
+impl Selector {
+    /// Compiles the deny-list and the user's globs.
+    pub fn new(include: &[String], exclude: &[String]) -> Result<Selector> {
+        let mut b = GlobSetBuilder::new();
+        let mut deny_rule_of_glob = Vec::new();
+        for (i, (_, globs)) in DENY_LIST.iter().enumerate() {
+            for g in *globs {
+                b.add(glob(g, true)?);
+                deny_rule_of_glob.push(i);
+            }
+        }
+        Ok(Selector {
+            deny: b.build().context("deny-list")?,
+            deny_rule_of_glob,
+            include: user_globs(include)?,
+            exclude: user_globs(exclude)?,
+        })
+    }
+
+    /// Decides one path. The deny-list is checked first, so nothing re-admits a denied path.
+    pub fn verdict(&self, path: &str) -> Verdict {
+        if let Some(first) = self.deny.matches(path).into_iter().min() {
+            let rule = self
+                .deny_rule_of_glob
+                .get(first)
+                .and_then(|i| DENY_LIST.get(*i))
+                .map_or("?", |(r, _)| r);
+            return Verdict::Skip(format!("deny:{rule}"));
+        }
+        if let Some(inc) = &self.include {
+            if !inc.is_match(path) {
+                return Verdict::Skip("pack.not-included".into());
+            }
+        }
+        if let Some(exc) = &self.exclude {
+            if exc.is_match(path) {
+                return Verdict::Skip("pack.excluded".into());
+            }
+        }
+        Verdict::Keep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denies_credentials_at_any_depth_and_any_case() {
+        let s = Selector::new(&[], &[]).unwrap();
+        for p in [
+            ".env",
+            ".env.production",
+            "app/.ENV.local",
+            "certs/server.pem",
+            "deploy/prod.key",
+            "home/.ssh/id_rsa",
+            "home/.ssh/id_ed25519.pub",
+            "ops/kubeconfig",
+            "ops/prod.kubeconfig",
+            "config/secrets/db.yaml",
+            "web/node_modules/left-pad/index.js",
+            ".npmrc",
+            "pkg/.pypirc",
+            ".netrc",
+            "ci/.docker/config.json",
+            "infra/terraform.tfstate",
+            "infra/terraform.tfstate.backup",
+            "gcp/credentials-prod.json",
+            "a/b.p12",
+            "a/b.PFX",
+        ] {
+            assert!(
+                matches!(s.verdict(p), Verdict::Skip(r) if r.starts_with("deny:")),
+                "{p} not denied"
+            );
+        }
+        for p in [
+            "src/main.rs",
+            "docs/environment.md",
+            "src/keys.rs",
+            "secrets.md",
+            "src/secretsmanager/client.go",
+        ] {
+            assert_eq!(s.verdict(p), Verdict::Keep, "{p} denied");
+        }
+    }
+
+    #[test]
+    fn include_never_readmits_a_denied_path() {
+        let s = Selector::new(&[".env".into(), "src/**".into()], &[]).unwrap();
+        assert_eq!(s.verdict(".env"), Verdict::Skip("deny:.env*".into()));
+        assert_eq!(s.verdict("src/a.rs"), Verdict::Keep);
+        assert_eq!(
+            s.verdict("docs/a.md"),
+            Verdict::Skip("pack.not-included".into())
+        );
+    }
+
+    #[test]
+    fn exclude_leaves_out_and_bare_names_match_any_depth() {
+        let s = Selector::new(&[], &["*.log".into(), "vendor/".into()]).unwrap();
+        assert_eq!(
+            s.verdict("a/b/c.log"),
+            Verdict::Skip("pack.excluded".into())
+        );
+        assert_eq!(
+            s.verdict("vendor/x/y.go"),
+            Verdict::Skip("pack.excluded".into())
+        );
+        assert_eq!(s.verdict("src/vendor.go"), Verdict::Keep);
+    }
+}
