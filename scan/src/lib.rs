@@ -1,0 +1,61 @@
+//! `airlock-scan` finds secrets (keys, tokens, passwords) in file contents, so that
+//! `airlock pack` can refuse or redact them before source leaves trusted ground, and
+//! `airlock gate` and `airlock scan` can check what comes back.
+//!
+//! A [`Scanner`] is a compiled rule set: built-in detectors ([`Scanner::with_default_rules`]),
+//! optionally extended by an airlock TOML config or an imported gitleaks config. Each file
+//! is scanned with one keyword pass (Aho-Corasick) and regexes only around keyword hits;
+//! [`Scanner::scan_files_parallel`] spreads files over all cores.
+//!
+//! # Guarantees
+//! - A [`Finding`] never holds the secret value: rule id, path, position, byte range and a
+//!   short fingerprint. Its `Display` is `path:line: rule-id`.
+//! - [`redact`] removes every byte of every finding's range and keeps the number of lines;
+//!   the `[REDACTED:<rule>]` markers it writes are never reported by any rule.
+//! - Every search is linear in the bytes searched (finite automata, capped regex sizes);
+//!   hostile content cannot make a scan quadratic.
+//! - Binary files and files over the size cap are reported as skipped, never silently
+//!   passed.
+//!
+//! # Not guaranteed
+//! - Detection is pattern-based: a secret of an unknown format with low entropy can be
+//!   missed. No value is ever checked against a live service.
+//! - Only ASCII-compatible text is scanned (UTF-16 files count as binary).
+//!
+//! # Example
+//! ```
+//! use airlock_scan::{redact, Scanner};
+//!
+//! let scanner = Scanner::with_default_rules()?;
+//! // Assembled at run time so this file holds no token-shaped literal.
+//! let token = format!("ghp_{}", "Zq4Lm8Tv2Rx6Wc0Yp3Jk7Hb1Nd5Gs9Fa2Qe4");
+//! let text = format!("GITHUB_TOKEN={token}\nregion=eu-west-1\n");
+//! let findings = scanner.scan(".env", text.as_bytes());
+//! assert_eq!(findings[0].to_string(), ".env:1: github-pat-classic");
+//! let clean = redact(text.as_bytes(), &findings);
+//! assert_eq!(clean, b"GITHUB_TOKEN=[REDACTED:github-pat-classic]\nregion=eu-west-1\n");
+//! assert!(scanner.scan(".env", &clean).is_empty());
+//! # Ok::<(), airlock_scan::ScanError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod allow;
+mod builtin;
+mod engine;
+mod error;
+mod redact;
+pub mod rule;
+pub mod testgen;
+
+pub use engine::{
+    is_binary, Finding, ScanReport, Scanner, SkipReason, SkippedFile, BINARY_SNIFF_BYTES,
+    DEFAULT_MAX_FILE_BYTES, INLINE_ALLOW, MAX_REGEX_LEN, REGEX_SIZE_LIMIT, WINDOW_BACK,
+    WINDOW_FORWARD,
+};
+pub use error::{ConfigWarning, ScanError};
+pub use redact::{marker, redact};
+pub use rule::{Allowlist, Check, Condition, Rule, RuleSource, Span, Target};
+
+/// Version of this crate (for SARIF `tool.driver.version` and manifests).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
