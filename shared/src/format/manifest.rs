@@ -103,6 +103,14 @@ impl Manifest {
                     reason: format!("{}: mode must be 0644 or 0755", f.path),
                 });
             }
+            crate::paths::check_relative_path(&f.path, 4096, 64).map_err(|e| {
+                FormatError::Field {
+                    what: "manifest.json",
+                    field: "files[].path",
+                    rule: "manifest.path",
+                    reason: e.to_string(),
+                }
+            })?;
             if prev.is_some_and(|p| p.as_bytes() >= f.path.as_bytes()) {
                 return Err(FormatError::Field {
                     what: "manifest.json",
