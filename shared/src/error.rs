@@ -34,4 +34,7 @@ pub enum Error {
     /// A job id was malformed.
     #[error(transparent)]
     JobId(#[from] crate::jobid::JobIdError),
+    /// A patch broke a rule of the diff format, or a tree could not be diffed.
+    #[error(transparent)]
+    Diff(#[from] crate::diff::DiffError),
 }

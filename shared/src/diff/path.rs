@@ -1,0 +1,147 @@
+//! Path rules of the patch format, shared by the writer (which refuses what the parser would
+//! reject) and the strict parser.
+//!
+//! Guards against: names that escape the tree (`/x`, `../x`), reach git's own state (`.git/`),
+//! need quoting (git would write them as C strings we do not parse), or are ambiguous (`a//b`,
+//! `./a`), and names that collide on case-insensitive or normalising file systems.
+//! On `Ok`: the path is relative, normalised, printable and within the caps.
+//! Does not check: whether the path exists, or what it means (classification is the gate's).
+
+use unicode_normalization::UnicodeNormalization;
+
+use super::rule;
+
+/// Checks one patch path (without `a/` or `b/`). On error returns the rule id and the reason.
+///
+/// FORMATS.md: "`PATH` is relative and normalised, at most `max_path_bytes` bytes and
+/// `max_depth` components: it MUST NOT start with `"` nor contain a byte below 0x20, 0x7f,
+/// `"` or `\` (`diff.quoted-path`), MUST NOT start with `/` (`diff.abs-path`), MUST NOT
+/// contain an empty or `.` component (`diff.path`), a `..` component (`diff.parent-dir`) or a
+/// component equal to `.git` in any ASCII case (`diff.git-dir`)."
+pub fn check_patch_path(
+    path: &str,
+    max_bytes: usize,
+    max_depth: usize,
+) -> Result<(), (&'static str, String)> {
+    if path.is_empty() {
+        return Err((rule::PATH, "empty path".into()));
+    }
+    if path.starts_with('"') {
+        return Err((rule::QUOTED_PATH, "quoted path".into()));
+    }
+    if let Some(b) = path
+        .bytes()
+        .find(|&b| b < 0x20 || b == 0x7f || b == b'"' || b == b'\\')
+    {
+        return Err((
+            rule::QUOTED_PATH,
+            format!("byte 0x{b:02x} would need quoting"),
+        ));
+    }
+    if path.starts_with('/') {
+        return Err((rule::ABS_PATH, "absolute path".into()));
+    }
+    if path.len() > max_bytes {
+        return Err((
+            rule::PATH,
+            format!("path of {} bytes, limit {max_bytes}", path.len()),
+        ));
+    }
+    let mut depth = 0usize;
+    for comp in path.split('/') {
+        depth += 1;
+        match comp {
+            "" => return Err((rule::PATH, "empty component".into())),
+            "." => return Err((rule::PATH, "`.` component".into())),
+            ".." => return Err((rule::PARENT_DIR, "`..` component".into())),
+            c if c.eq_ignore_ascii_case(".git") => {
+                return Err((rule::GIT_DIR, "`.git` component".into()))
+            }
+            _ => {}
+        }
+    }
+    if depth > max_depth {
+        return Err((rule::PATH, format!("{depth} components, limit {max_depth}")));
+    }
+    Ok(())
+}
+
+/// The key under which two paths are the same file on a case-insensitive or Unicode-normalising
+/// file system (macOS, Windows): Unicode NFC, then lowercase.
+pub fn collision_key(path: &str) -> String {
+    path.nfc().collect::<String>().to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule_of(p: &str) -> &'static str {
+        match check_patch_path(p, 1024, 64) {
+            Ok(()) => "ok",
+            Err((r, _)) => r,
+        }
+    }
+
+    #[test]
+    fn accepts_ordinary_paths() {
+        for p in [
+            "a",
+            "src/main.rs",
+            " lead",
+            "trail ",
+            "with space/x y",
+            "ünïcode/ファイル",
+            ".github/workflows/ci.yml",
+            ".gitignore",
+            "x.git",
+            "...",
+        ] {
+            assert_eq!(rule_of(p), "ok", "{p}");
+        }
+    }
+
+    #[test]
+    fn rejects_each_bad_path_with_its_rule() {
+        for (p, want) in [
+            ("", rule::PATH),
+            ("/etc/passwd", rule::ABS_PATH),
+            ("../x", rule::PARENT_DIR),
+            ("a/../../x", rule::PARENT_DIR),
+            (".git/config", rule::GIT_DIR),
+            ("sub/.GIT/hooks/pre-commit", rule::GIT_DIR),
+            ("a//b", rule::PATH),
+            ("a/", rule::PATH),
+            ("./a", rule::PATH),
+            ("\"a\"", rule::QUOTED_PATH),
+            ("a\tb", rule::QUOTED_PATH),
+            ("a\nb", rule::QUOTED_PATH),
+            ("a\\b", rule::QUOTED_PATH),
+            ("a\u{7f}", rule::QUOTED_PATH),
+        ] {
+            assert_eq!(rule_of(p), want, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn enforces_length_and_depth() {
+        assert!(check_patch_path(&"a".repeat(10), 10, 64).is_ok());
+        assert_eq!(
+            check_patch_path(&"a".repeat(11), 10, 64).unwrap_err().0,
+            rule::PATH
+        );
+        assert!(check_patch_path("a/b/c", 1024, 3).is_ok());
+        assert_eq!(
+            check_patch_path("a/b/c/d", 1024, 3).unwrap_err().0,
+            rule::PATH
+        );
+    }
+
+    #[test]
+    fn collision_key_folds_case_and_normalisation() {
+        assert_eq!(collision_key("README.md"), collision_key("readme.MD"));
+        // "é" precomposed vs "e" + combining acute.
+        assert_eq!(collision_key("caf\u{e9}"), collision_key("cafe\u{301}"));
+        assert_ne!(collision_key("a/b"), collision_key("a/c"));
+    }
+}
