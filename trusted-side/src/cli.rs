@@ -53,6 +53,16 @@ pub enum Command {
     /// given, then scans the finished bundle again. Writes DIR/bundle.tar.gz and
     /// DIR/bundle.dsse.json atomically.
     Pack(PackArgs),
+    /// Pack, upload the bundle to the store's inbox, write the signed job record, and mint a
+    /// job token: the only thing a worker needs (and all it gets).
+    ///
+    /// The token holds URLs for exactly this job's objects (GET bundle, PUT drop objects),
+    /// a per-job signing key and the limits, expiring after --ttl. It is a bearer secret:
+    /// hand it to one worker (e.g. --token-out into its tickets/ directory).
+    Submit(SubmitArgs),
+    /// Download a job's artifact and verify it: the job key from the signed record, the
+    /// binding to the job's bundle, digests, and that it landed before the token expired.
+    Fetch(FetchArgs),
 }
 
 /// `airlock init`.
@@ -67,9 +77,9 @@ pub struct InitArgs {
     pub json: bool,
 }
 
-/// `airlock pack`.
+/// What to pack: shared by `pack` and `submit`.
 #[derive(Debug, Args)]
-pub struct PackArgs {
+pub struct PackInputs {
     /// The git repository to pack.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
@@ -100,10 +110,44 @@ pub struct PackArgs {
     pub max_file_bytes: u64,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// `airlock pack`.
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    #[command(flatten)]
+    pub pack: PackInputs,
     /// Output directory for bundle.tar.gz and bundle.dsse.json (created if missing).
     #[arg(long)]
     pub out: PathBuf,
     /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub pack: PackInputs,
+    /// How long the job token (and every URL in it) stays valid: 90s, 20m, 1h (max 24h).
+    #[arg(long, default_value = "20m")]
+    pub ttl: String,
+    /// Also write the token to this file (created new, mode 0600), e.g. a worker's
+    /// tickets/ directory.
+    #[arg(long, value_name = "FILE")]
+    pub token_out: Option<PathBuf>,
+    /// Print the result as JSON (includes the token).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock fetch`.
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// The job id.
+    pub job: String,
+    /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -155,5 +199,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Init(args) => crate::config::init(&cli.global, &args),
         Command::Pack(args) => crate::pack::run(&cli.global, &args),
+        Command::Submit(args) => crate::submit::run(&cli.global, &args),
+        Command::Fetch(args) => crate::fetch::run(&cli.global, &args),
     }
 }

@@ -19,6 +19,11 @@ mod exit;
 mod git;
 mod output;
 mod pack;
+mod store;
+mod submit;
+mod fetch;
+mod gate;
+mod ledger;
 
 use std::process::ExitCode;
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_tag, FormatError};
 use crate::digest::Sha256Digest;
 use crate::jobid::JobId;
+use crate::limits::JobLimits;
 
 /// The `format` tag of this record version.
 pub const JOB_RECORD_FORMAT: &str = "airlock.job-record/v1";
@@ -36,6 +37,9 @@ pub struct JobRecord {
     pub issued_at: u64,
     /// Unix seconds when the token expires; artifacts landing later are refused.
     pub expires_at: u64,
+    /// The job's limits (as in the request), so the fetcher and gate enforce them without
+    /// the bundle.
+    pub limits: JobLimits,
 }
 
 impl JobRecord {

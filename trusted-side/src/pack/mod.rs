@@ -110,6 +110,8 @@ pub struct PackSummary {
 
 /// `airlock pack`.
 pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
+    let (json, out) = (args.json, &args.out);
+    let args = &args.pack;
     let prompt = read_prompt(&args.prompt_file)?;
     let repo_dir = crate::config::absolute(&args.repo)?;
     let repo_name = match &args.repo_name {
@@ -133,10 +135,10 @@ pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
         redact: args.redact,
         max_file_bytes: args.max_file_bytes,
         job: new_job_id()?,
-        quiet: global.quiet || args.json,
+        quiet: global.quiet || json,
     };
-    let summary = pack_bundle(&opts, &key, &args.out)?;
-    if args.json {
+    let summary = pack_bundle(&opts, &key, out)?;
+    if json {
         crate::output::print_json(&summary)?;
     } else {
         print_summary(&summary);

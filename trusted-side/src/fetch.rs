@@ -1,0 +1,366 @@
+//! `airlock fetch JOB`: download the worker's artifact and verify it, trusting none of it.
+//!
+//! Order (each step fails closed; the first failure is the reason):
+//! 1. the job record, signed by the pinned trusted key (names the job key and the bundle);
+//! 2. the artifact envelope, verified with the job key from the record and only that key;
+//! 3. its statement names `artifact.tar.gz`, this job, this bundle;
+//! 4. the artifact, downloaded with a size cap (the job's limit), digest = statement subject;
+//! 5. landed inside the token's validity, by the store's own clock (last-modified);
+//! 6. `packet.json` read through the safe tar reader: digest = statement, job and bundle = record;
+//! 7. first artifact wins: a different artifact for a job already fetched is tampering.
+//!
+//! Guards against: forged or replayed artifacts (another job's, another key's), artifacts
+//! landing after expiry, oversize downloads, and a worker swapping the artifact after a fetch.
+
+use std::path::{Path, PathBuf};
+
+use airlock_core::digest::{sha256_file, Sha256Digest};
+use airlock_core::dsse::{self, verify_envelope, Statement};
+use airlock_core::format::{
+    ArtifactPredicate, JobRecord, Packet, MAX_ENVELOPE_BYTES, MAX_PACKET_BYTES,
+    PREDICATE_ARTIFACT, PREDICATE_JOB_RECORD,
+};
+use airlock_core::jobid::JobId;
+use airlock_core::keys::{PublicKey, SigningKey};
+use airlock_core::limits::TarLimits;
+use airlock_core::store_layout as layout;
+use airlock_core::tar::{read_members, AllowedNames};
+use airlock_core::Verified;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::store::Store;
+
+/// Seconds of clock skew tolerated between the store and the trusted host.
+pub const STORE_SKEW_SECS: u64 = 120;
+/// Predicate type of the trusted side's record of the first artifact fetched for a job.
+pub const PREDICATE_FETCHED: &str = "urn:airlock:predicate:fetched:v1";
+
+/// Why a fetch refused an artifact: a stable code for the ledger and the exit status.
+#[derive(Debug, thiserror::Error)]
+#[error("{detail} ({code})")]
+pub struct FetchRefused {
+    /// Stable kebab-case code (`artifact-signature`, `artifact-replay`, …).
+    pub code: &'static str,
+    /// What was wrong.
+    pub detail: String,
+}
+
+fn refuse(code: &'static str, detail: impl Into<String>) -> anyhow::Error {
+    FetchRefused {
+        code,
+        detail: detail.into(),
+    }
+    .into()
+}
+
+/// A verified artifact, on local disk in the job directory.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The job record (verified with the trusted key).
+    pub record: Verified<JobRecord>,
+    /// The packet (from the verified artifact; its claims are still the worker's).
+    pub packet: Packet,
+    /// The statement's predicate.
+    pub predicate: ArtifactPredicate,
+    /// Where the artifact is.
+    pub artifact_path: PathBuf,
+    /// Its digest.
+    pub artifact_sha256: Sha256Digest,
+    /// Digest of packet.json.
+    pub packet_sha256: Sha256Digest,
+    /// When it landed (store clock).
+    pub landed_at: u64,
+}
+
+/// Summary printed by `fetch`.
+#[derive(Serialize)]
+pub struct FetchSummary<'a> {
+    job: &'a JobId,
+    artifact_sha256: Sha256Digest,
+    packet_sha256: Sha256Digest,
+    model_requested: &'a str,
+    model_reported: &'a str,
+    files_changed: u64,
+    lines_added: u64,
+    lines_removed: u64,
+    partial: bool,
+    sandbox: &'a str,
+    artifact: &'a Path,
+}
+
+impl Fetched {
+    /// The summary for output.
+    pub fn summary(&self) -> FetchSummary<'_> {
+        FetchSummary {
+            job: &self.record.job,
+            artifact_sha256: self.artifact_sha256,
+            packet_sha256: self.packet_sha256,
+            model_requested: &self.record.model_requested,
+            model_reported: &self.packet.model_reported,
+            files_changed: self.packet.files_changed,
+            lines_added: self.packet.lines_added,
+            lines_removed: self.packet.lines_removed,
+            partial: self.packet.partial,
+            sandbox: &self.packet.sandbox,
+            artifact: &self.artifact_path,
+        }
+    }
+}
+
+/// Loads and verifies the job record with the trusted key.
+pub fn load_record(store: &Store, trusted: &PublicKey, job: &JobId) -> Result<Verified<JobRecord>> {
+    let bytes = store
+        .get_bytes(&layout::job_record(job), MAX_ENVELOPE_BYTES as u64)?
+        .with_context(|| format!("job {job}: no job record in the store (unknown job)"))?;
+    let statement = verify_envelope(&bytes, std::slice::from_ref(trusted), MAX_ENVELOPE_BYTES)
+        .with_context(|| format!("job {job}: job record refused"))?;
+    let record: Verified<JobRecord> = statement
+        .expect_predicate(PREDICATE_JOB_RECORD)
+        .with_context(|| format!("job {job}: job record refused"))?;
+    record.check()?;
+    if &record.job != job {
+        bail!("job {job}: the record is for job {} (record.job)", record.job);
+    }
+    Ok(record)
+}
+
+/// The local directory for one job's files on this host.
+pub fn job_dir(home: &Path, job: &JobId) -> PathBuf {
+    home.join("jobs").join(job.as_str())
+}
+
+/// Fetches and verifies a job's final artifact. See the module doc for the order.
+pub fn fetch(
+    store: &Store,
+    trusted_key: &SigningKey,
+    home: &Path,
+    job: &JobId,
+    now: u64,
+) -> Result<Fetched> {
+    let trusted = trusted_key.public();
+    let record = load_record(store, &trusted, job)?;
+    let job_key = PublicKey::from_raw_hex(&record.job_public_key)?;
+
+    let env_bytes = store
+        .get_bytes(&layout::drop_artifact_envelope(job), MAX_ENVELOPE_BYTES as u64)
+        .map_err(|e| refuse("artifact-too-large", format!("{e:#}")))?
+        .with_context(|| format!("job {job}: no artifact yet (nothing landed in the drop)"))?;
+    let statement: Verified<Statement> =
+        verify_envelope(&env_bytes, std::slice::from_ref(&job_key), MAX_ENVELOPE_BYTES)
+            .map_err(|e| refuse("artifact-signature", format!("artifact.dsse.json: {e}")))?;
+    let predicate: Verified<ArtifactPredicate> = statement
+        .expect_predicate(PREDICATE_ARTIFACT)
+        .map_err(|e| refuse("artifact-statement", format!("artifact.dsse.json: {e}")))?;
+    let signed_digest = statement.subject_digest("artifact.tar.gz").ok_or_else(|| {
+        refuse(
+            "artifact-statement",
+            "artifact.dsse.json names no artifact.tar.gz",
+        )
+    })?;
+    if predicate.job != *job {
+        return Err(refuse(
+            "artifact-replay",
+            format!("the artifact statement is for job {}", predicate.job),
+        ));
+    }
+    if predicate.bundle_sha256 != record.bundle_sha256 {
+        return Err(refuse(
+            "artifact-replay",
+            "the artifact was made from another bundle",
+        ));
+    }
+    if predicate.partial {
+        tracing::warn!("job {job}: the worker marked its artifact partial");
+    }
+
+    let dir = job_dir(home, job);
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".artifact-")
+        .tempfile_in(&dir)?
+        .into_temp_path();
+    std::fs::remove_file(&staging)?;
+    let cap = record.limits.max_artifact_bytes;
+    let (digest, _) = store
+        .get_to_file(&layout::drop_artifact(job), cap, &staging)
+        .map_err(|e| refuse("artifact-too-large", format!("artifact.tar.gz: {e:#}")))?
+        .with_context(|| format!("job {job}: envelope present but artifact.tar.gz missing"))?;
+    if digest != signed_digest {
+        return Err(refuse(
+            "artifact-digest",
+            format!("artifact.tar.gz: sha256 {digest} differs from the signed {signed_digest}"),
+        ));
+    }
+    let info = store
+        .head(&layout::drop_artifact(job))?
+        .context("artifact vanished")?;
+    let envelope_info = store
+        .head(&layout::drop_artifact_envelope(job))?
+        .context("artifact envelope vanished")?;
+    let landed_at = info.last_modified.max(envelope_info.last_modified);
+    if landed_at > record.expires_at + STORE_SKEW_SECS {
+        return Err(refuse(
+            "artifact-late",
+            format!(
+                "landed at {} after the token expired at {}",
+                airlock_core::jobid::rfc3339_utc(landed_at),
+                airlock_core::jobid::rfc3339_utc(record.expires_at)
+            ),
+        ));
+    }
+    if landed_at + STORE_SKEW_SECS < record.issued_at {
+        return Err(refuse("artifact-early", "landed before the job was submitted"));
+    }
+
+    let (packet, packet_sha256) = read_packet(&staging)?;
+    if packet_sha256 != predicate.packet_sha256 {
+        return Err(refuse(
+            "packet-digest",
+            "packet.json differs from the signed packet digest",
+        ));
+    }
+    if packet.job != *job || packet.bundle_sha256 != record.bundle_sha256 {
+        return Err(refuse(
+            "packet-binding",
+            "packet.json names another job or bundle",
+        ));
+    }
+    if packet.run_id != predicate.run_id || packet.partial != predicate.partial {
+        return Err(refuse(
+            "packet-binding",
+            "packet.json disagrees with the signed statement (run id or partial)",
+        ));
+    }
+
+    first_artifact_wins(store, trusted_key, job, digest, now)?;
+    let artifact_path = dir.join("artifact.tar.gz");
+    match sha256_file(&artifact_path) {
+        Ok((existing, _)) if existing == digest => std::fs::remove_file(&staging)?,
+        _ => {
+            let _ = std::fs::remove_file(&artifact_path);
+            std::fs::rename(&staging, &artifact_path)?;
+        }
+    }
+    Ok(Fetched {
+        record,
+        packet,
+        predicate: predicate.into_inner(),
+        artifact_path,
+        artifact_sha256: digest,
+        packet_sha256,
+        landed_at,
+    })
+}
+
+/// Reads `packet.json` out of an artifact through the safe reader (exact member names).
+pub fn read_packet(artifact: &Path) -> Result<(Packet, Sha256Digest)> {
+    let file = std::fs::File::open(artifact)?;
+    let mut packet = None;
+    read_members(
+        std::io::BufReader::new(file),
+        &TarLimits::artifact(),
+        &AllowedNames::artifact(),
+        |m, r| {
+            if m.path == "packet.json" {
+                let mut buf = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::Read::take(r, MAX_PACKET_BYTES as u64 + 1), &mut buf)?;
+                packet = Some(buf);
+            }
+            Ok(())
+        },
+    )
+    .map_err(|e| refuse("artifact-tar", e.with_label("artifact.tar.gz").to_string()))?;
+    let bytes = packet.ok_or_else(|| refuse("artifact-tar", "artifact.tar.gz has no packet.json"))?;
+    let p = Packet::from_json(&bytes).map_err(|e| refuse("packet-format", e.to_string()))?;
+    Ok((p, Sha256Digest::of_bytes(&bytes)))
+}
+
+/// Records the first artifact fetched for a job (trusted-signed, write-once in the store);
+/// a later fetch of a different artifact is reported as tampering.
+fn first_artifact_wins(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    digest: Sha256Digest,
+    now: u64,
+) -> Result<()> {
+    let rec_key = format!("records/{job}.fetched.dsse.json");
+    let statement = Statement::new(
+        "artifact.tar.gz",
+        digest,
+        PREDICATE_FETCHED,
+        serde_json::json!({ "job": job, "fetched_at": now }),
+    );
+    let envelope = dsse::sign_statement(&statement, key).to_json_pretty();
+    if store.put_new(&rec_key, &envelope)? {
+        return Ok(());
+    }
+    let existing = store
+        .get_bytes(&rec_key, MAX_ENVELOPE_BYTES as u64)?
+        .context("fetch record vanished")?;
+    let st = verify_envelope(&existing, &[key.public()], MAX_ENVELOPE_BYTES)
+        .context("fetch record refused")?;
+    match st.subject_digest("artifact.tar.gz") {
+        Some(d) if d == digest => Ok(()),
+        Some(d) => Err(refuse(
+            "artifact-swapped",
+            format!("tampering: job {job} was already fetched with artifact sha256:{d}; the drop now holds sha256:{digest}"),
+        )),
+        None => bail!("fetch record for {job} is malformed"),
+    }
+}
+
+/// `airlock fetch JOB`.
+pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::FetchArgs) -> Result<crate::exit::Outcome> {
+    let home = crate::config::Home::load(&global.home)?;
+    let key = home.signing_key()?;
+    let store = Store::open(&home.config.store)?;
+    let job = JobId::parse(&args.job)?;
+    let now = crate::submit::now_unix();
+    match fetch(&store, &key, &home.dir, &job, now) {
+        Ok(f) => {
+            crate::ledger::append(
+                &store,
+                &key,
+                &job,
+                crate::ledger::Event::Fetch {
+                    artifact_sha256: f.artifact_sha256,
+                    packet_sha256: f.packet_sha256,
+                    model_reported: f.packet.model_reported.clone(),
+                    partial: f.packet.partial,
+                    run_id: f.packet.run_id.clone(),
+                },
+                now,
+            )?;
+            if args.json {
+                crate::output::print_json(&f.summary())?;
+            } else {
+                let s = f.summary();
+                println!("job {} fetched and verified", s.job);
+                println!("  artifact  sha256:{}", s.artifact_sha256);
+                println!("  model     requested {}, reported {}", s.model_requested, s.model_reported);
+                println!("  diff      {} files, +{} -{}", s.files_changed, s.lines_added, s.lines_removed);
+                println!("  sandbox   {}{}", s.sandbox, if s.partial { " (PARTIAL result)" } else { "" });
+            }
+            Ok(crate::exit::Outcome::Ok)
+        }
+        Err(e) => {
+            if let Some(r) = e.downcast_ref::<FetchRefused>() {
+                crate::ledger::append(
+                    &store,
+                    &key,
+                    &job,
+                    crate::ledger::Event::Reject {
+                        stage: "fetch".into(),
+                        reason_code: r.code.into(),
+                        detail: r.detail.clone(),
+                    },
+                    now,
+                )?;
+                return Err(crate::exit::Refused(format!("job {job}: artifact refused: {r}")).into());
+            }
+            Err(e)
+        }
+    }
+}
