@@ -1,1 +1,74 @@
-fn main(){}
+//! `airlock-worker`: the untrusted hop. A job token and a bundle in, one signed artifact out.
+//!
+//! The worker holds nothing but its token: no store credentials, no git, no cloud SDK. It
+//! verifies everything it is given against the pinned trusted public key before it runs the
+//! generator, runs the generator confined (see `airlock-sandbox`), computes the diff itself,
+//! and signs the artifact with the per-job key from the token.
+//!
+//! # Guarantees
+//! - Nothing runs unless the token, the bundle digest and the bundle's signature verify.
+//! - The generator sees a cleared environment (explicit `--pass-env` allowlist only).
+//! - The per-run directory is removed on every exit path, including SIGTERM/SIGINT.
+//! - Exit codes: 0 artifact dropped (whatever the generator did), 1 refused or failed
+//!   (nothing dropped), 2 usage.
+//!
+//! # Not guaranteed
+//! - That a host compromised before the run did not tamper with the worker binary itself:
+//!   the trusted side verifies everything the worker returns and trusts none of it.
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
+mod artifact;
+mod cli;
+mod generate;
+mod run;
+mod transfer;
+mod watch;
+mod workspace;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // The sandbox helper re-executes this binary; dispatch before anything else runs.
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(generate::HELPER_ARG)) {
+        generate::helper_main();
+    }
+    let cli = cli::Cli::parse();
+    init_logging(cli.verbose);
+    let result = match cli.command {
+        cli::Command::Run(args) => run::run_cli(&args).map(|_| ()),
+        cli::Command::Watch(args) => watch::watch(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let mut msg = format!("error: {err}");
+            for cause in err.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            eprintln!("{msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    use std::io::IsTerminal;
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stderr().is_terminal();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(color)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,127 @@
+//! Builds, signs and drops the worker's output: `artifact.tar.gz` (or a checkpoint) holding
+//! exactly `generator.log`, `packet.json`, `patch.diff`, signed with the per-job key.
+//!
+//! Guards against: a reader seeing an envelope without its artifact (the tarball is written
+//! first, the envelope last), an artifact over the job's byte limit (replaced by one with an
+//! empty patch that says so), and non-deterministic output (the core's deterministic writer).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use airlock_core::digest::{HashingWriter, Sha256Digest};
+use airlock_core::dsse::{self, Statement};
+use airlock_core::format::{self, ArtifactPredicate, Packet, PREDICATE_ARTIFACT};
+use airlock_core::keys::SigningKey;
+use airlock_core::limits::TarLimits;
+use airlock_core::tar::DeterministicTarWriter;
+use airlock_core::token::JobClaims;
+use anyhow::{Context, Result};
+
+use crate::transfer::{self, Overwrite};
+
+/// Which drop object pair to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropKind {
+    /// `drop/<job>/checkpoint.*`, overwritten while the generator runs.
+    Checkpoint,
+    /// `drop/<job>/artifact.*`, written once at the end.
+    Final,
+}
+
+impl DropKind {
+    /// The subject name in the statement.
+    pub fn subject(self) -> &'static str {
+        match self {
+            DropKind::Checkpoint => "checkpoint.tar.gz",
+            DropKind::Final => "artifact.tar.gz",
+        }
+    }
+}
+
+/// A built artifact on local disk.
+pub struct Built {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its digest.
+    pub sha256: Sha256Digest,
+    /// Its size.
+    pub bytes: u64,
+    /// Digest of its packet.json.
+    pub packet_sha256: Sha256Digest,
+}
+
+/// Writes the artifact tarball to `path` (created new).
+pub fn build(path: &Path, packet: &Packet, patch: &[u8], log: Option<&Path>) -> Result<Built> {
+    let packet_bytes = format::to_json_bytes(packet);
+    let packet_sha256 = Sha256Digest::of_bytes(&packet_bytes);
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("{}: cannot create", path.display()))?;
+    let hashing = HashingWriter::new(BufWriter::new(file));
+    let mut tar = DeterministicTarWriter::with_limits(hashing, TarLimits::artifact());
+    // Members in bytewise order: generator.log, packet.json, patch.diff.
+    if let Some(log) = log {
+        let f = File::open(log).with_context(|| format!("{}: cannot read log", log.display()))?;
+        let len = f.metadata()?.len();
+        tar.append_file("generator.log", false, len, f)?;
+    }
+    tar.append_file(
+        "packet.json",
+        false,
+        packet_bytes.len() as u64,
+        packet_bytes.as_slice(),
+    )?;
+    tar.append_file("patch.diff", false, patch.len() as u64, patch)?;
+    let (buf, sha256, bytes) = tar.finish()?.finish();
+    buf.into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write artifact: {}", e.error()))?
+        .sync_all()?;
+    Ok(Built {
+        path: path.to_owned(),
+        sha256,
+        bytes,
+        packet_sha256,
+    })
+}
+
+/// Signs `built` with the job key and drops it: tarball first, envelope last.
+pub fn sign_and_drop(
+    claims: &JobClaims,
+    job_key: &SigningKey,
+    kind: DropKind,
+    built: &Built,
+    packet: &Packet,
+) -> Result<()> {
+    let predicate = ArtifactPredicate {
+        job: claims.job.clone(),
+        run_id: packet.run_id.clone(),
+        bundle_sha256: claims.bundle.sha256,
+        packet_sha256: built.packet_sha256,
+        partial: packet.partial,
+    };
+    let statement = Statement::new(
+        kind.subject(),
+        built.sha256,
+        PREDICATE_ARTIFACT,
+        serde_json::to_value(&predicate)?,
+    );
+    let envelope = dsse::sign_statement(&statement, job_key).to_json_pretty();
+    let (obj_url, env_url, mode) = match kind {
+        DropKind::Checkpoint => (
+            &claims.drop.checkpoint,
+            &claims.drop.checkpoint_envelope,
+            Overwrite::Replace,
+        ),
+        DropKind::Final => (
+            &claims.drop.artifact,
+            &claims.drop.artifact_envelope,
+            Overwrite::Never,
+        ),
+    };
+    transfer::put_file(obj_url, kind.subject(), &built.path, mode)?;
+    transfer::put_bytes(env_url, "artifact envelope", &envelope, mode)?;
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! Command-line surface of `airlock-worker`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// airlock-worker: run one airlock job on an untrusted machine.
+///
+/// Holds only a job token. Verifies the token and the bundle against the pinned trusted
+/// public key, runs GENERATOR ARGS... in a sandbox (egress denied) with `{prompt_file}` and
+/// `{workdir}` substituted, and drops one signed artifact (diff + packet).
+///
+/// Exit codes: 0 artifact dropped, 1 refused or failed (nothing dropped), 2 usage.
+#[derive(Debug, Parser)]
+#[command(name = "airlock-worker", version, about, long_about)]
+pub struct Cli {
+    /// More logging on stderr (-v info, -vv debug). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one job from a token.
+    Run(RunArgs),
+    /// Watch DIR/tickets/ for token files and run them one at a time (local-drop mode).
+    Watch(WatchArgs),
+}
+
+/// Flags shared by `run` and `watch`.
+#[derive(Debug, Args, Clone)]
+pub struct JobArgs {
+    /// The trusted public key (SPKI PEM). Pinned: never taken from the token or the bundle.
+    #[arg(long, value_name = "FILE")]
+    pub trusted_pub: PathBuf,
+    /// Base directory for per-run directories (each 0700, removed at exit).
+    /// Default: $XDG_RUNTIME_DIR/airlock-worker or /tmp/airlock-worker-<uid>.
+    #[arg(long, value_name = "DIR")]
+    pub work_root: Option<PathBuf>,
+    /// Pass this variable of the worker's environment to the generator (repeatable).
+    /// Everything else is cleared.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// Run the generator WITHOUT a sandbox when none can be had. The packet says
+    /// `sandbox: none` and the default gate policy never queues such an artifact.
+    #[arg(long)]
+    pub unsafe_no_sandbox: bool,
+    /// The generator command and its arguments. `{prompt_file}` and `{workdir}` are
+    /// substituted; it runs with cwd = workdir and AIRLOCK_REPORT=<path> set.
+    #[arg(last = true, required = true, value_name = "GENERATOR")]
+    pub generator: Vec<String>,
+}
+
+/// `airlock-worker run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The job token (prefer --token-file or AIRLOCK_JOB_TOKEN: argv is visible to other users).
+    #[arg(long, conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// File holding the job token.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub job: JobArgs,
+}
+
+/// `airlock-worker watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Directory whose `tickets/` subdirectory receives token files.
+    pub dir: PathBuf,
+    /// Stop after this many tickets (for tests and batch use); default: run forever.
+    #[arg(long)]
+    pub max_jobs: Option<u64>,
+    #[command(flatten)]
+    pub job: JobArgs,
+}

@@ -1,0 +1,267 @@
+//! Runs the generator: builds the sandbox spec from the request's limits, starts it through
+//! `airlock-sandbox`, checkpoints while it runs, and enforces the wall clock.
+//!
+//! Guards against: a generator that outlives its wall clock (the whole process tree is
+//! killed), one that sees the worker's environment (cleared to `--pass-env` + our variables),
+//! and silently running unconfined (no sandbox and no `--unsafe-no-sandbox` is an error before
+//! anything starts).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use airlock_core::format::{ExitInfo, ExitKind};
+use airlock_core::limits::JobLimits;
+use airlock_sandbox::{ExitStatus, LogSink, Mode, SandboxError, SandboxSpec};
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::workspace::Termination;
+
+/// The hidden first argument that makes this binary the sandbox helper.
+pub const HELPER_ARG: &str = airlock_sandbox::HELPER_SUBCOMMAND;
+
+/// Environment variable that forces a sandbox mode (`auto`, `namespaces`,
+/// `landlock+seccomp`); for tests of the fallback path. `none` is refused here: only
+/// `--unsafe-no-sandbox` may run unconfined.
+pub const FORCE_MODE_ENV: &str = "AIRLOCK_SANDBOX_FORCE";
+
+/// Entry point of the re-executed helper: applies every layer, then execs the generator.
+pub fn helper_main() -> ! {
+    airlock_sandbox::child_main()
+}
+
+/// Everything needed to start the generator.
+pub struct GeneratorSetup<'a> {
+    /// `GENERATOR ARGS...` with `{prompt_file}` and `{workdir}` not yet substituted.
+    pub command: &'a [String],
+    /// The workdir (cwd of the generator).
+    pub workdir: &'a Path,
+    /// Its private tmp.
+    pub tmp: &'a Path,
+    /// The prompt file.
+    pub prompt_file: &'a Path,
+    /// Where the capped log goes.
+    pub log: &'a Path,
+    /// `--pass-env` names.
+    pub pass_env: &'a [String],
+    /// The request's limits.
+    pub limits: &'a JobLimits,
+    /// `--unsafe-no-sandbox`.
+    pub unsafe_no_sandbox: bool,
+    /// Paths the generator must never reach.
+    pub secret_paths: Vec<PathBuf>,
+}
+
+/// How the generator run ended.
+#[derive(Debug, Clone)]
+pub struct GeneratorRun {
+    /// Exit details for the packet.
+    pub exit: ExitInfo,
+    /// Limits hit (`wall-clock`, `cpu-secs`, `file-size`, `log-bytes`).
+    pub limits_hit: Vec<String>,
+    /// The sandbox that actually ran.
+    pub sandbox: String,
+    /// Generator wall time.
+    pub elapsed_ms: u64,
+}
+
+/// What the generator reported in `AIRLOCK_REPORT` (all optional; anything malformed is
+/// treated as no report).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// The model that answered.
+    pub model: Option<String>,
+    /// Tokens in.
+    pub tokens_in: Option<u64>,
+    /// Tokens out.
+    pub tokens_out: Option<u64>,
+}
+
+/// Name of the report file inside the private tmp.
+pub const REPORT_FILE: &str = "airlock-report.json";
+const MAX_REPORT_BYTES: u64 = 64 * 1024;
+
+/// Reads the generator's report; malformed, oversized or absent means "unreported".
+pub fn read_report(tmp: &Path) -> Report {
+    let path = tmp.join(REPORT_FILE);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return Report::default();
+    };
+    if !meta.is_file() || meta.len() > MAX_REPORT_BYTES {
+        tracing::warn!("generator report is not a small regular file; ignored");
+        return Report::default();
+    }
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Report::default();
+    };
+    match serde_json::from_slice::<Report>(&bytes) {
+        Ok(mut r) => {
+            // A model name is a short printable string, nothing else.
+            r.model = r
+                .model
+                .filter(|m| !m.is_empty() && m.len() <= 200 && m.chars().all(|c| !c.is_control()));
+            r
+        }
+        Err(_) => {
+            tracing::warn!("generator report is malformed; recorded as unreported");
+            Report::default()
+        }
+    }
+}
+
+fn substitute(arg: &str, setup: &GeneratorSetup<'_>) -> String {
+    arg.replace("{prompt_file}", &setup.prompt_file.to_string_lossy())
+        .replace("{workdir}", &setup.workdir.to_string_lossy())
+}
+
+fn mode(setup: &GeneratorSetup<'_>) -> Result<Mode> {
+    if setup.unsafe_no_sandbox {
+        tracing::warn!(
+            "--unsafe-no-sandbox: the generator may run UNCONFINED if no sandbox can be had"
+        );
+    }
+    match std::env::var(FORCE_MODE_ENV) {
+        Ok(v) if !v.is_empty() => {
+            let m: Mode = v.parse().context(FORCE_MODE_ENV)?;
+            if m == Mode::Unsandboxed && !setup.unsafe_no_sandbox {
+                bail!("{FORCE_MODE_ENV}=none needs --unsafe-no-sandbox");
+            }
+            Ok(m)
+        }
+        _ => Ok(Mode::Auto),
+    }
+}
+
+/// Starts the generator and waits for it, calling `checkpoint(elapsed_ms)` every
+/// `checkpoint_every_secs` while it runs. Kills the whole tree at the wall clock or on a
+/// termination signal.
+pub fn run_generator(
+    setup: &GeneratorSetup<'_>,
+    term: &Termination,
+    checkpoint: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<GeneratorRun> {
+    let Some((program, args)) = setup.command.split_first() else {
+        bail!("no generator command given after --");
+    };
+    let mut env: Vec<(String, String)> = vec![
+        (
+            "AIRLOCK_REPORT".into(),
+            setup.tmp.join(REPORT_FILE).to_string_lossy().into_owned(),
+        ),
+        (
+            "AIRLOCK_PROMPT_FILE".into(),
+            setup.prompt_file.to_string_lossy().into_owned(),
+        ),
+        (
+            "AIRLOCK_WORKDIR".into(),
+            setup.workdir.to_string_lossy().into_owned(),
+        ),
+        ("TMPDIR".into(), setup.tmp.to_string_lossy().into_owned()),
+        ("HOME".into(), setup.tmp.to_string_lossy().into_owned()),
+        ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+    ];
+    for name in setup.pass_env {
+        if let Ok(v) = std::env::var(name) {
+            env.retain(|(k, _)| k != name);
+            env.push((name.clone(), v));
+        }
+    }
+    let mut spec = SandboxSpec::new(substitute(program, setup), setup.workdir, setup.tmp);
+    spec.args = args.iter().map(|a| substitute(a, setup).into()).collect();
+    spec.env = env;
+    spec.secret_paths = setup.secret_paths.clone();
+    spec.rlimits.cpu_secs = Some(setup.limits.wall_clock_secs.saturating_add(5));
+    spec.mode = mode(setup)?;
+    let log = LogSink {
+        path: setup.log.to_owned(),
+        max_bytes: setup.limits.max_log_bytes,
+    };
+
+    let exe = std::env::current_exe().context("cannot find the worker binary")?;
+    let mut running = match airlock_sandbox::spawn(&exe, &[HELPER_ARG], &spec, &log) {
+        Ok(r) => r,
+        Err(e @ SandboxError::Unavailable { .. }) if setup.unsafe_no_sandbox => {
+            tracing::warn!("no sandbox available ({e}); running UNCONFINED (--unsafe-no-sandbox)");
+            spec.mode = Mode::Unsandboxed;
+            let _ = std::fs::remove_file(&log.path);
+            airlock_sandbox::spawn(&exe, &[HELPER_ARG], &spec, &log)?
+        }
+        Err(e @ SandboxError::Unavailable { .. }) => {
+            bail!("no sandbox can be had on this host ({e}); refusing to run the generator (pass --unsafe-no-sandbox to run it unconfined, loudly)")
+        }
+        Err(e) => return Err(e).context("cannot start the generator"),
+    };
+
+    let start = Instant::now();
+    let wall = Duration::from_secs(setup.limits.wall_clock_secs);
+    let every = Duration::from_secs(setup.limits.checkpoint_every_secs.max(1));
+    let mut next_checkpoint = start + every;
+    let mut timed_out = false;
+    let outcome = loop {
+        if term.requested() {
+            running.kill_group()?;
+        }
+        let now = Instant::now();
+        if now >= start + wall && !timed_out {
+            timed_out = true;
+            running.kill_group()?;
+        }
+        if now >= next_checkpoint && !timed_out && !term.requested() {
+            if let Err(e) = checkpoint(ms(start.elapsed())) {
+                tracing::warn!("checkpoint failed: {e:#}");
+            }
+            next_checkpoint = Instant::now() + every;
+        }
+        let deadline = (start + wall).min(next_checkpoint);
+        let wait = deadline
+            .saturating_duration_since(Instant::now())
+            .clamp(Duration::from_millis(10), Duration::from_millis(200));
+        if let Some(outcome) = running.wait_timeout(wait)? {
+            break outcome;
+        }
+    };
+
+    let mut limits_hit = Vec::new();
+    let exit = if timed_out || outcome.status == ExitStatus::TimedOut {
+        limits_hit.push("wall-clock".to_owned());
+        ExitInfo {
+            kind: ExitKind::Timeout,
+            code: None,
+        }
+    } else {
+        match outcome.status {
+            ExitStatus::Exited(c) => ExitInfo {
+                kind: ExitKind::Exited,
+                code: Some(c),
+            },
+            ExitStatus::Signaled(s) => ExitInfo {
+                kind: ExitKind::Signaled,
+                code: Some(s),
+            },
+            ExitStatus::TimedOut => ExitInfo {
+                kind: ExitKind::Timeout,
+                code: None,
+            },
+        }
+    };
+    if let Some(l) = outcome.limit_hit {
+        if !limits_hit.iter().any(|x| x == l.as_str()) {
+            limits_hit.push(l.as_str().to_owned());
+        }
+    }
+    if outcome.log_truncated {
+        limits_hit.push("log-bytes".to_owned());
+    }
+    Ok(GeneratorRun {
+        exit,
+        limits_hit,
+        sandbox: outcome.sandbox.as_str().to_owned(),
+        elapsed_ms: outcome.elapsed_ms,
+    })
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,159 @@
+//! The worker's per-run directories: one fresh 0700 directory per run under a base directory,
+//! removed on every exit path; leftovers of earlier runs (a reclaimed host, a `kill -9`)
+//! removed at start.
+//!
+//! Guards against: runs leaking bundle contents onto a reused host, one run reading another's
+//! files (0700, unguessable names), and cleanup following a link out of the base directory
+//! (`remove_dir_all` does not follow symlinks; the base itself must be a real directory we own).
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+
+const RUN_PREFIX: &str = "run-";
+
+/// The default base directory: `$XDG_RUNTIME_DIR/airlock-worker`, else `/tmp/airlock-worker-<uid>`.
+pub fn default_root() -> PathBuf {
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("airlock-worker");
+    }
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("airlock-worker-{uid}"))
+}
+
+/// Creates (or checks) the base directory: a real directory, owned by us, mode 0711
+/// (traversable, not listable: the sandboxed generator, which may run as another uid, must be
+/// able to reach its own workdir by path, and nothing else).
+pub fn prepare_root(root: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(root) {
+        Ok(m) => {
+            if !m.is_dir() {
+                bail!(
+                    "{}: work root is not a directory (or is a link)",
+                    root.display()
+                );
+            }
+            let me = std::fs::metadata("/proc/self")
+                .map(|m| m.uid())
+                .unwrap_or(0);
+            if m.uid() != me {
+                bail!("{}: work root is owned by another user", root.display());
+            }
+            std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o711))?;
+        }
+        Err(_) => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o711)
+                .create(root)
+                .with_context(|| format!("{}: cannot create work root", root.display()))?;
+            std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o711))?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes per-run directories left by runs whose process is gone. Returns how many.
+pub fn remove_leftovers(root: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_prefix(RUN_PREFIX) else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or("");
+        let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
+        if !alive && std::fs::remove_dir_all(e.path()).is_ok() {
+            tracing::info!(dir = %e.path().display(), "removed a leftover run directory");
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// One run's directory, removed when dropped.
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates `root/run-<pid>-<run_id>` with mode 0711 (traversable only; everything in it
+    /// but the workdir and the private tmp stays 0700).
+    pub fn create(root: &Path, run_id: &str) -> Result<RunDir> {
+        let path = root.join(format!("{RUN_PREFIX}{}-{run_id}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o711)
+            .create(&path)
+            .with_context(|| format!("{}: cannot create run directory", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o711))?;
+        Ok(RunDir { path })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if let Err(e) = remove_all(&self.path) {
+            tracing::warn!(dir = %self.path.display(), "cannot remove run directory: {e}");
+        }
+    }
+}
+
+/// Removes a tree, first making every directory in it writable again (the generator may have
+/// chmod-ed its own files to 0500 to make cleanup fail).
+pub fn remove_all(path: &Path) -> std::io::Result<()> {
+    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
+        return Ok(());
+    }
+    let mut stack = vec![path.to_owned()];
+    while let Some(d) = stack.pop() {
+        if let Ok(m) = std::fs::symlink_metadata(&d) {
+            if m.is_dir() {
+                let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700));
+                if let Ok(rd) = std::fs::read_dir(&d) {
+                    stack.extend(rd.flatten().map(|e| e.path()));
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(path)
+}
+
+/// A flag set by SIGTERM, SIGINT or SIGHUP; long waits poll it and unwind (running every
+/// `Drop`, so the run directory goes).
+#[derive(Clone)]
+pub struct Termination(Arc<AtomicBool>);
+
+impl Termination {
+    /// Installs the handlers.
+    pub fn install() -> Result<Termination> {
+        let flag = Arc::new(AtomicBool::new(false));
+        for sig in [
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGHUP,
+        ] {
+            signal_hook::flag::register(sig, Arc::clone(&flag))
+                .context("cannot install signal handler")?;
+        }
+        Ok(Termination(flag))
+    }
+
+    /// Whether a termination signal arrived.
+    pub fn requested(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
