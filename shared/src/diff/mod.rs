@@ -44,13 +44,15 @@
 //! - Every line ends with LF; bytes after the last LF are rejected (`diff.trailing`). CR is
 //!   ordinary content inside `TEXT` (a CRLF file diffs as lines ending in CR); a CR anywhere
 //!   in a header line is rejected (`diff.header`).
-//! - `PATH` is relative and normalised, at most `max_path_bytes` bytes and `max_depth`
-//!   components ([`check_patch_path`]): it MUST NOT start with `"` nor contain a byte below
-//!   0x20, 0x7f, `"` or `\` (git would quote it; `diff.quoted-path`), MUST NOT start with `/`
-//!   (`diff.abs-path`), MUST NOT contain an empty or `.` component (`diff.path`), a `..`
-//!   component (`diff.parent-dir`) or a component equal to `.git` in any ASCII case
-//!   (`diff.git-dir`). The `a/` and `b/` names of the header, `---` and `+++` lines MUST be the
-//!   same path (`diff.rename`).
+//! - `PATH` is relative and normalised ([`check_patch_path`]): it MUST NOT start with `"` nor
+//!   contain a byte below 0x20, 0x7f, `"` or `\` (git would quote it; `diff.quoted-path`),
+//!   and MUST pass the relative-path rules of [`crate::paths::check_relative_path`] (shared
+//!   with the tar reader and the packer) under `max_path_bytes` and `max_depth`: a leading
+//!   `/` is `diff.abs-path`, a `..` component `diff.parent-dir`, a `.git` component (any ASCII
+//!   case, trailing dots or spaces, `git~1`) `diff.git-dir`, and every other defect (empty,
+//!   `.` or empty components, drive prefixes, invisible or bidi characters, components over
+//!   255 bytes, too long, too deep) `diff.path`. The `a/` and `b/` names of the header, `---`
+//!   and `+++` lines MUST be the same path (`diff.rename`).
 //! - Only modes 100644 and 100755 exist; 120000 (symlink), 160000 (gitlink) or any other mode
 //!   is rejected (`diff.mode`). `old mode`/`new mode` with equal modes is rejected
 //!   (`diff.header`).
@@ -72,8 +74,8 @@
 //!   of the new side (after SP or `+`), or of both (after SP); nothing of that side may follow
 //!   it, in this hunk or a later one, and the marker is spelled exactly (`diff.newline`).
 //! - Sections appear in strictly increasing bytewise order of PATH: a repeated PATH is
-//!   `diff.duplicate`, a decreasing one `diff.order`. Two PATHs equal after Unicode NFC and
-//!   lowercasing are `diff.collision` ([`collision_key`]).
+//!   `diff.duplicate`, a decreasing one `diff.order`. Two PATHs with the same
+//!   [`collision_key`] (Unicode NFC, lowercase) are `diff.collision`.
 //! - Caps ([`DiffLimits`]): patch bytes, sections, hunks, hunk lines (`diff.too-large`).
 //! - Anything else after a complete section is `diff.trailing`; anything else before the
 //!   first section is `diff.header`.
@@ -112,11 +114,12 @@ pub mod rule {
     pub const ABS_PATH: &str = "diff.abs-path";
     /// A path has a `..` component.
     pub const PARENT_DIR: &str = "diff.parent-dir";
-    /// A path has a `.git` component (any ASCII case).
+    /// A path has a `.git` component (any ASCII case, trailing dots or spaces, `git~1`).
     pub const GIT_DIR: &str = "diff.git-dir";
     /// A path git would quote (control characters, `"`, `\`), or a quoted path.
     pub const QUOTED_PATH: &str = "diff.quoted-path";
-    /// Any other bad path: empty or `.` component, not UTF-8, too long, too deep.
+    /// Any other bad path: empty or `.` component, drive prefix, invisible or bidi character,
+    /// not UTF-8, too long, too deep.
     pub const PATH: &str = "diff.path";
     /// A mode other than 100644 and 100755.
     pub const MODE: &str = "diff.mode";

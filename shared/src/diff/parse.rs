@@ -77,8 +77,8 @@ pub fn parse_patch(bytes: &[u8], limits: &DiffLimits) -> Result<ParsedPatch, Dif
         }
         let fp = p.section()?;
         // FORMATS.md: "Sections appear in strictly increasing bytewise order of PATH: a
-        // repeated PATH is `diff.duplicate`, a decreasing one `diff.order`. Two PATHs equal
-        // after Unicode NFC and lowercasing are `diff.collision`."
+        // repeated PATH is `diff.duplicate`, a decreasing one `diff.order`. Two PATHs with the
+        // same collision key (Unicode NFC, lowercase) are `diff.collision`."
         if seen.contains(&fp.path) {
             return Err(p.err(
                 rule::DUPLICATE,

@@ -6,26 +6,27 @@
 //! `./a`), and names that collide on case-insensitive or normalising file systems.
 //! On `Ok`: the path is relative, normalised, printable and within the caps.
 //! Does not check: whether the path exists, or what it means (classification is the gate's).
-
-use unicode_normalization::UnicodeNormalization;
+//! The relative-path rules themselves live in [`crate::paths`], shared with the tar reader
+//! and the packer; this module adds the quoting rule and maps rules to `diff.*` ids.
 
 use super::rule;
+use crate::paths::{check_relative_path, PathRule};
+
+pub use crate::paths::collision_key;
 
 /// Checks one patch path (without `a/` or `b/`). On error returns the rule id and the reason.
 ///
-/// FORMATS.md: "`PATH` is relative and normalised, at most `max_path_bytes` bytes and
-/// `max_depth` components: it MUST NOT start with `"` nor contain a byte below 0x20, 0x7f,
-/// `"` or `\` (`diff.quoted-path`), MUST NOT start with `/` (`diff.abs-path`), MUST NOT
-/// contain an empty or `.` component (`diff.path`), a `..` component (`diff.parent-dir`) or a
-/// component equal to `.git` in any ASCII case (`diff.git-dir`)."
+/// FORMATS.md: "`PATH` MUST NOT start with `"` nor contain a byte below 0x20, 0x7f, `"` or `\`
+/// (git would quote it; `diff.quoted-path`), and MUST pass the relative-path rules of
+/// `airlock_core::paths` under `max_path_bytes` and `max_depth`: a leading `/` is
+/// `diff.abs-path`, a `..` component `diff.parent-dir`, a `.git` component (any case, trailing
+/// dots or spaces, `git~1`) `diff.git-dir`, anything else (empty, `.` or empty components,
+/// drive prefixes, invisible or bidi characters, too long, too deep) `diff.path`."
 pub fn check_patch_path(
     path: &str,
     max_bytes: usize,
     max_depth: usize,
 ) -> Result<(), (&'static str, String)> {
-    if path.is_empty() {
-        return Err((rule::PATH, "empty path".into()));
-    }
     if path.starts_with('"') {
         return Err((rule::QUOTED_PATH, "quoted path".into()));
     }
@@ -38,38 +39,17 @@ pub fn check_patch_path(
             format!("byte 0x{b:02x} would need quoting"),
         ));
     }
-    if path.starts_with('/') {
-        return Err((rule::ABS_PATH, "absolute path".into()));
-    }
-    if path.len() > max_bytes {
-        return Err((
-            rule::PATH,
-            format!("path of {} bytes, limit {max_bytes}", path.len()),
-        ));
-    }
-    let mut depth = 0usize;
-    for comp in path.split('/') {
-        depth += 1;
-        match comp {
-            "" => return Err((rule::PATH, "empty component".into())),
-            "." => return Err((rule::PATH, "`.` component".into())),
-            ".." => return Err((rule::PARENT_DIR, "`..` component".into())),
-            c if c.eq_ignore_ascii_case(".git") => {
-                return Err((rule::GIT_DIR, "`.git` component".into()))
-            }
-            _ => {}
-        }
-    }
-    if depth > max_depth {
-        return Err((rule::PATH, format!("{depth} components, limit {max_depth}")));
-    }
-    Ok(())
-}
-
-/// The key under which two paths are the same file on a case-insensitive or Unicode-normalising
-/// file system (macOS, Windows): Unicode NFC, then lowercase.
-pub fn collision_key(path: &str) -> String {
-    path.nfc().collect::<String>().to_lowercase()
+    check_relative_path(path, max_bytes, max_depth)
+        .map(|_| ())
+        .map_err(|e| {
+            let r = match e.rule() {
+                PathRule::Absolute => rule::ABS_PATH,
+                PathRule::ParentDir => rule::PARENT_DIR,
+                PathRule::GitDir => rule::GIT_DIR,
+                _ => rule::PATH,
+            };
+            (r, format!("{} ({})", e.detail(), e.rule().id()))
+        })
 }
 
 #[cfg(test)]
@@ -118,6 +98,10 @@ mod tests {
             ("a\nb", rule::QUOTED_PATH),
             ("a\\b", rule::QUOTED_PATH),
             ("a\u{7f}", rule::QUOTED_PATH),
+            ("a\u{202e}txt.exe", rule::PATH),
+            (".git.", rule::GIT_DIR),
+            ("git~1/config", rule::GIT_DIR),
+            ("C:/x", rule::PATH),
         ] {
             assert_eq!(rule_of(p), want, "{p:?}");
         }
@@ -126,6 +110,10 @@ mod tests {
     #[test]
     fn enforces_length_and_depth() {
         assert!(check_patch_path(&"a".repeat(10), 10, 64).is_ok());
+        assert_eq!(
+            check_patch_path(&"a".repeat(256), 1024, 64).unwrap_err().0,
+            rule::PATH
+        );
         assert_eq!(
             check_patch_path(&"a".repeat(11), 10, 64).unwrap_err().0,
             rule::PATH

@@ -68,6 +68,9 @@ pub fn write_tree_diff<W: Write>(
         keys: HashMap::new(),
     };
     w.walk(Some(&b), Some(&a), "", 0)?;
+    w.stats
+        .refused
+        .sort_by(|x, y| x.path.as_bytes().cmp(y.path.as_bytes()));
     w.out
         .flush()
         .map_err(|e| io_err(Path::new("<patch output>"), "write", e))?;
@@ -408,7 +411,16 @@ impl<W: Write> Walker<'_, W> {
         let a = match after {
             Some(d) => match d.open_child_dir(name) {
                 Ok(h) => Some(h),
-                Err(e) => return Ok(self.refuse(path.to_owned(), open_refusal(&e))),
+                Err(e) => {
+                    // `O_DIRECTORY|O_NOFOLLOW` on a link fails with ENOTDIR: look again.
+                    let linked = fs::symlink_metadata(d.child(name)).is_ok_and(|m| m.is_symlink());
+                    let r = if linked {
+                        rule::SYMLINK
+                    } else {
+                        open_refusal(&e)
+                    };
+                    return Ok(self.refuse(path.to_owned(), r));
+                }
             },
             None => None,
         };
@@ -776,4 +788,79 @@ fn line<W: Write>(w: &mut W, prefix: u8, l: &[u8]) -> io::Result<()> {
         w.write_all(b"\n\\ No newline at end of file\n")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn names(dir: &DirHandle) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(&dir.base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn directory_handle_is_not_redirected_by_a_swap_for_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let after = tmp.path().join("after");
+        fs::create_dir_all(after.join("sub")).unwrap();
+        fs::write(after.join("sub/file.txt"), b"ok\n").unwrap();
+        fs::create_dir_all(tmp.path().join("secret")).unwrap();
+        fs::write(tmp.path().join("secret/token"), b"s3cr3t\n").unwrap();
+
+        let root = DirHandle::open_root(&after).unwrap();
+        assert!(root.by_fd, "/proc/self/fd should be usable on Linux");
+        let sub = root.open_child_dir(OsStr::new("sub")).unwrap();
+        // The generator swaps the directory for a link to somewhere else mid-walk.
+        fs::rename(after.join("sub"), after.join("moved")).unwrap();
+        symlink(tmp.path().join("secret"), after.join("sub")).unwrap();
+        // The handle still lists the directory it opened, not the link's target...
+        assert_eq!(names(&sub), vec!["file.txt"]);
+        let f = open_regular(&sub.child(OsStr::new("file.txt"))).unwrap();
+        assert_eq!(f.meta.len(), 3);
+        // ...and opening the swapped name again refuses the link.
+        assert!(root.open_child_dir(OsStr::new("sub")).is_err());
+        assert_eq!(
+            open_regular(&root.child(OsStr::new("sub"))).err(),
+            Some(rule::SYMLINK)
+        );
+    }
+
+    #[test]
+    fn a_file_swapped_for_a_fifo_is_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("pipe");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        // Opening a FIFO for reading would block until a writer appears; O_NONBLOCK does not.
+        assert_eq!(open_regular(&p).err(), Some(rule::SPECIAL_FILE));
+    }
+
+    #[test]
+    fn read_capped_refuses_past_the_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("f");
+        fs::write(&p, b"12345").unwrap();
+        let mut f = open_regular(&p).unwrap();
+        assert!(read_capped(&mut f, 4).unwrap().is_none());
+        let mut f = open_regular(&p).unwrap();
+        assert_eq!(read_capped(&mut f, 5).unwrap().unwrap(), b"12345");
+    }
+
+    #[test]
+    fn hunk_ranges_are_canonical() {
+        assert_eq!(range(0, 0), "0,0");
+        assert_eq!(range(4, 0), "4,0");
+        assert_eq!(range(0, 1), "1");
+        assert_eq!(range(9, 3), "10,3");
+    }
 }
