@@ -25,6 +25,8 @@ pub mod dsse;
 pub mod error;
 pub mod fileurl;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod jobid;
 pub mod keys;
 pub mod limits;
