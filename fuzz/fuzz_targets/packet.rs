@@ -1,0 +1,6 @@
+//! `packet.json`: accepted packets must re-encode to bytes that parse to an equal value.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = airlock_core::fuzzing::packet(data);
+});

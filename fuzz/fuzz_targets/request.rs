@@ -1,0 +1,6 @@
+//! `request.json`: accepted requests must re-encode to bytes that parse to an equal value.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = airlock_core::fuzzing::request(data);
+});
