@@ -16,17 +16,140 @@ use airlock_core::fileurl::file_url_to_path;
 use airlock_core::limits::{LimitError, LimitedReader};
 use anyhow::{bail, Context, Result};
 
-/// Opens a GET source, capped at `max_bytes`.
-fn open_get(url: &str, what: &'static str, max_bytes: u64) -> Result<Box<dyn Read>> {
-    if url.starts_with("file://") {
-        let path = file_url_to_path(url).with_context(|| format!("{what}: bad URL"))?;
-        let f = File::open(&path).with_context(|| format!("{what}: cannot read from the store"))?;
-        Ok(Box::new(LimitedReader::new(f, what, max_bytes)))
-    } else {
-        bail!(
-            "{what}: only file:// URLs are supported by this build (https comes with the S3 store)"
-        )
+/// Attempts per request (the first plus retries) on 5xx, timeouts and connection errors.
+const ATTEMPTS: u32 = 5;
+/// First backoff; doubles each retry (200 ms, 400 ms, 800 ms, 1.6 s).
+const BACKOFF_MS: u64 = 200;
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_connect(Some(std::time::Duration::from_secs(10)))
+        .timeout_global(Some(std::time::Duration::from_secs(300)))
+        .build()
+        .into()
+}
+
+/// What a request attempt concluded.
+enum Attempt<T> {
+    Done(T),
+    /// Worth retrying (5xx, timeout, reset); the message says what happened.
+    Retry(String),
+}
+
+/// Runs `attempt` with bounded retries and exponential backoff.
+fn with_retries<T>(what: &str, mut attempt: impl FnMut() -> Result<Attempt<T>>) -> Result<T> {
+    let mut last = String::new();
+    for n in 0..ATTEMPTS {
+        if n > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(BACKOFF_MS << (n - 1)));
+            tracing::warn!("{what}: retry {n}/{} after: {last}", ATTEMPTS - 1);
+        }
+        match attempt()? {
+            Attempt::Done(v) => return Ok(v),
+            Attempt::Retry(why) => last = why,
+        }
     }
+    bail!("{what}: gave up after {ATTEMPTS} attempts: {last}")
+}
+
+/// Classifies a transport error: timeouts and connection failures are retried.
+fn transport<T>(what: &str, e: ureq::Error) -> Result<Attempt<T>> {
+    match e {
+        ureq::Error::Io(_)
+        | ureq::Error::Timeout(_)
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::HostNotFound => Ok(Attempt::Retry(format!("transport: {e}"))),
+        other => bail!("{what}: request failed: {other}"),
+    }
+}
+
+/// Maps a non-success status to an error (4xx, never retried) or a retry (5xx).
+fn status<T>(what: &str, code: u16) -> Result<Attempt<T>> {
+    match code {
+        403 => bail!("{what}: refused by the store (HTTP 403): the URL expired, was altered, or is not valid for this object and method (transfer.forbidden)"),
+        404 => bail!("{what}: not found in the store (HTTP 404) (transfer.not-found)"),
+        412 => bail!("{what}: already written (HTTP 412): drop objects are write-once (transfer.write-once)"),
+        500..=599 => Ok(Attempt::Retry(format!("HTTP {code}"))),
+        c => bail!("{what}: unexpected HTTP {c} (transfer.status)"),
+    }
+}
+
+/// Streams an HTTPS GET into the writer `sink` makes (made anew for each attempt), capped at
+/// `max_bytes`.
+fn http_get<'s>(
+    url: &str,
+    what: &'static str,
+    max_bytes: u64,
+    sink: &mut dyn FnMut() -> Result<Box<dyn Write + 's>>,
+) -> Result<u64> {
+    let agent = agent();
+    with_retries(what, || {
+        let mut resp = match agent.get(url).call() {
+            Ok(r) => r,
+            Err(e) => return transport(what, e),
+        };
+        let code = resp.status().as_u16();
+        if code != 200 {
+            return status(what, code);
+        }
+        let reader = resp.body_mut().with_config().limit(u64::MAX).reader();
+        let mut limited = LimitedReader::new(reader, what, max_bytes);
+        let mut out = sink()?;
+        let copied = std::io::copy(&mut limited, &mut out).and_then(|n| out.flush().map(|()| n));
+        match copied {
+            Ok(n) => Ok(Attempt::Done(n)),
+            Err(e) if LimitError::from_io(&e).is_some() => Err(limit_context(e, what)),
+            Err(e) => Ok(Attempt::Retry(format!("body: {e}"))),
+        }
+    })
+}
+
+/// HTTPS PUT of `bytes`, with `if-none-match: *` for write-once objects.
+fn http_put(url: &str, what: &'static str, bytes: &[u8], mode: Overwrite) -> Result<()> {
+    let agent = agent();
+    let mut retried = false;
+    with_retries(what, || {
+        let mut req = agent.put(url);
+        if mode == Overwrite::Never {
+            req = req.header("if-none-match", "*");
+        }
+        let resp = match req.send(bytes) {
+            Ok(r) => r,
+            Err(e) => {
+                retried = true;
+                return transport(what, e);
+            }
+        };
+        match resp.status().as_u16() {
+            200 | 201 | 204 => Ok(Attempt::Done(())),
+            // After a lost response, 412 may mean our own earlier attempt landed. The
+            // fetcher verifies digest and signature, so a foreign object cannot pass.
+            412 if retried => {
+                tracing::warn!("{what}: write-once object already present after a retry; assuming our earlier attempt landed");
+                Ok(Attempt::Done(()))
+            }
+            code => {
+                retried = true;
+                status(what, code)
+            }
+        }
+    })
+}
+
+fn is_http(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("http://")
+}
+
+/// Opens a GET source for a `file://` URL, capped at `max_bytes`.
+fn open_file_get(url: &str, what: &'static str, max_bytes: u64) -> Result<Box<dyn Read>> {
+    if !url.starts_with("file://") {
+        bail!("{what}: unsupported URL scheme (file://, https:// or loopback http://)");
+    }
+    let path = file_url_to_path(url).with_context(|| format!("{what}: bad URL"))?;
+    let f = File::open(&path).with_context(|| format!("{what}: cannot read from the store"))?;
+    Ok(Box::new(LimitedReader::new(f, what, max_bytes)))
 }
 
 fn limit_context(e: std::io::Error, what: &str) -> anyhow::Error {
@@ -43,12 +166,25 @@ pub fn get_to_file(
     max_bytes: u64,
     dest: &Path,
 ) -> Result<(Sha256Digest, u64)> {
-    let mut src = open_get(url, what, max_bytes)?;
     let file = File::options()
         .write(true)
         .create_new(true)
         .open(dest)
         .with_context(|| format!("{}: cannot create", dest.display()))?;
+    if is_http(url) {
+        // Each attempt starts the file over; the digest is computed after the last one.
+        http_get(url, what, max_bytes, &mut || {
+            let f = file.try_clone()?;
+            f.set_len(0)?;
+            let mut f2 = f;
+            std::io::Seek::seek(&mut f2, std::io::SeekFrom::Start(0))?;
+            Ok(Box::new(std::io::BufWriter::new(f2)) as Box<dyn Write>)
+        })?;
+        file.sync_all()?;
+        return airlock_core::digest::sha256_file(dest)
+            .with_context(|| format!("{}: cannot read back", dest.display()));
+    }
+    let mut src = open_file_get(url, what, max_bytes)?;
     let mut out = HashingWriter::new(std::io::BufWriter::new(file));
     std::io::copy(&mut src, &mut out).map_err(|e| limit_context(e, what))?;
     let (buf, digest, n) = out.finish();
@@ -60,7 +196,15 @@ pub fn get_to_file(
 
 /// GETs a small object into memory (at most `max_bytes`).
 pub fn get_bytes(url: &str, what: &'static str, max_bytes: u64) -> Result<Vec<u8>> {
-    let mut src = open_get(url, what, max_bytes)?;
+    if is_http(url) {
+        let buf = std::cell::RefCell::new(Vec::new());
+        http_get(url, what, max_bytes, &mut || {
+            buf.borrow_mut().clear();
+            Ok(Box::new(RefWriter(&buf)) as Box<dyn Write>)
+        })?;
+        return Ok(buf.into_inner());
+    }
+    let mut src = open_file_get(url, what, max_bytes)?;
     let mut out = Vec::new();
     src.read_to_end(&mut out)
         .map_err(|e| limit_context(e, what))?;
@@ -78,10 +222,11 @@ pub enum Overwrite {
 
 /// PUTs `bytes` to `url`.
 pub fn put_bytes(url: &str, what: &'static str, bytes: &[u8], mode: Overwrite) -> Result<()> {
+    if is_http(url) {
+        return http_put(url, what, bytes, mode);
+    }
     if !url.starts_with("file://") {
-        bail!(
-            "{what}: only file:// URLs are supported by this build (https comes with the S3 store)"
-        );
+        bail!("{what}: unsupported URL scheme (file://, https:// or loopback http://)");
     }
     let dest = file_url_to_path(url).with_context(|| format!("{what}: bad URL"))?;
     let dir = dest
@@ -127,4 +272,17 @@ fn tempfile_in(dir: &Path, what: &str) -> Result<(std::path::PathBuf, File)> {
         .open(&path)
         .with_context(|| format!("{what}: cannot write to the store"))?;
     Ok((path, f))
+}
+
+/// A `Write` into a shared buffer (one attempt's body at a time).
+struct RefWriter<'a>(&'a std::cell::RefCell<Vec<u8>>);
+
+impl Write for RefWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
