@@ -1,9 +1,11 @@
 //! Line diff: Myers' O((N+M)·D) algorithm in linear space (the "middle snake" recursion of
 //! Myers 1986, section 4b), with a cap on D.
 //!
-//! Guards against: quadratic blow-ups on large rewrites. The caller passes the changed-lines
-//! budget left; once the edit distance is known to exceed it, the search stops and returns
-//! `None` instead of finishing an expensive diff that would be thrown away.
+//! Guards against: quadratic blow-ups. Lines found on one side only are set aside before the
+//! search (they can never match), so rewrites and scattered edits cost near-linear time; the
+//! caller passes the changed-lines budget left, and once the edit distance is known to exceed
+//! it the search stops and returns `None`; a work cap ([`WORK_LIMIT`]) bounds the rest by
+//! giving up minimality (never correctness) on the sub-problem at hand.
 //! On `Some`: the blocks describe a shortest edit script; unchanged lines between blocks are
 //! byte-equal in order (re-checked while building blocks, so a bug here yields a larger diff,
 //! never a wrong one).
@@ -22,6 +24,15 @@ pub(crate) struct Block {
 /// The change blocks turning `a` into `b`, or `None` when more than `max_d` lines would be
 /// added plus removed.
 pub(crate) fn diff_blocks(a: &[&[u8]], b: &[&[u8]], max_d: u64) -> Option<Vec<Block>> {
+    diff_blocks_limited(a, b, max_d, WORK_LIMIT)
+}
+
+fn diff_blocks_limited(
+    a: &[&[u8]],
+    b: &[&[u8]],
+    max_d: u64,
+    work_limit: u64,
+) -> Option<Vec<Block>> {
     // Common prefix and suffix cost nothing and are not interned.
     let mut pre = 0;
     while pre < a.len() && pre < b.len() && a[pre] == b[pre] {
@@ -48,13 +59,55 @@ pub(crate) fn diff_blocks(a: &[&[u8]], b: &[&[u8]], max_d: u64) -> Option<Vec<Bl
             dst.push(*ids.entry(l).or_insert(next));
         }
     }
+    let nids = ids.len();
     drop(ids);
 
+    // A line that occurs on one side only can never be matched: mark it changed now and
+    // search only the others (git's xdiff does the same). This keeps the LCS, so the script
+    // stays minimal, and turns rewrites and scattered edits into near-linear work.
+    let mut in_a = vec![false; nids];
+    let mut in_b = vec![false; nids];
+    ia.iter().for_each(|&x| in_a[x as usize] = true);
+    ib.iter().for_each(|&x| in_b[x as usize] = true);
     let mut ca = vec![false; a.len()];
     let mut cb = vec![false; b.len()];
-    let bound = usize::try_from(max_d).unwrap_or(usize::MAX);
-    if !compare(&ia, &ib, pre, pre, &mut ca, &mut cb, bound) {
+    let (mut ra, mut ka) = (Vec::new(), Vec::new());
+    for (i, &x) in ia.iter().enumerate() {
+        if in_b[x as usize] {
+            ra.push(x);
+            ka.push(pre + i);
+        } else {
+            ca[pre + i] = true;
+        }
+    }
+    let (mut rb, mut kb) = (Vec::new(), Vec::new());
+    for (j, &x) in ib.iter().enumerate() {
+        if in_a[x as usize] {
+            rb.push(x);
+            kb.push(pre + j);
+        } else {
+            cb[pre + j] = true;
+        }
+    }
+    drop((ia, ib, in_a, in_b));
+    let unmatched = (am.len() - ra.len()) as u64 + (bm.len() - rb.len()) as u64;
+    let left = max_d.checked_sub(unmatched)?;
+
+    let mut s = Search {
+        ce: vec![false; ra.len()],
+        cf: vec![false; rb.len()],
+        work: 0,
+        work_limit,
+    };
+    let bound = usize::try_from(left).unwrap_or(usize::MAX);
+    if !s.compare(&ra, &rb, 0, 0, bound) {
         return None;
+    }
+    for (i, &c) in s.ce.iter().enumerate() {
+        ca[ka[i]] |= c;
+    }
+    for (j, &c) in s.cf.iter().enumerate() {
+        cb[kb[j]] |= c;
     }
     Some(blocks(a, b, &ca, &cb))
 }
@@ -98,119 +151,149 @@ fn blocks(a: &[&[u8]], b: &[&[u8]], ca: &[bool], cb: &[bool]) -> Vec<Block> {
     out
 }
 
-/// Marks changed lines of `e` (offset `i` in `ce`) and `f` (offset `j` in `cf`). Returns
-/// `false` when the edit distance exceeds `bound` (checked at this level; recursive calls
-/// are within the distance already found).
-#[allow(clippy::too_many_arguments)]
-fn compare(
-    e: &[u32],
-    f: &[u32],
-    i: usize,
-    j: usize,
-    ce: &mut [bool],
-    cf: &mut [bool],
-    bound: usize,
-) -> bool {
-    // Trim common prefix and suffix: after this, a distance of 1 leaves one side empty.
-    let mut s = 0;
-    while s < e.len() && s < f.len() && e[s] == f[s] {
-        s += 1;
-    }
-    let (e, f, i, j) = (&e[s..], &f[s..], i + s, j + s);
-    let mut t = 0;
-    while t < e.len() && t < f.len() && e[e.len() - 1 - t] == f[f.len() - 1 - t] {
-        t += 1;
-    }
-    let (e, f) = (&e[..e.len() - t], &f[..f.len() - t]);
-    let (n, m) = (e.len(), f.len());
-    if n == 0 || m == 0 {
-        if n + m > bound {
-            return false;
-        }
-        ce[i..i + n].iter_mut().for_each(|c| *c = true);
-        cf[j..j + m].iter_mut().for_each(|c| *c = true);
-        return true;
-    }
-    if n.abs_diff(m) > bound {
-        return false;
-    }
-    let Some((d, x, y, u, v)) = middle_snake(e, f, bound) else {
-        return false;
-    };
-    if d > 1 || (x != u && y != v) {
-        compare(&e[..x], &f[..y], i, j, ce, cf, usize::MAX)
-            && compare(&e[u..], &f[v..], i + u, j + v, ce, cf, usize::MAX)
-    } else {
-        // Distance 0 or 1 with an empty snake (unreachable after trimming; kept correct).
-        if m > n {
-            cf[j + n..j + m].iter_mut().for_each(|c| *c = true);
-        } else if n > m {
-            ce[i + m..i + n].iter_mut().for_each(|c| *c = true);
-        }
-        true
-    }
+/// Steps (diagonals visited plus snake steps) one file pair may cost before the search gives
+/// up on optimality for the sub-problem at hand and marks it all changed: the script stays
+/// correct, only larger. Bounds the worst case (many repeated lines in a hostile order).
+const WORK_LIMIT: u64 = 100_000_000;
+
+/// What the middle-snake search found.
+enum Snake {
+    /// `(D, x, y, u, v)`: an optimal path of length D goes through the snake (x,y)->(u,v).
+    Found(usize, usize, usize, usize, usize),
+    /// D exceeds the bound.
+    TooFar,
+    /// The work limit ran out.
+    GiveUp,
 }
 
-/// Finds the middle snake of an optimal path: returns `(D, x, y, u, v)` where the snake goes
-/// from `(x, y)` to `(u, v)`, or `None` once `D` is known to exceed `bound`.
-fn middle_snake(e: &[u32], f: &[u32], bound: usize) -> Option<(usize, usize, usize, usize, usize)> {
-    let (n, m) = (e.len() as isize, f.len() as isize);
-    let l = n + m;
-    let z = 2 * n.min(m) + 2;
-    let w = n - m;
-    let idx = |k: isize| k.rem_euclid(z) as usize;
-    let bound = isize::try_from(bound).unwrap_or(isize::MAX);
-    let mut g = vec![0isize; z as usize];
-    let mut p = vec![0isize; z as usize];
-    let hmax = l / 2 + l % 2;
-    for h in 0..=hmax {
-        if h > 0 && 2 * h - 1 > bound {
-            return None;
+/// Change marks of the reduced sequences, and the work spent.
+struct Search {
+    ce: Vec<bool>,
+    cf: Vec<bool>,
+    work: u64,
+    work_limit: u64,
+}
+
+impl Search {
+    /// Marks changed lines of `e` (at offset `i` in `ce`) and `f` (offset `j` in `cf`).
+    /// Returns `false` when the edit distance exceeds `bound` (checked at this level;
+    /// recursive calls are within the distance already found).
+    fn compare(&mut self, e: &[u32], f: &[u32], i: usize, j: usize, bound: usize) -> bool {
+        // Trim common prefix and suffix: after this, a distance of 1 leaves one side empty.
+        let mut s = 0;
+        while s < e.len() && s < f.len() && e[s] == f[s] {
+            s += 1;
         }
-        for forward in [true, false] {
-            let (c, d) = if forward { (&mut g, &p) } else { (&mut p, &g) };
-            let o: isize = if forward { 1 } else { 0 };
-            let kmin = -(h - 2 * (h - m).max(0));
-            let kmax = h - 2 * (h - n).max(0);
-            let mut k = kmin;
-            while k <= kmax {
-                let mut a = if k == -h || (k != h && c[idx(k - 1)] < c[idx(k + 1)]) {
-                    c[idx(k + 1)]
-                } else {
-                    c[idx(k - 1)] + 1
-                };
-                let mut b = a - k;
-                let (s, t) = (a, b);
-                while a < n && b < m {
-                    let same = if forward {
-                        e[a as usize] == f[b as usize]
-                    } else {
-                        e[(n - 1 - a) as usize] == f[(m - 1 - b) as usize]
-                    };
-                    if !same {
-                        break;
-                    }
-                    a += 1;
-                    b += 1;
+        let (e, f, i, j) = (&e[s..], &f[s..], i + s, j + s);
+        let mut t = 0;
+        while t < e.len() && t < f.len() && e[e.len() - 1 - t] == f[f.len() - 1 - t] {
+            t += 1;
+        }
+        let (e, f) = (&e[..e.len() - t], &f[..f.len() - t]);
+        let (n, m) = (e.len(), f.len());
+        if n == 0 || m == 0 || n.abs_diff(m) > bound {
+            return self.mark_all(i, n, j, m, bound);
+        }
+        match self.middle_snake(e, f, bound) {
+            Snake::TooFar => false,
+            Snake::GiveUp => self.mark_all(i, n, j, m, bound),
+            Snake::Found(d, x, y, u, v) if d > 1 || (x != u && y != v) => {
+                self.compare(&e[..x], &f[..y], i, j, usize::MAX)
+                    && self.compare(&e[u..], &f[v..], i + u, j + v, usize::MAX)
+            }
+            Snake::Found(..) => {
+                // Distance 0 or 1 with an empty snake (unreachable after trimming; kept
+                // correct).
+                if m > n {
+                    self.cf[j + n..j + m].iter_mut().for_each(|c| *c = true);
+                } else if n > m {
+                    self.ce[i + m..i + n].iter_mut().for_each(|c| *c = true);
                 }
-                c[idx(k)] = a;
-                let zz = -(k - w);
-                if l % 2 == o && zz >= -(h - o) && zz <= h - o && c[idx(k)] + d[idx(zz)] >= n {
-                    let (dd, x, y, u, v) = if forward {
-                        (2 * h - 1, s, t, a, b)
-                    } else {
-                        (2 * h, n - a, m - b, n - s, m - t)
-                    };
-                    if dd > bound {
-                        return None;
-                    }
-                    return Some((dd as usize, x as usize, y as usize, u as usize, v as usize));
-                }
-                k += 2;
+                true
             }
         }
     }
-    None
+
+    /// Marks `n` lines of `e` at `i` and `m` lines of `f` at `j` changed, if within `bound`.
+    fn mark_all(&mut self, i: usize, n: usize, j: usize, m: usize, bound: usize) -> bool {
+        if n.saturating_add(m) > bound {
+            return false;
+        }
+        self.ce[i..i + n].iter_mut().for_each(|c| *c = true);
+        self.cf[j..j + m].iter_mut().for_each(|c| *c = true);
+        true
+    }
+
+    /// Finds the middle snake of an optimal path (Myers 1986, 4b).
+    fn middle_snake(&mut self, e: &[u32], f: &[u32], bound: usize) -> Snake {
+        let (n, m) = (e.len() as isize, f.len() as isize);
+        let l = n + m;
+        let z = 2 * n.min(m) + 2;
+        let w = n - m;
+        let idx = |k: isize| k.rem_euclid(z) as usize;
+        let bound = isize::try_from(bound).unwrap_or(isize::MAX);
+        let mut g = vec![0isize; z as usize];
+        let mut p = vec![0isize; z as usize];
+        let hmax = l / 2 + l % 2;
+        for h in 0..=hmax {
+            if h > 0 && 2 * h - 1 > bound {
+                return Snake::TooFar;
+            }
+            for forward in [true, false] {
+                let (c, d) = if forward { (&mut g, &p) } else { (&mut p, &g) };
+                let o: isize = if forward { 1 } else { 0 };
+                let kmin = -(h - 2 * (h - m).max(0));
+                let kmax = h - 2 * (h - n).max(0);
+                let mut k = kmin;
+                while k <= kmax {
+                    let mut a = if k == -h || (k != h && c[idx(k - 1)] < c[idx(k + 1)]) {
+                        c[idx(k + 1)]
+                    } else {
+                        c[idx(k - 1)] + 1
+                    };
+                    let mut b = a - k;
+                    let (s, t) = (a, b);
+                    while a < n && b < m {
+                        let same = if forward {
+                            e[a as usize] == f[b as usize]
+                        } else {
+                            e[(n - 1 - a) as usize] == f[(m - 1 - b) as usize]
+                        };
+                        if !same {
+                            break;
+                        }
+                        a += 1;
+                        b += 1;
+                    }
+                    self.work += 1 + (a - s) as u64;
+                    if self.work > self.work_limit {
+                        return Snake::GiveUp;
+                    }
+                    c[idx(k)] = a;
+                    let zz = -(k - w);
+                    if l % 2 == o && zz >= -(h - o) && zz <= h - o && c[idx(k)] + d[idx(zz)] >= n {
+                        let (dd, x, y, u, v) = if forward {
+                            (2 * h - 1, s, t, a, b)
+                        } else {
+                            (2 * h, n - a, m - b, n - s, m - t)
+                        };
+                        if dd > bound {
+                            return Snake::TooFar;
+                        }
+                        return Snake::Found(
+                            dd as usize,
+                            x as usize,
+                            y as usize,
+                            u as usize,
+                            v as usize,
+                        );
+                    }
+                    k += 2;
+                }
+            }
+        }
+        Snake::TooFar
+    }
 }
 
 #[cfg(test)]
@@ -324,6 +407,41 @@ mod tests {
         assert_eq!(cost(&diff_blocks(&a, &b, 200).unwrap()), 200);
         // Length difference alone exceeds the bound: no search at all.
         assert!(diff_blocks(&a, &[], 99).is_none());
+    }
+
+    #[test]
+    fn giving_up_on_work_keeps_the_script_correct() {
+        let mut s: u64 = 7;
+        let mut bit = move || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+            if (s >> 40) & 1 == 0 {
+                "x\n"
+            } else {
+                "y\n"
+            }
+        };
+        let x: String = (0..300).map(|_| bit()).collect();
+        let y: String = (0..300).map(|_| bit()).collect();
+        let (a, b) = (lines(&x), lines(&y));
+        let want: Vec<Vec<u8>> = b.iter().map(|l| l.to_vec()).collect();
+        let optimal = diff_blocks(&a, &b, u64::MAX).unwrap();
+        let cheap = diff_blocks_limited(&a, &b, u64::MAX, 50).unwrap();
+        assert_eq!(rebuild(&a, &b, &optimal), want);
+        assert_eq!(rebuild(&a, &b, &cheap), want);
+        assert!(cost(&cheap) > cost(&optimal));
+        assert_eq!(cost(&optimal), 600 - 2 * lcs_len(&a, &b));
+    }
+
+    #[test]
+    fn lines_unique_to_one_side_are_set_aside_without_losing_minimality() {
+        let x = "a\nu1\nb\nc\nu2\nd\n";
+        let y = "a\nb\nv1\nc\nd\nv2\n";
+        let (a, b) = (lines(x), lines(y));
+        let bl = diff_blocks(&a, &b, u64::MAX).unwrap();
+        assert_eq!(cost(&bl), a.len() + b.len() - 2 * lcs_len(&a, &b));
+        // The budget counts the set-aside lines too.
+        assert!(diff_blocks(&a, &b, 3).is_none());
+        assert!(diff_blocks(&a, &b, 4).is_some());
     }
 
     #[test]
