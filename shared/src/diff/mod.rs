@@ -92,6 +92,14 @@
 //! `before`, and it is listed in [`DiffStats::refused`] with the rule id. Binary patches are
 //! future work: binaries are refused even when a request allows them. Empty directories do
 //! not exist in git and are not reported.
+//!
+//! # Notes for the gate
+//! - `git apply` searches for a hunk's context at other offsets when it does not match where
+//!   the hunk says; [`apply_file`] does not. Check with [`apply_file`] (or refuse git's
+//!   "succeeded at offset" output) before trusting [`ParsedPatch::touched_old_lines`].
+//! - An empty patch is valid (nothing changed); `git apply` needs `--allow-empty` for it.
+//! - Context lines are not "touched", but they must match the tree the patch is applied to:
+//!   a hunk whose context covers a redacted line carries the redaction placeholder.
 
 mod apply;
 mod myers;
