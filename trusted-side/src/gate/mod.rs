@@ -1,0 +1,13 @@
+//! The gate hop: judges a worker's artifact after fetch and decides `queue`, `human` or
+//! `reject`, with reasons. Entry points: [`run_gate`] and [`print`]; the steps are listed in
+//! `run.rs`.
+pub mod checks;
+pub mod classify;
+pub mod deps;
+pub mod policy;
+pub mod report;
+pub mod review;
+pub mod run;
+
+pub use report::{print, GateReport};
+pub use run::{run_gate, GateOptions};

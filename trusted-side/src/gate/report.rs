@@ -1,0 +1,709 @@
+//! The gate's result as data ([`GateReport`]) and its three renderings: human text on stdout,
+//! `--json`, and `--md FILE` (a pull-request body: summary, bill of materials, blast-radius
+//! table, reasons).
+//!
+//! Guards against: worker-controlled text (model names, refused paths, dependency names)
+//! reaching a terminal or a pull request as anything but inert text: every such string is
+//! shown through [`shown`] (control characters escaped, length capped) and, in Markdown,
+//! inside a code span that no backtick in the text can close ([`md_code`]).
+//! Does not check: anything; the checks are in `checks.rs` and `run.rs`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+use airlock_core::digest::Sha256Digest;
+use airlock_core::jobid::{rfc3339_utc, JobId};
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::classify::Bucket;
+use super::deps::NewDependency;
+use super::policy::Verdict;
+
+/// Version of the gate recorded in the ledger, the report and the review commit.
+pub const GATE_VERSION: &str = concat!("airlock-gate ", env!("CARGO_PKG_VERSION"));
+
+/// One reason contributing to the decision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Reason {
+    /// Stable kebab-case code (see `checks::code` and `policy::REASON_CODES`).
+    pub code: &'static str,
+    /// What this reason asks for; the decision is the strictest over all reasons.
+    pub verdict: Verdict,
+    /// One line for people: what was seen and why it matters. Never a secret value.
+    pub detail: String,
+    /// The path concerned, when there is one.
+    pub path: Option<String>,
+    /// The rule id behind the reason, when there is one: a tar or diff rule (`tar.link`,
+    /// `diff.git-dir`), a scanner rule, a classifier rule (`ci.github-workflow`).
+    pub rule: Option<String>,
+}
+
+impl Reason {
+    /// A reason without path or rule.
+    pub fn new(code: &'static str, verdict: Verdict, detail: impl Into<String>) -> Reason {
+        Reason {
+            code,
+            verdict,
+            detail: detail.into(),
+            path: None,
+            rule: None,
+        }
+    }
+
+    /// Sets the path.
+    pub fn at(mut self, path: &str) -> Reason {
+        self.path = Some(path.to_owned());
+        self
+    }
+
+    /// Sets the rule id.
+    pub fn rule(mut self, rule: impl Into<String>) -> Reason {
+        self.rule = Some(rule.into());
+        self
+    }
+}
+
+/// One changed file as the gate saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChangedFile {
+    /// Path in the repository.
+    pub path: String,
+    /// `added`, `deleted`, `modified` or `mode-change`.
+    pub kind: &'static str,
+    /// The classifier's bucket.
+    pub bucket: Bucket,
+    /// The classifier rule that decided the bucket.
+    pub class_rule: &'static str,
+    /// The policy's verdict for this path.
+    pub verdict: Verdict,
+    /// `+` lines.
+    pub lines_added: u64,
+    /// `-` lines.
+    pub lines_removed: u64,
+    /// Mode after the change when the patch sets one (`100644`, `100755`).
+    pub new_mode: Option<&'static str>,
+}
+
+/// One row of the blast-radius table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BlastRow {
+    /// The bucket.
+    pub bucket: Bucket,
+    /// Files changed in it.
+    pub files: u64,
+    /// `+` lines.
+    pub lines_added: u64,
+    /// `-` lines.
+    pub lines_removed: u64,
+    /// Strictest path verdict in it.
+    pub verdict: Verdict,
+}
+
+/// The generation bill of materials: what was asked, what came back, what judged it.
+/// Fields are `None` when the gate stopped before learning them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Bom {
+    /// SHA-256 of the prompt (from the signed job record).
+    pub prompt_sha256: Option<Sha256Digest>,
+    /// Model asked for (job record).
+    pub model_requested: Option<String>,
+    /// Model the generator reported (packet: a claim).
+    pub model_reported: Option<String>,
+    /// The packed revision (job record).
+    pub revision: Option<String>,
+    /// Bundle digest (job record).
+    pub bundle_sha256: Option<Sha256Digest>,
+    /// Artifact digest (verified against the job key's statement).
+    pub artifact_sha256: Option<Sha256Digest>,
+    /// `packet.json` digest.
+    pub packet_sha256: Option<Sha256Digest>,
+    /// `patch.diff` digest (recomputed by the gate).
+    pub diff_sha256: Option<Sha256Digest>,
+    /// Digest of the policy's canonical form.
+    pub policy_sha256: Option<Sha256Digest>,
+    /// [`GATE_VERSION`].
+    pub gate_version: String,
+    /// Sandbox the worker reports (packet: a claim).
+    pub sandbox: Option<String>,
+    /// Worker version (packet: a claim).
+    pub worker_version: Option<String>,
+    /// The worker's run id.
+    pub run_id: Option<String>,
+    /// When the artifact landed, unix seconds by the store's clock.
+    pub landed_at: Option<u64>,
+    /// Tokens in and out reported by the generator (claims).
+    pub tokens: Option<(u64, u64)>,
+}
+
+/// Size of the change as the gate parsed it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ChangeStats {
+    /// Files changed.
+    pub files_changed: u64,
+    /// `+` lines.
+    pub lines_added: u64,
+    /// `-` lines.
+    pub lines_removed: u64,
+}
+
+/// The review branch written by `--review-branch`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReviewBranch {
+    /// `airlock/<job>`.
+    pub name: String,
+    /// The commit it points at.
+    pub commit: String,
+    /// The packed revision (its parent).
+    pub parent: String,
+}
+
+/// Everything the gate concluded about one job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GateReport {
+    /// The job.
+    pub job: JobId,
+    /// The strictest verdict over `reasons` (`queue` when there are none).
+    pub decision: Verdict,
+    /// Every reason, in the order the checks ran.
+    pub reasons: Vec<Reason>,
+    /// Changed paths per bucket.
+    pub buckets: BTreeMap<Bucket, Vec<String>>,
+    /// Per-bucket counts.
+    pub blast_radius: Vec<BlastRow>,
+    /// Every changed file.
+    pub files: Vec<ChangedFile>,
+    /// Size of the change.
+    pub stats: ChangeStats,
+    /// Dependencies added (or changed) by manifest edits.
+    pub new_dependencies: Vec<NewDependency>,
+    /// The generation bill of materials.
+    pub bom: Bom,
+    /// The review branch, when one was written.
+    pub review_branch: Option<ReviewBranch>,
+    /// Policy rules that matched nothing (stale exceptions), and similar notes.
+    pub warnings: Vec<String>,
+}
+
+impl GateReport {
+    /// An empty report for `job` (decision `queue` until reasons are added).
+    pub fn new(job: &JobId) -> GateReport {
+        GateReport {
+            job: job.clone(),
+            decision: Verdict::Queue,
+            reasons: Vec::new(),
+            buckets: BTreeMap::new(),
+            blast_radius: Vec::new(),
+            files: Vec::new(),
+            stats: ChangeStats::default(),
+            new_dependencies: Vec::new(),
+            bom: Bom {
+                gate_version: GATE_VERSION.to_owned(),
+                ..Bom::default()
+            },
+            review_branch: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Adds a reason.
+    pub fn push(&mut self, reason: Reason) {
+        self.reasons.push(reason);
+    }
+
+    /// Whether some reason rejects.
+    pub fn rejected(&self) -> bool {
+        self.reasons.iter().any(|r| r.verdict == Verdict::Reject)
+    }
+
+    /// Recomputes the decision and the per-bucket views from `reasons` and `files`.
+    pub fn conclude(&mut self) {
+        self.decision = decide(&self.reasons);
+        self.buckets.clear();
+        let mut rows: BTreeMap<Bucket, BlastRow> = BTreeMap::new();
+        for f in &self.files {
+            self.buckets
+                .entry(f.bucket)
+                .or_default()
+                .push(f.path.clone());
+            let row = rows.entry(f.bucket).or_insert(BlastRow {
+                bucket: f.bucket,
+                files: 0,
+                lines_added: 0,
+                lines_removed: 0,
+                verdict: Verdict::Queue,
+            });
+            row.files += 1;
+            row.lines_added += f.lines_added;
+            row.lines_removed += f.lines_removed;
+            row.verdict = row.verdict.max(f.verdict);
+        }
+        self.blast_radius = rows.into_values().collect();
+    }
+
+    /// The first reason with the strictest verdict (what the ledger names for a reject).
+    pub fn first_decisive(&self) -> Option<&Reason> {
+        self.reasons.iter().find(|r| r.verdict == self.decision)
+    }
+}
+
+/// The decision over a set of reasons: the strictest verdict, `queue` when there are none.
+pub fn decide(reasons: &[Reason]) -> Verdict {
+    reasons
+        .iter()
+        .map(|r| r.verdict)
+        .max()
+        .unwrap_or(Verdict::Queue)
+}
+
+/// Worker-controlled text made inert for a terminal: control and bidi characters escaped as
+/// `\u{..}`, cut to `max` characters.
+pub fn shown_max(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in s.chars().enumerate() {
+        if n >= max {
+            out.push('…');
+            break;
+        }
+        let dangerous = c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
+        if dangerous {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`shown_max`] with 200 characters.
+pub fn shown(s: &str) -> String {
+    shown_max(s, 200)
+}
+
+/// A Markdown code span holding `s` (made inert by [`shown`]), delimited by more backticks than
+/// any run inside it, so the text cannot close the span and become markup or a link.
+pub fn md_code(s: &str) -> String {
+    let s = shown(s);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') || s.is_empty() {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+fn opt_digest(d: &Option<Sha256Digest>) -> String {
+    d.map_or_else(|| "-".to_owned(), |d| format!("sha256:{d}"))
+}
+
+fn opt_text(s: &Option<String>) -> String {
+    s.as_deref().map_or_else(|| "-".to_owned(), shown)
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Queue => "QUEUE",
+        Verdict::Human => "HUMAN",
+        Verdict::Reject => "REJECT",
+    }
+}
+
+/// Exit code the CLI maps a decision to.
+pub fn exit_code(v: Verdict) -> u8 {
+    match v {
+        Verdict::Queue => 0,
+        Verdict::Human => 3,
+        Verdict::Reject => 4,
+    }
+}
+
+fn bom_rows(b: &Bom) -> Vec<(&'static str, String)> {
+    vec![
+        ("revision", opt_text(&b.revision)),
+        ("prompt", opt_digest(&b.prompt_sha256)),
+        ("model requested", opt_text(&b.model_requested)),
+        ("model reported", opt_text(&b.model_reported)),
+        ("bundle", opt_digest(&b.bundle_sha256)),
+        ("artifact", opt_digest(&b.artifact_sha256)),
+        ("packet", opt_digest(&b.packet_sha256)),
+        ("diff", opt_digest(&b.diff_sha256)),
+        ("policy", opt_digest(&b.policy_sha256)),
+        ("gate", shown(&b.gate_version)),
+        ("sandbox", opt_text(&b.sandbox)),
+        ("worker", opt_text(&b.worker_version)),
+        ("run", opt_text(&b.run_id)),
+        (
+            "landed",
+            b.landed_at.map_or_else(|| "-".to_owned(), rfc3339_utc),
+        ),
+        (
+            "tokens",
+            b.tokens
+                .map_or_else(|| "-".to_owned(), |(i, o)| format!("{i} in, {o} out")),
+        ),
+    ]
+}
+
+/// Reasons worth listing one by one: everything except per-path `queue` reasons, which are
+/// summarised by the blast-radius table.
+fn notable(report: &GateReport) -> impl Iterator<Item = &Reason> {
+    report
+        .reasons
+        .iter()
+        .filter(|r| r.verdict != Verdict::Queue || r.path.is_none())
+}
+
+fn reason_line(r: &Reason) -> String {
+    let mut line = format!("{:<7} {}", r.verdict.as_str(), r.code);
+    if let Some(p) = &r.path {
+        let _ = write!(line, "  {}", shown(p));
+    }
+    let _ = write!(line, ": {}", shown_max(&r.detail, 400));
+    if let Some(rule) = &r.rule {
+        if !r.detail.contains(rule.as_str()) {
+            let _ = write!(line, " [{}]", shown(rule));
+        }
+    }
+    line
+}
+
+/// The human rendering.
+pub fn render_text(report: &GateReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "job {}: {} (exit {})",
+        report.job,
+        verdict_word(report.decision),
+        exit_code(report.decision)
+    );
+    let st = report.stats;
+    let _ = writeln!(
+        s,
+        "  change    {} files, +{} -{}",
+        st.files_changed, st.lines_added, st.lines_removed
+    );
+    let listed: Vec<&Reason> = notable(report).collect();
+    if !listed.is_empty() {
+        let _ = writeln!(s, "reasons:");
+        for r in &listed {
+            let _ = writeln!(s, "  {}", reason_line(r));
+        }
+    }
+    let quiet = report.reasons.len() - listed.len();
+    if quiet > 0 {
+        let _ = writeln!(
+            s,
+            "  ({quiet} more path(s) in queue buckets; see the table)"
+        );
+    }
+    if !report.blast_radius.is_empty() {
+        let _ = writeln!(s, "blast radius:");
+        let _ = writeln!(
+            s,
+            "  {:<11} {:>5} {:>8} {:>8}  verdict",
+            "bucket", "files", "+lines", "-lines"
+        );
+        for row in &report.blast_radius {
+            let _ = writeln!(
+                s,
+                "  {:<11} {:>5} {:>8} {:>8}  {}",
+                row.bucket.as_str(),
+                row.files,
+                row.lines_added,
+                row.lines_removed,
+                row.verdict
+            );
+        }
+    }
+    if !report.new_dependencies.is_empty() {
+        let _ = writeln!(s, "new dependencies:");
+        for d in &report.new_dependencies {
+            let _ = writeln!(
+                s,
+                "  {} {:?} {} {} = {}  ({})",
+                d.ecosystem,
+                d.change,
+                shown(&d.section),
+                shown(&d.name),
+                shown(&d.spec),
+                shown(&d.manifest)
+            );
+        }
+    }
+    let _ = writeln!(s, "bill of materials:");
+    for (k, v) in bom_rows(&report.bom) {
+        let _ = writeln!(s, "  {k:<16} {v}");
+    }
+    if let Some(b) = &report.review_branch {
+        let _ = writeln!(s, "review branch: {} at {}", b.name, b.commit);
+    }
+    for w in &report.warnings {
+        let _ = writeln!(s, "warning: {}", shown_max(w, 400));
+    }
+    s
+}
+
+/// The pull-request body (`--md FILE`).
+pub fn render_markdown(report: &GateReport) -> String {
+    let mut s = String::new();
+    let st = report.stats;
+    let _ = writeln!(
+        s,
+        "## airlock gate: {} — job `{}`\n",
+        verdict_word(report.decision),
+        report.job
+    );
+    let _ = writeln!(
+        s,
+        "Generated on an untrusted worker and checked by {} (signature, binding, safe unpack, strict diff, apply, secret scan, classification). **{} files, +{} −{}.**\n",
+        md_code(&report.bom.gate_version),
+        st.files_changed,
+        st.lines_added,
+        st.lines_removed
+    );
+    let decision_text = match report.decision {
+        Verdict::Queue => "Ordinary review queue.",
+        Verdict::Human => "A person must approve: see the reasons below.",
+        Verdict::Reject => "Rejected: do not merge.",
+    };
+    let _ = writeln!(s, "**Decision:** `{}`. {decision_text}\n", report.decision);
+    if let Some(b) = &report.review_branch {
+        let _ = writeln!(
+            s,
+            "**Review branch:** `{}` at `{}` (parent `{}`).\n",
+            b.name, b.commit, b.parent
+        );
+    }
+    let _ = writeln!(s, "### Bill of materials\n\n| | |\n|---|---|");
+    for (k, v) in bom_rows(&report.bom) {
+        let _ = writeln!(s, "| {k} | {} |", md_code(&v));
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "### Blast radius\n\n| bucket | files | +lines | −lines | verdict |\n|---|---:|---:|---:|---|"
+    );
+    for row in &report.blast_radius {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            row.bucket, row.files, row.lines_added, row.lines_removed, row.verdict
+        );
+    }
+    if report.blast_radius.is_empty() {
+        let _ = writeln!(s, "| (no change) | 0 | 0 | 0 | queue |");
+    }
+    let _ = writeln!(s);
+    if !report.new_dependencies.is_empty() {
+        let _ = writeln!(
+            s,
+            "### New dependencies\n\n| manifest | ecosystem | section | name | requirement | change |\n|---|---|---|---|---|---|"
+        );
+        for d in &report.new_dependencies {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {:?} |",
+                md_code(&d.manifest),
+                d.ecosystem,
+                md_code(&d.section),
+                md_code(&d.name),
+                md_code(&d.spec),
+                d.change
+            );
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "### Reasons\n");
+    if report.reasons.is_empty() {
+        let _ = writeln!(s, "None.");
+    }
+    for r in notable(report) {
+        let path = r
+            .path
+            .as_deref()
+            .map(|p| format!(" {}", md_code(p)))
+            .unwrap_or_default();
+        let rule = r
+            .rule
+            .as_deref()
+            .map(|x| format!(" ({})", md_code(x)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "- **{}** `{}`{path}{rule}: {}",
+            r.verdict,
+            r.code,
+            md_code(&r.detail)
+        );
+    }
+    let quiet = report.reasons.len() - notable(report).count();
+    if quiet > 0 {
+        let _ = writeln!(
+            s,
+            "- {quiet} more path(s) in queue buckets (see the table)."
+        );
+    }
+    if !report.files.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n<details><summary>Changed files</summary>\n\n| path | change | bucket | rule | verdict | + | − |\n|---|---|---|---|---|---:|---:|"
+        );
+        for f in &report.files {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | `{}` | {} | {} | {} |",
+                md_code(&f.path),
+                f.kind,
+                f.bucket,
+                f.class_rule,
+                f.verdict,
+                f.lines_added,
+                f.lines_removed
+            );
+        }
+        let _ = writeln!(s, "\n</details>");
+    }
+    s
+}
+
+/// Prints the report: pretty JSON on stdout with `json`, else the human text; with `md_path`,
+/// also writes the pull-request body there (atomically: a temp file beside it, renamed).
+pub fn print(report: &GateReport, json: bool, md_path: Option<&Path>) -> Result<()> {
+    if json {
+        crate::output::print_json(report)?;
+    } else {
+        print!("{}", render_text(report));
+    }
+    if let Some(path) = md_path {
+        write_atomic(path, render_markdown(report).as_bytes())?;
+    }
+    Ok(())
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".airlock-md-")
+        .tempfile_in(dir)
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> JobId {
+        JobId::parse("20260101T000000Z-00112233445566778899").unwrap()
+    }
+
+    #[test]
+    fn decision_is_the_strictest_reason_and_queue_when_none() {
+        assert_eq!(decide(&[]), Verdict::Queue);
+        let q = Reason::new("src-path-changed", Verdict::Queue, "x");
+        let h = Reason::new("ci-path-changed", Verdict::Human, "x");
+        let r = Reason::new("apply-failed", Verdict::Reject, "x");
+        assert_eq!(decide(std::slice::from_ref(&q)), Verdict::Queue);
+        assert_eq!(decide(&[q.clone(), h.clone()]), Verdict::Human);
+        assert_eq!(decide(&[h.clone(), r.clone(), q.clone()]), Verdict::Reject);
+        assert_eq!(decide(&[r, h, q]), Verdict::Reject);
+    }
+
+    #[test]
+    fn shown_escapes_terminal_controls_and_bidi() {
+        let s = shown("gpt\x1b[31m\u{202e}x\ny");
+        assert!(
+            !s.contains('\x1b') && !s.contains('\n') && !s.contains('\u{202e}'),
+            "{s}"
+        );
+        assert!(s.contains("\\u{1b}") && s.contains("\\u{202e}"), "{s}");
+        assert_eq!(shown(&"a".repeat(500)).chars().count(), 201);
+    }
+
+    #[test]
+    fn md_code_cannot_be_closed_by_backticks_in_the_text() {
+        assert_eq!(md_code("x"), "`x`");
+        assert_eq!(md_code("a`b"), "``a`b``");
+        assert_eq!(
+            md_code("``[click](http://evil)"),
+            "``` ``[click](http://evil) ```"
+        );
+    }
+
+    #[test]
+    fn markdown_has_summary_bom_table_and_reasons_and_quotes_worker_text() {
+        let mut r = GateReport::new(&job());
+        r.bom.model_reported = Some("evil`](http://x) <img src=x>".into());
+        r.push(
+            Reason::new("ci-path-changed", Verdict::Human, "ci path")
+                .at(".github/workflows/ci.yml"),
+        );
+        r.files.push(ChangedFile {
+            path: ".github/workflows/ci.yml".into(),
+            kind: "modified",
+            bucket: Bucket::Ci,
+            class_rule: "ci.github-workflow",
+            verdict: Verdict::Human,
+            lines_added: 2,
+            lines_removed: 1,
+            new_mode: None,
+        });
+        r.conclude();
+        assert_eq!(r.decision, Verdict::Human);
+        let md = render_markdown(&r);
+        for want in [
+            "### Bill of materials",
+            "### Blast radius",
+            "### Reasons",
+            "| ci | 1 | 2 | 1 | human |",
+        ] {
+            assert!(md.contains(want), "missing {want:?} in\n{md}");
+        }
+        assert!(md.contains("``evil`](http://x) <img src=x>``"), "{md}");
+        let text = render_text(&r);
+        assert!(text.contains("HUMAN (exit 3)"), "{text}");
+    }
+
+    #[test]
+    fn json_report_names_buckets_in_kebab_case() {
+        let mut r = GateReport::new(&job());
+        r.files.push(ChangedFile {
+            path: "src/a.rs".into(),
+            kind: "added",
+            bucket: Bucket::Src,
+            class_rule: "src.rust",
+            verdict: Verdict::Queue,
+            lines_added: 1,
+            lines_removed: 0,
+            new_mode: Some("100644"),
+        });
+        r.conclude();
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["decision"], "queue");
+        assert_eq!(v["buckets"]["src"][0], "src/a.rs");
+        assert_eq!(v["bom"]["gate_version"], GATE_VERSION);
+    }
+}

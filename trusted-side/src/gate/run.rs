@@ -1,0 +1,722 @@
+//! `airlock gate JOB`: everything after the fetch. Judges a worker's artifact and decides
+//! `queue`, `human` or `reject`, with reasons; optionally commits it on a review branch.
+//!
+//! Steps of [`run_gate`], in order (each a call below; a reject in steps 1–4 ends the checks,
+//! from step 5 on every check runs so the report is complete):
+//! 1. fetch and verify ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code
+//!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …);
+//! 2. the bundle's manifest: download `inbox/<job>/bundle.tar.gz` (capped), its sha256 must be
+//!    the record's, stream it through the safe reader keeping `manifest.json` and the line
+//!    numbers of redaction markers in packed files; a missing bundle is an error (exit 1);
+//! 3. safe unpack of the artifact into a fresh `jobs/<job>/unpacked-<n>/` (exact member names),
+//!    re-hashing it on the way (it must still be the fetched artifact); removed when done;
+//! 4. `patch.diff` must hash to the packet's `diff_sha256`, then the strict parser;
+//! 5. path checks against the manifest and the deny-list;
+//! 6. change limits (the request's, tightened by the policy) and the packet's counts;
+//! 7. hunks covering redacted lines;
+//! 8. apply with real git against the packed revision in a temporary index (never the
+//!    user's checkout), cross-checked file by file with the exact applier;
+//! 9. secret scan of added lines;
+//! 10. classification and policy per path; new dependencies from manifest edits;
+//! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
+//! 12. decision = the strictest verdict over all reasons;
+//! 13. `--review-branch` (unless rejected): commit on `airlock/<job>` with the trailers;
+//! 14. ledger entries (fetch, gate, and reject for a rejection); return the report.
+//!
+//! Guards against: everything the threat model lists for the return hop; see each step's
+//! module (`checks.rs`, `review.rs`, `deps.rs`). Nothing is written outside the job directory
+//! except, with `--review-branch`, new objects and one ref in the repository.
+//! Does not check: the wisdom of the change. A `queue` decision means "ordinary review".
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use airlock_core::diff::{parse_patch, DiffLimits, FileKind, ParsedPatch};
+use airlock_core::digest::{HashingReader, Sha256Digest};
+use airlock_core::format::{JobRecord, Manifest};
+use airlock_core::jobid::JobId;
+use airlock_core::keys::SigningKey;
+use airlock_core::limits::TarLimits;
+use airlock_core::store_layout as layout;
+use airlock_core::tar::{read_members, unpack_into, AllowedNames, TarError, TarRule};
+use anyhow::{bail, Context, Result};
+
+use super::checks::{self, code, RedactedLines};
+use super::classify::classify_path;
+use super::deps;
+use super::policy::{Policy, Verdict};
+use super::report::{ChangeStats, ChangedFile, GateReport, Reason, ReviewBranch};
+use super::review::{self, AppliedFile, ApplyOutcome, ReviewCommit};
+use crate::fetch::{self, FetchRefused, Fetched};
+use crate::ledger::{self, Event};
+use crate::store::Store;
+
+/// The marker the packer writes in place of each line of a redacted secret.
+const REDACTION_MARKER: &[u8] = b"[REDACTED:";
+/// Largest `patch.diff` read (the artifact member cap).
+const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
+
+/// What `airlock gate` is asked to do.
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    /// The local repository holding the packed revision (never modified except, with
+    /// `review_branch`, new objects and `refs/heads/airlock/<job>`).
+    pub repo: PathBuf,
+    /// The policy (built-in default unless `--policy F`).
+    pub policy: Policy,
+    /// Commit the result on `airlock/<job>` unless rejected.
+    pub review_branch: bool,
+}
+
+impl GateOptions {
+    /// Options with the policy read from `policy_file` (or the built-in default).
+    pub fn new(
+        repo: PathBuf,
+        policy_file: Option<&Path>,
+        review_branch: bool,
+    ) -> Result<GateOptions> {
+        let policy = match policy_file {
+            Some(p) => Policy::from_file(p)?,
+            None => Policy::default(),
+        };
+        Ok(GateOptions {
+            repo,
+            policy,
+            review_branch,
+        })
+    }
+}
+
+/// Runs the gate on `job`. See the module doc for the steps. `Err` means the gate could not
+/// decide (exit 1: unknown job, no artifact yet, bundle gone, revision missing locally, I/O);
+/// every verdict, rejects included, is `Ok` with the report, and is in the ledger.
+pub fn run_gate(
+    home: &crate::config::Home,
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    opts: &GateOptions,
+) -> Result<GateReport> {
+    let now = crate::submit::now_unix();
+    let mut report = GateReport::new(job);
+    report.bom.policy_sha256 = Some(opts.policy.digest());
+
+    // 1. fetch + verify
+    let fetched = match fetch::fetch(store, key, &home.dir, job, now) {
+        Ok(f) => f,
+        Err(e) => {
+            let Some(refused) = e.downcast_ref::<FetchRefused>() else {
+                return Err(e);
+            };
+            if let Ok(record) = fetch::load_record(store, &key.public(), job) {
+                fill_bom_from_record(&mut report, &record);
+            }
+            report.push(checks::fetch_refusal(refused));
+            report.conclude();
+            record_in_ledger(store, key, job, &report, None, now)?;
+            return Ok(report);
+        }
+    };
+    fill_bom_from_fetch(&mut report, &fetched);
+    ledger::append(
+        store,
+        key,
+        job,
+        Event::Fetch {
+            artifact_sha256: fetched.artifact_sha256,
+            packet_sha256: fetched.packet_sha256,
+            model_reported: fetched.packet.model_reported.clone(),
+            partial: fetched.packet.partial,
+            run_id: fetched.packet.run_id.clone(),
+        },
+        now,
+    )?;
+
+    let job_dir = fetch::job_dir(&home.dir, job);
+    let judged = judge(store, &job_dir, &fetched, opts, &mut report)?;
+    report.conclude();
+
+    // 13. review branch
+    if let Some(j) = &judged {
+        if opts.review_branch && report.decision != Verdict::Reject {
+            let (name, commit) = review::write_review_branch(
+                &opts.repo,
+                &job_dir,
+                &review_commit(&report, &fetched, j),
+            )?;
+            report.review_branch = Some(ReviewBranch {
+                name,
+                commit,
+                parent: fetched.record.revision.clone(),
+            });
+        }
+    }
+
+    // 14. ledger
+    let diff_sha256 = judged.as_ref().map(|j| j.diff_sha256);
+    record_in_ledger(
+        store,
+        key,
+        job,
+        &report,
+        diff_sha256.map(|d| (fetched.artifact_sha256, d)),
+        now,
+    )?;
+    Ok(report)
+}
+
+/// What the checks leave for the review branch.
+struct Judged {
+    diff_sha256: Sha256Digest,
+    patch_bytes: Vec<u8>,
+    tree: Option<String>,
+}
+
+/// Steps 2–11. `Ok(None)` when a reject in steps 2–4 stopped the checks before a patch was read.
+fn judge(
+    store: &Store,
+    job_dir: &Path,
+    fetched: &Fetched,
+    opts: &GateOptions,
+    report: &mut GateReport,
+) -> Result<Option<Judged>> {
+    let record = &fetched.record;
+    // 2. the manifest
+    let Some(bundle) = read_bundle(store, job_dir, record, report)? else {
+        return Ok(None);
+    };
+    // 3. safe unpack
+    let Some(patch_bytes) = unpack_patch(job_dir, fetched, report)? else {
+        return Ok(None);
+    };
+    // 4. digest, strict parse
+    let diff_sha256 = Sha256Digest::of_bytes(&patch_bytes);
+    report.bom.diff_sha256 = Some(diff_sha256);
+    if diff_sha256 != fetched.packet.diff_sha256 {
+        report.push(Reason::new(
+            code::DIFF_DIGEST,
+            Verdict::Reject,
+            format!(
+                "patch.diff hashes to sha256:{diff_sha256}; the signed packet says sha256:{}",
+                fetched.packet.diff_sha256
+            ),
+        ));
+        return Ok(Some(Judged {
+            diff_sha256,
+            patch_bytes,
+            tree: None,
+        }));
+    }
+    let patch = match parse_patch(&patch_bytes, &DiffLimits::default()) {
+        Ok(p) => p,
+        Err(e) => {
+            report.push(checks::diff_refusal(&e));
+            return Ok(Some(Judged {
+                diff_sha256,
+                patch_bytes,
+                tree: None,
+            }));
+        }
+    };
+    report.stats = ChangeStats {
+        files_changed: patch.files_changed(),
+        lines_added: patch.lines_added(),
+        lines_removed: patch.lines_removed(),
+    };
+    // 5. paths
+    let deny = crate::pack::select::Selector::new(&[], &[])?;
+    for r in checks::check_paths(&patch, &bundle.manifest, &deny) {
+        report.push(r);
+    }
+    // 6. limits
+    let lines = patch.lines_added() + patch.lines_removed();
+    for r in opts
+        .policy
+        .check_limits(&record.limits, patch.files_changed(), lines)
+    {
+        report.push(from_policy(r, None));
+    }
+    // 7. redacted lines
+    for r in checks::check_redacted(&patch, &bundle.redacted) {
+        report.push(r);
+    }
+    // 8. apply with real git
+    review::check_revision(&opts.repo, &record.revision)?;
+    let applied =
+        match review::apply_check(&opts.repo, job_dir, &record.revision, &patch_bytes, &patch)? {
+            ApplyOutcome::Applied { tree, files } => Some((tree, files)),
+            ApplyOutcome::Failed(why) => {
+                report.push(Reason::new(
+                    super::policy::ReasonCode::ApplyFailed.code(),
+                    Verdict::Reject,
+                    format!(
+                        "the patch does not apply to revision {}: {why}",
+                        record.revision
+                    ),
+                ));
+                None
+            }
+        };
+    // 9. secret scan
+    let scanner = airlock_scan::Scanner::with_default_rules()
+        .context("secret scanner rules")?
+        .with_inline_allow(false);
+    for r in checks::scan_added_lines(&scanner, &patch) {
+        report.push(r);
+    }
+    // 10. classification, policy, dependencies
+    let empty = std::collections::BTreeMap::new();
+    let files = applied.as_ref().map_or(&empty, |(_, f)| f);
+    classify_and_decide(&patch, files, &opts.policy, report);
+    let mut seen: Vec<String> = bundle
+        .manifest
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    seen.extend(patch.files.iter().map(|f| f.path.clone()));
+    for unused in opts.policy.unused_rules(&seen) {
+        report.warnings.push(unused.to_string());
+    }
+    // 11. packet flags
+    for r in checks::check_packet(&fetched.packet, record, &patch) {
+        report.push(r);
+    }
+    Ok(Some(Judged {
+        diff_sha256,
+        patch_bytes,
+        tree: applied.map(|(t, _)| t),
+    }))
+}
+
+/// The parts of the bundle the gate needs.
+struct BundleView {
+    manifest: Manifest,
+    redacted: RedactedLines,
+}
+
+/// Step 2. `Ok(None)` after pushing a reject (digest mismatch, unreadable bundle).
+fn read_bundle(
+    store: &Store,
+    job_dir: &Path,
+    record: &JobRecord,
+    report: &mut GateReport,
+) -> Result<Option<BundleView>> {
+    let job = &record.job;
+    std::fs::create_dir_all(job_dir)?;
+    let scratch = tempfile::Builder::new()
+        .prefix(".bundle-")
+        .tempdir_in(job_dir)
+        .with_context(|| format!("{}: cannot create a scratch directory", job_dir.display()))?;
+    let path = scratch.path().join("bundle.tar.gz");
+    let limits = TarLimits::bundle();
+    let cap = limits
+        .max_stream_bytes()
+        .saturating_add(limits.max_stream_bytes() / 64);
+    let key = layout::inbox_bundle(job);
+    let Some((digest, _)) = store.get_to_file(&key, cap, &path)? else {
+        bail!(
+            "job {job}: the bundle is gone from the inbox ({key}): it was garbage-collected or never uploaded, and the gate needs its manifest (submit the job again)"
+        );
+    };
+    if digest != record.bundle_sha256 {
+        report.push(Reason::new(
+            code::BUNDLE_DIGEST,
+            Verdict::Reject,
+            format!(
+                "{key} hashes to sha256:{digest}; the signed job record says sha256:{}",
+                record.bundle_sha256
+            ),
+        ));
+        return Ok(None);
+    }
+    let mut manifest_bytes: Option<Vec<u8>> = None;
+    let mut redacted = RedactedLines::new();
+    let file = std::fs::File::open(&path)?;
+    let read = read_members(
+        BufReader::new(file),
+        &limits,
+        &AllowedNames::Bundle,
+        |m, r| {
+            if m.path == "manifest.json" {
+                let max = airlock_core::format::MAX_MANIFEST_BYTES as u64;
+                let mut buf = Vec::new();
+                r.take(max + 1)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+                manifest_bytes = Some(buf);
+            } else if let Some(rel) = m.path.strip_prefix("files/") {
+                let lines = marker_lines(r).map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+                if !lines.is_empty() {
+                    redacted.insert(rel.to_owned(), lines);
+                }
+            }
+            Ok(())
+        },
+    );
+    if let Err(e) = read {
+        let rule = e.rule().id();
+        report.push(
+            Reason::new(
+                code::BUNDLE_REFUSED,
+                Verdict::Reject,
+                e.with_label("bundle.tar.gz").to_string(),
+            )
+            .rule(rule),
+        );
+        return Ok(None);
+    }
+    let parsed = manifest_bytes
+        .as_deref()
+        .map(Manifest::from_json)
+        .transpose();
+    let manifest = match parsed {
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            report.push(Reason::new(
+                code::BUNDLE_REFUSED,
+                Verdict::Reject,
+                "bundle.tar.gz has no manifest.json",
+            ));
+            return Ok(None);
+        }
+        Err(e) => {
+            report.push(Reason::new(
+                code::BUNDLE_REFUSED,
+                Verdict::Reject,
+                e.to_string(),
+            ));
+            return Ok(None);
+        }
+    };
+    if manifest.source.revision != record.revision {
+        report.push(Reason::new(
+            code::BUNDLE_REFUSED,
+            Verdict::Reject,
+            format!(
+                "manifest.json names revision {}; the job record says {}",
+                manifest.source.revision, record.revision
+            ),
+        ));
+        return Ok(None);
+    }
+    for r in &manifest.redactions {
+        redacted.entry(r.path.clone()).or_default().insert(r.line);
+    }
+    Ok(Some(BundleView { manifest, redacted }))
+}
+
+/// 1-based numbers of the lines holding a redaction marker. Reads line by line (a line is at
+/// most the member's size, which the safe reader capped).
+fn marker_lines(r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
+    let mut out = BTreeSet::new();
+    let mut reader = BufReader::with_capacity(64 * 1024, r);
+    let mut line = Vec::new();
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        n += 1;
+        if line
+            .windows(REDACTION_MARKER.len())
+            .any(|w| w == REDACTION_MARKER)
+        {
+            out.insert(n);
+        }
+    }
+    Ok(out)
+}
+
+/// Removes a directory tree when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Step 3. Returns the bytes of `patch.diff`, or `Ok(None)` after pushing a reject.
+fn unpack_patch(
+    job_dir: &Path,
+    fetched: &Fetched,
+    report: &mut GateReport,
+) -> Result<Option<Vec<u8>>> {
+    let mut n = 1u32;
+    let dest = loop {
+        let d = job_dir.join(format!("unpacked-{n}"));
+        if !d.exists() {
+            break d;
+        }
+        n += 1;
+        if n > 10_000 {
+            bail!("{}: too many unpacked-* directories", job_dir.display());
+        }
+    };
+    let file = std::fs::File::open(&fetched.artifact_path)
+        .with_context(|| format!("{}: cannot open", fetched.artifact_path.display()))?;
+    let mut hashing = HashingReader::new(BufReader::new(file));
+    let unpacked = unpack_into(
+        &mut hashing,
+        &dest,
+        &TarLimits::artifact(),
+        &AllowedNames::artifact(),
+    );
+    let (_, local_digest, _) = hashing.finish();
+    let summary = match unpacked {
+        Ok(s) => s,
+        Err(e) if e.rule() == TarRule::DestExists || e.rule() == TarRule::Io => {
+            return Err(anyhow::Error::new(e.with_label("artifact.tar.gz")))
+        }
+        Err(e) => {
+            report.push(checks::tar_refusal(&e.with_label("artifact.tar.gz")));
+            return Ok(None);
+        }
+    };
+    let _cleanup = RemoveOnDrop(summary.dest.clone());
+    if local_digest != fetched.artifact_sha256 {
+        report.push(Reason::new(
+            code::ARTIFACT_CHANGED,
+            Verdict::Reject,
+            format!(
+                "{} now hashes to sha256:{local_digest}, not the verified sha256:{}",
+                fetched.artifact_path.display(),
+                fetched.artifact_sha256
+            ),
+        ));
+        return Ok(None);
+    }
+    let patch_path = dest.join("patch.diff");
+    let has_patch = summary.read.members.iter().any(|m| m.path == "patch.diff");
+    if !has_patch {
+        report.push(
+            Reason::new(
+                code::ARTIFACT_INCOMPLETE,
+                Verdict::Reject,
+                "artifact.tar.gz has no patch.diff",
+            )
+            .rule("artifact.missing-member"),
+        );
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&patch_path)?
+        .take(MAX_PATCH_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_PATCH_BYTES {
+        report.push(
+            Reason::new(
+                code::ARTIFACT_INCOMPLETE,
+                Verdict::Reject,
+                format!("patch.diff is larger than {MAX_PATCH_BYTES} bytes"),
+            )
+            .rule(airlock_core::diff::rule::TOO_LARGE),
+        );
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+/// Step 10: one policy reason per changed path, the changed-file table, new dependencies.
+/// The content hint is the new content (added, modified) or the old one (deleted), when the
+/// apply step produced them; for added files it can also be read from the patch itself.
+fn classify_and_decide(
+    patch: &ParsedPatch,
+    files: &std::collections::BTreeMap<String, AppliedFile>,
+    policy: &Policy,
+    report: &mut GateReport,
+) {
+    for fp in &patch.files {
+        let applied = files.get(&fp.path);
+        let from_patch;
+        let hint: Option<&[u8]> = match (fp.kind, applied) {
+            (FileKind::Deleted, Some(a)) => a.old.as_deref(),
+            (_, Some(a)) => a.new.as_deref(),
+            (FileKind::Added, None) => {
+                from_patch = airlock_core::diff::apply_file(None, fp).ok().flatten();
+                from_patch.as_deref()
+            }
+            _ => None,
+        };
+        let class = classify_path(&fp.path, hint);
+        let decided = policy.decide_path(&fp.path, &class);
+        let verdict = decided.verdict;
+        report.push(from_policy(decided, Some(class.rule)));
+        report.files.push(ChangedFile {
+            path: fp.path.clone(),
+            kind: fp.kind.as_str(),
+            bucket: class.bucket,
+            class_rule: class.rule,
+            verdict,
+            lines_added: fp.added,
+            lines_removed: fp.removed,
+            new_mode: fp.new_mode.map(|m| m.as_str()),
+        });
+        if let Some(a) = applied {
+            match deps::new_dependencies(&fp.path, a.old.as_deref(), a.new.as_deref()) {
+                Ok(list) => report.new_dependencies.extend(list),
+                Err(e) => report.push(
+                    Reason::new(code::DEPS_UNPARSED, Verdict::Human, e.to_string())
+                        .at(&fp.path)
+                        .rule("deps.unparsed"),
+                ),
+            }
+        }
+    }
+}
+
+/// A policy reason in the report's shape.
+fn from_policy(r: super::policy::Reason, class_rule: Option<&str>) -> Reason {
+    Reason {
+        code: r.code.code(),
+        verdict: r.verdict,
+        detail: r.detail,
+        path: r.path,
+        rule: class_rule.map(str::to_owned),
+    }
+}
+
+fn fill_bom_from_record(report: &mut GateReport, record: &JobRecord) {
+    let b = &mut report.bom;
+    b.prompt_sha256 = Some(record.prompt_sha256);
+    b.model_requested = Some(record.model_requested.clone());
+    b.revision = Some(record.revision.clone());
+    b.bundle_sha256 = Some(record.bundle_sha256);
+}
+
+fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
+    fill_bom_from_record(report, &f.record);
+    let b = &mut report.bom;
+    b.model_reported = Some(f.packet.model_reported.clone());
+    b.artifact_sha256 = Some(f.artifact_sha256);
+    b.packet_sha256 = Some(f.packet_sha256);
+    b.sandbox = Some(f.packet.sandbox.clone());
+    b.worker_version = Some(f.packet.worker_version.clone());
+    b.run_id = Some(f.packet.run_id.clone());
+    b.landed_at = Some(f.landed_at);
+    b.tokens = match (f.packet.tokens_in, f.packet.tokens_out) {
+        (None, None) => None,
+        (i, o) => Some((i.unwrap_or(0), o.unwrap_or(0))),
+    };
+}
+
+/// The review commit: subject, the notable reasons, and the trailers.
+fn review_commit<'a>(report: &GateReport, fetched: &'a Fetched, j: &'a Judged) -> ReviewCommit<'a> {
+    let st = report.stats;
+    let mut message = format!(
+        "airlock: job {} ({})\n\nGenerated on an untrusted worker; gated by {}: {} files, +{} -{}.\n",
+        fetched.record.job, report.decision, super::report::GATE_VERSION, st.files_changed, st.lines_added, st.lines_removed
+    );
+    let notable: Vec<&Reason> = report
+        .reasons
+        .iter()
+        .filter(|r| r.verdict != Verdict::Queue)
+        .take(20)
+        .collect();
+    if !notable.is_empty() {
+        message.push('\n');
+        for r in notable {
+            let path = r
+                .path
+                .as_deref()
+                .map(|p| format!(" {p}"))
+                .unwrap_or_default();
+            message.push_str(&format!("- {} {}{path}\n", r.verdict, r.code));
+        }
+    }
+    let record = &fetched.record;
+    ReviewCommit {
+        job: record.job.as_str(),
+        revision: &record.revision,
+        expected_tree: j.tree.as_deref().unwrap_or(""),
+        patch_bytes: &j.patch_bytes,
+        message,
+        trailers: vec![
+            ("Airlock-Job", record.job.to_string()),
+            ("Airlock-Bundle", format!("sha256:{}", record.bundle_sha256)),
+            (
+                "Airlock-Artifact",
+                format!("sha256:{}", fetched.artifact_sha256),
+            ),
+            ("Airlock-Model-Requested", record.model_requested.clone()),
+            (
+                "Airlock-Model-Reported",
+                fetched.packet.model_reported.clone(),
+            ),
+            ("Airlock-Decision", report.decision.to_string()),
+            (
+                "Airlock-Gate-Version",
+                super::report::GATE_VERSION.to_owned(),
+            ),
+        ],
+        date_unix: fetched.landed_at,
+    }
+}
+
+/// Step 14: a `gate` entry when a patch was read (`digests` = artifact and diff sha256), and a
+/// `reject` entry for every rejection (stage `fetch` for a fetch refusal, `gate` otherwise),
+/// naming the first rejecting reason's code.
+fn record_in_ledger(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    report: &GateReport,
+    digests: Option<(Sha256Digest, Sha256Digest)>,
+    now: u64,
+) -> Result<()> {
+    if let Some((artifact_sha256, diff_sha256)) = digests {
+        let reasons = report
+            .reasons
+            .iter()
+            .map(|r| match &r.path {
+                Some(p) => format!("{} {}: {}", r.code, p, r.detail),
+                None => format!("{}: {}", r.code, r.detail),
+            })
+            .collect();
+        ledger::append(
+            store,
+            key,
+            job,
+            Event::Gate {
+                decision: report.decision.to_string(),
+                reasons,
+                policy_sha256: report
+                    .bom
+                    .policy_sha256
+                    .unwrap_or_else(|| Sha256Digest::of_bytes(b"")),
+                gate_version: super::report::GATE_VERSION.to_owned(),
+                artifact_sha256,
+                diff_sha256,
+            },
+            now,
+        )?;
+    }
+    if report.decision == Verdict::Reject {
+        if let Some(r) = report.first_decisive() {
+            let stage = if checks::FETCH_CODES.contains(&r.code) {
+                "fetch"
+            } else {
+                "gate"
+            };
+            let detail = match &r.rule {
+                Some(rule) => format!("[{rule}] {}", r.detail),
+                None => r.detail.clone(),
+            };
+            ledger::append(
+                store,
+                key,
+                job,
+                Event::Reject {
+                    stage: stage.to_owned(),
+                    reason_code: r.code.to_owned(),
+                    detail,
+                },
+                now,
+            )?;
+        }
+    }
+    Ok(())
+}
