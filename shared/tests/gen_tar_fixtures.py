@@ -446,12 +446,14 @@ def limits():
         zeros_member_tgz("files/zeros", 60 * MIB),
         case("tar.ratio"),
     )
+    # 100k empty members: refused with a lowered member cap (unpacking stops after 1000 files).
+    # tar_roundtrip.rs reads it under the default bundle limits, which accept it; that test
+    # does not unpack it, because creating 100k files takes minutes on some disks.
     many = [file("files/d%03d/f%06d" % (i // 1000, i)) for i in range(100_000)]
     write(
         "tar.too-many-entries--100k-members.tar.gz",
         gz(tar_bytes(many)),
-        case("ok", files=100_000),
-        case("tar.too-many-entries", max_entries=50_000),
+        case("tar.too-many-entries", max_entries=1000),
     )
     write(
         "tar.total-too-large--sum-over-limit.tar.gz",
