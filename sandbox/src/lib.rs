@@ -1,0 +1,145 @@
+//! Runs one untrusted generator confined on Linux (no network, writes only to its workdir
+//! and a private tmp, limited resources, a capped log, a wall clock that kills the whole
+//! process tree), and refuses to run it at all when the kernel cannot confine it.
+//!
+//! # Layers, in the order they are applied
+//!
+//! 1. **Runner.** The supervisor (`spawn`, in the worker) starts the helper (the host binary
+//!    re-executed with [`HELPER_SUBCOMMAND`]) in a new process group, with an empty
+//!    environment, stdin carrying the spec (never argv), stdout+stderr into one pipe drained
+//!    into a capped log file.
+//! 2. **Identity.** A root worker hands the workdir and private tmp to an unprivileged uid
+//!    (default `nobody`) and the generator runs as it: the kernel never applies
+//!    `RLIMIT_NPROC` to root. Supplementary groups are dropped.
+//! 3. **Namespaces** (namespace mode): new user, mount, pid, ipc, uts and network
+//!    namespaces; the network namespace is empty (loopback down, no route anywhere); the uid
+//!    and gid maps contain only the sandbox identity; mounts are made private; the hostname
+//!    is `airlock`.
+//! 4. **/proc** of the new pid namespace, mounted fresh by its init (pid 1), which then
+//!    forks the generator (pid 2), so that killing init kills every process in the sandbox.
+//! 5. **Capabilities** dropped: bounding set (where permitted), ambient, effective,
+//!    permitted, inheritable; read back empty.
+//! 6. **no_new_privs**, read back set.
+//! 7. **rlimits**: CPU seconds, address space, file size, open files, processes; core 0.
+//! 8. **Landlock** (ABI 6): read and execute the readable roots (the system by default,
+//!    see [`DEFAULT_READABLE`]) and the generator program; read and write the workdir and
+//!    private tmp only; `/dev/null` and `/dev/zero` read-write; no TCP bind or connect;
+//!    signals and abstract unix sockets scoped to the sandbox. Anything but
+//!    `FullyEnforced` is an error unless the spec sets `allow_partial_landlock`.
+//! 9. **Seccomp**: no `socket()` at all and no `socketpair()` but `AF_UNIX` (network
+//!    denied), no `io_uring`, `ptrace`, `process_vm_*`, keyring, `bpf`, `perf_event_open`,
+//!    `userfaultfd`, no new namespaces; in the fallback also no `setsid`/`setpgid`; other
+//!    architectures' syscalls kill. Read back as filter mode.
+//! 10. **Descriptors**: everything above stderr is close-on-exec; then `execve` with exactly
+//!     the spec's environment.
+//!
+//! [`Mode::Auto`] builds 1-10 when user namespaces work, else 1, 2, 5-10
+//! (`landlock+seccomp`, the reason in [`Outcome::fallback_reason`]), else fails with
+//! [`SandboxError::Unavailable`]. [`Mode::Unsandboxed`] builds only the runner (plus
+//! rlimits) and reports `none`. The outcome always says which kind ran.
+//!
+//! # Guarantees
+//! - Fails closed: a layer that fails, or that the kernel reports as not in force, stops
+//!   the run before the generator exists ([`SandboxError`]); no layer is skipped silently.
+//! - The spec is validated before anything is forked, including that no secret path (the
+//!   token file, the worker binary) lies under a root the sandbox grants.
+//! - [`Running::wait_until`] and [`Running::kill_group`] kill the whole tree: the pid
+//!   namespace (namespace mode) or the process group, which the generator cannot leave
+//!   (fallback). When the generator's main process ends, whatever it left behind is killed
+//!   too, and waits return only once no process of the sandbox is left.
+//! - The log never exceeds `max_bytes`, and a flood never blocks the generator.
+//!
+//! # Not guaranteed
+//! - In [`Mode::Unsandboxed`] nothing is confined, and a process that calls `setsid` escapes
+//!   the group kill.
+//! - In the fallback the generator shares the host's /proc (landlock still denies other
+//!   processes' memory, environment and descriptors, but command lines are visible: never
+//!   pass a secret on a command line), the host's abstract socket namespace is scoped away
+//!   by landlock, and `RLIMIT_NPROC` counts every process of the sandbox uid on the host.
+//! - Limits are reported in [`Outcome::limit_hit`] only when the kernel signals them
+//!   (`SIGXCPU`, `SIGXFSZ`) or the wall clock ran out; a failed fork or allocation is seen
+//!   only by the generator.
+//! - Read access to the readable roots is not a secret boundary: keep secrets out of them
+//!   (validation checks the paths you list in `secret_paths`).
+//!
+//! # Example
+//!
+//! The host binary dispatches the hidden subcommand first thing in `main` (before any
+//! thread or logger exists), then uses [`spawn`]:
+//!
+//! ```no_run
+//! use std::time::{Duration, Instant};
+//! use airlock_sandbox::{spawn, child_main, LogSink, Mode, SandboxSpec, HELPER_SUBCOMMAND};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     if std::env::args_os().nth(1).as_deref() == Some(HELPER_SUBCOMMAND.as_ref()) {
+//!         child_main();
+//!     }
+//!     let mut spec = SandboxSpec::new("/bin/sh", "/run/airlock/job/work", "/run/airlock/job/tmp");
+//!     spec.args = vec!["-c".into(), "echo hello > out.txt".into()];
+//!     spec.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+//!     spec.secret_paths = vec!["/run/airlock/token".into()];
+//!     spec.mode = Mode::Auto;
+//!     let log = LogSink { path: "/run/airlock/job/generator.log".into(), max_bytes: 1 << 20 };
+//!     let mut running = spawn(&std::env::current_exe()?, &[HELPER_SUBCOMMAND], &spec, &log)?;
+//!     let deadline = Instant::now() + Duration::from_secs(600);
+//!     loop {
+//!         if let Some(outcome) = running.wait_timeout(Duration::from_secs(30))? {
+//!             println!("{:?} in {}", outcome.status, outcome.sandbox);
+//!             break;
+//!         }
+//!         // checkpoint here
+//!         if Instant::now() >= deadline {
+//!             println!("{:?}", running.wait_until(deadline)?.status); // TimedOut
+//!             break;
+//!         }
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//! # Status
+//!
+//! Only the runner (layers 1 and 10) is built: every mode but `Mode::Unsandboxed` reports `Unavailable`.
+#![deny(unsafe_code)]
+
+mod error;
+mod outcome;
+mod proto;
+mod spec;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+
+pub use error::SandboxError;
+pub use outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
+pub use spec::{
+    LogSink, Mode, Network, Rlimits, SandboxSpec, DEFAULT_READABLE, DEFAULT_UNPRIVILEGED_ID,
+    READ_WRITE_DEVICES,
+};
+
+#[cfg(target_os = "linux")]
+pub use linux::{spawn, Running};
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::{spawn, Running};
+
+/// The hidden subcommand a host binary dispatches to [`child_main`].
+pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
+
+/// The helper process's entry point: reads the spec [`spawn`] wrote on stdin, builds the
+/// sandbox layer by layer, and `execve`s the generator; reports failures back to the
+/// supervisor and exits. Never returns.
+///
+/// Call it first thing in the host binary's `main` when `argv[1]` is [`HELPER_SUBCOMMAND`]:
+/// the helper refuses to run in a process that has started threads.
+pub fn child_main() -> ! {
+    #[cfg(target_os = "linux")]
+    {
+        linux::child_main()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        unsupported::child_main()
+    }
+}

@@ -1,0 +1,463 @@
+//! The supervising side: starts the helper in its own process group with an empty
+//! environment, pumps its stdout+stderr into one capped log, waits with timeouts, and kills
+//! the whole group.
+//!
+//! Guards against: output floods (the log is capped; the pipe keeps draining so the
+//! generator never blocks), process trees outliving the run (the group is killed when the
+//! main process ends, on timeout, and on drop; `wait` returns only once no member is
+//! left), signalling a recycled process group (the helper is reaped only after its group
+//! has been killed), a helper that never reports (setup deadline), and a broken report
+//! channel (fail closed).
+//! On `Ok` from [`spawn`]: the generator has been exec'd with every layer of the reported
+//! sandbox kind in force.
+//! Does not check: what the generator writes; the worker diffs the workdir afterwards.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, PipeReader, PipeWriter, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::sys;
+use crate::error::SandboxError;
+use crate::outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
+use crate::proto::{HelperInput, Report, MAX_LINE_BYTES};
+use crate::spec::{LogSink, SandboxSpec};
+
+/// How long the helper may take to build the sandbox and exec the generator.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to wait for killed group members to disappear before giving up.
+const GROUP_GONE_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the run, how much output still in flight the log pump drains before it stops.
+const DRAIN_AFTER_STOP_BYTES: u64 = 1 << 20;
+
+/// A running generator. Dropping it kills the whole process group and reaps it.
+#[derive(Debug)]
+pub struct Running {
+    pid: libc::pid_t,
+    pidfd: OwnedFd,
+    chan: BufReader<UnixStream>,
+    program: String,
+    kind: Option<SandboxKind>,
+    fallback_reason: Option<String>,
+    degraded: Option<String>,
+    started: Instant,
+    pump: Option<JoinHandle<PumpStats>>,
+    stop_pump: Option<PipeWriter>,
+    outcome: Option<Outcome>,
+}
+
+/// Starts `host_exe hidden_args...` as the sandbox helper (which must call
+/// [`crate::child_main`]) and waits until the generator has been exec'd inside the sandbox
+/// or a layer has failed.
+pub fn spawn(
+    host_exe: &Path,
+    hidden_args: &[&str],
+    spec: &SandboxSpec,
+    log: &LogSink,
+) -> Result<Running, SandboxError> {
+    spec.validate()?;
+    let input = serde_json::to_vec(&HelperInput {
+        spec: spec.clone(),
+        parent_pid: std::process::id(),
+    })
+    .map_err(|e| SandboxError::Protocol {
+        detail: format!("spec does not serialise: {e}"),
+    })?;
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&log.path)
+        .map_err(SandboxError::io("create the log file"))?;
+    let (log_r, log_w) = io::pipe().map_err(SandboxError::io("create the log pipe"))?;
+    let log_w2 = log_w
+        .try_clone()
+        .map_err(SandboxError::io("create the log pipe"))?;
+    let (stop_r, stop_w) = io::pipe().map_err(SandboxError::io("create the log pipe"))?;
+    let (ours, theirs) =
+        UnixStream::pair().map_err(SandboxError::io("create the helper channel"))?;
+
+    let mut cmd = Command::new(host_exe);
+    cmd.args(hidden_args)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(log_w)
+        .stderr(log_w2)
+        .process_group(0);
+    let child = cmd
+        .spawn()
+        .map_err(SandboxError::io("start the sandbox helper"))?;
+    // Close our copies of the child's ends, or the pipes never reach end-of-file.
+    drop(cmd);
+    let pid = libc::pid_t::try_from(child.id()).map_err(|_| SandboxError::Protocol {
+        detail: "helper pid out of range".into(),
+    })?;
+    // The child is reaped by our own waitpid (after its group is killed), not by std.
+    drop(child);
+    let pidfd = match sys::pidfd_open(pid) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = sys::kill(-pid, libc::SIGKILL);
+            let _ = sys::waitpid(pid, 0);
+            return Err(SandboxError::Io {
+                what: "pidfd_open the sandbox helper",
+                source: e,
+            });
+        }
+    };
+    let mut running = Running {
+        pid,
+        pidfd,
+        chan: BufReader::new(ours),
+        program: spec.program.display().to_string(),
+        kind: None,
+        fallback_reason: None,
+        degraded: None,
+        started: Instant::now(),
+        pump: None,
+        stop_pump: Some(stop_w),
+        outcome: None,
+    };
+    // From here on, returning early drops `running`, which kills and reaps the group.
+    let max = log.max_bytes;
+    running.pump = Some(
+        std::thread::Builder::new()
+            .name("airlock-sandbox-log".into())
+            .spawn(move || pump(log_r, file, max, stop_r))
+            .map_err(SandboxError::io("start the log pump"))?,
+    );
+    running.handshake(&input)?;
+    Ok(running)
+}
+
+impl Running {
+    /// The helper's pid, which is also the process group id of the whole sandbox.
+    pub fn id(&self) -> u32 {
+        self.pid.unsigned_abs()
+    }
+
+    /// The sandbox that is confining the generator.
+    pub fn sandbox(&self) -> SandboxKind {
+        self.kind.unwrap_or(SandboxKind::None)
+    }
+
+    /// Why `Mode::Auto` fell back to landlock+seccomp, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    /// Waits up to `timeout` for the generator to end. `Ok(None)`: still running (the caller
+    /// may checkpoint and wait again). Once it has ended, returns the same outcome each time.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Option<Outcome>, SandboxError> {
+        if let Some(o) = &self.outcome {
+            return Ok(Some(o.clone()));
+        }
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        let mut fds = [libc::pollfd {
+            fd: self.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        let ready = sys::poll(&mut fds, ms).map_err(SandboxError::io("wait for the generator"))?;
+        if ready == 0 {
+            return Ok(None);
+        }
+        self.finish(false).map(Some)
+    }
+
+    /// Waits for the generator to end.
+    pub fn wait(&mut self) -> Result<Outcome, SandboxError> {
+        loop {
+            if let Some(o) = self.wait_timeout(Duration::from_secs(3600))? {
+                return Ok(o);
+            }
+        }
+    }
+
+    /// Waits until `deadline`; past it, kills the whole process tree and reports
+    /// `ExitStatus::TimedOut` (limit `wall-clock`).
+    pub fn wait_until(&mut self, deadline: Instant) -> Result<Outcome, SandboxError> {
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                if let Some(o) = self.wait_timeout(Duration::ZERO)? {
+                    return Ok(o);
+                }
+                self.kill_group()?;
+                return self.finish(true);
+            }
+            if let Some(o) = self.wait_timeout(deadline - now)? {
+                return Ok(o);
+            }
+        }
+    }
+
+    /// Sends `SIGKILL` to the whole process group (in namespace mode this includes the pid
+    /// namespace's init, whose death kills every process in the namespace). A later wait
+    /// reports how the generator ended (`Signaled(9)`).
+    pub fn kill_group(&mut self) -> Result<(), SandboxError> {
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        // The helper is not reaped before `finish`, so the group id cannot have been reused.
+        match sys::kill(-self.pid, libc::SIGKILL) {
+            Err(e) if e.raw_os_error() != Some(libc::ESRCH) => Err(SandboxError::Io {
+                what: "kill the sandbox process group",
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends the spec, then reads reports until the generator runs or a layer fails.
+    fn handshake(&mut self, input: &[u8]) -> Result<(), SandboxError> {
+        let sent = (|| {
+            let mut s = self.chan.get_ref();
+            s.write_all(input)?;
+            s.shutdown(Shutdown::Write)?;
+            self.chan.get_ref().set_read_timeout(Some(SETUP_TIMEOUT))
+        })();
+        if let Err(e) = sent {
+            return Err(SandboxError::Protocol {
+                detail: format!("could not hand the spec to the helper: {e}"),
+            });
+        }
+        loop {
+            let report = match self.read_report()? {
+                Some(r) => r,
+                None => {
+                    // The helper (or its generator) closed the channel: in the direct modes
+                    // that is the close-on-exec of a successful execve.
+                    return match self.kind {
+                        Some(k) if k != SandboxKind::Namespaces => Ok(()),
+                        _ => Err(SandboxError::Protocol {
+                            detail: "the helper exited before starting the generator".into(),
+                        }),
+                    };
+                }
+            };
+            match report {
+                Report::Kind { kind } if self.kind.is_none() => {
+                    self.kind =
+                        Some(
+                            SandboxKind::parse(&kind).ok_or_else(|| SandboxError::Protocol {
+                                detail: format!("unknown sandbox kind {kind:?}"),
+                            })?,
+                        );
+                }
+                Report::Fallback { reason } if self.fallback_reason.is_none() => {
+                    self.fallback_reason = Some(reason);
+                }
+                Report::Degraded { what } => self.degraded = Some(what),
+                Report::Started {} if self.kind == Some(SandboxKind::Namespaces) => return Ok(()),
+                Report::Error { layer, detail } => {
+                    return Err(match layer.as_str() {
+                        "unavailable" => SandboxError::Unavailable { reason: detail },
+                        "exec" => SandboxError::Exec {
+                            program: self.program.clone(),
+                            detail,
+                        },
+                        _ => SandboxError::Layer { layer, detail },
+                    })
+                }
+                other => {
+                    return Err(SandboxError::Protocol {
+                        detail: format!("unexpected report during setup: {other:?}"),
+                    })
+                }
+            }
+        }
+    }
+
+    /// One report line, `None` at end-of-file.
+    fn read_report(&mut self) -> Result<Option<Report>, SandboxError> {
+        let mut line = Vec::new();
+        let n = (&mut self.chan)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| SandboxError::Protocol {
+                detail: format!("reading the helper's reports: {e}"),
+            })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        Report::decode(&line).map(Some)
+    }
+
+    /// The generator's process has ended (or was killed): kill the rest of the group, reap
+    /// the helper, wait for the group to be gone, stop the log pump, build the outcome.
+    fn finish(&mut self, timed_out: bool) -> Result<Outcome, SandboxError> {
+        // Still unreaped: the group id is ours. Stragglers die with the main process.
+        let _ = sys::kill(-self.pid, libc::SIGKILL);
+        let reaped =
+            sys::waitpid(self.pid, 0).map_err(SandboxError::io("reap the sandbox helper"))?;
+        let elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let helper_status = reaped.map_or(0, |(_, st)| st);
+        self.wait_group_gone();
+        let (log_bytes, log_truncated) = self.stop_log_pump();
+        let raw = self.generator_status().unwrap_or(helper_status);
+        let status = if timed_out {
+            ExitStatus::TimedOut
+        } else if libc::WIFEXITED(raw) {
+            ExitStatus::Exited(libc::WEXITSTATUS(raw))
+        } else if libc::WIFSIGNALED(raw) {
+            ExitStatus::Signaled(libc::WTERMSIG(raw))
+        } else {
+            ExitStatus::Exited(-1)
+        };
+        let limit_hit = match status {
+            ExitStatus::TimedOut => Some(LimitHit::WallClock),
+            ExitStatus::Signaled(libc::SIGXCPU) => Some(LimitHit::CpuSecs),
+            ExitStatus::Signaled(libc::SIGXFSZ) => Some(LimitHit::FileSize),
+            _ => None,
+        };
+        let outcome = Outcome {
+            status,
+            sandbox: self.sandbox(),
+            fallback_reason: self.fallback_reason.clone(),
+            degraded: self.degraded.clone(),
+            log_truncated,
+            log_bytes,
+            limit_hit,
+            elapsed_ms,
+        };
+        self.outcome = Some(outcome.clone());
+        Ok(outcome)
+    }
+
+    /// Waits (bounded) until no process of the group is left, reaping any member that was
+    /// re-parented to us (when this process is a subreaper or pid 1).
+    fn wait_group_gone(&self) {
+        let deadline = Instant::now() + GROUP_GONE_TIMEOUT;
+        loop {
+            while let Ok(Some(_)) = sys::waitpid(-self.pid, libc::WNOHANG) {}
+            if let Err(e) = sys::kill(-self.pid, 0) {
+                if e.raw_os_error() == Some(libc::ESRCH) {
+                    return;
+                }
+            }
+            if Instant::now() >= deadline {
+                return;
+            }
+            let _ = sys::kill(-self.pid, libc::SIGKILL);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn stop_log_pump(&mut self) -> (u64, bool) {
+        drop(self.stop_pump.take());
+        match self.pump.take().map(JoinHandle::join) {
+            Some(Ok(stats)) => (stats.kept, stats.truncated),
+            _ => (0, true),
+        }
+    }
+
+    /// Namespace mode: the generator's own status, reported by the pid namespace's init.
+    fn generator_status(&mut self) -> Option<i32> {
+        if self.kind != Some(SandboxKind::Namespaces) {
+            return None;
+        }
+        // Every holder of the channel is gone: this reads to end-of-file without blocking.
+        let _ = self
+            .chan
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_secs(1)));
+        let mut status = None;
+        while let Ok(Some(r)) = self.read_report() {
+            if let Report::Status { raw } = r {
+                status = Some(raw);
+            }
+        }
+        status
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.outcome.is_none() {
+            let _ = self.kill_group();
+            let _ = self.finish(false);
+        }
+    }
+}
+
+struct PumpStats {
+    kept: u64,
+    truncated: bool,
+}
+
+/// Copies the generator's output into `file` up to `max` bytes, then keeps draining and
+/// dropping. Stops at end-of-file, or once `stop` closes and the pipe is drained.
+fn pump(log: PipeReader, mut file: File, max: u64, stop: PipeReader) -> PumpStats {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut stats = PumpStats {
+        kept: 0,
+        truncated: false,
+    };
+    let mut file_ok = true;
+    let mut after_stop: Option<u64> = None;
+    loop {
+        if after_stop.is_none() {
+            let mut fds = [
+                libc::pollfd {
+                    fd: log.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: stop.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            if sys::poll(&mut fds, -1).is_err() {
+                break;
+            }
+            if fds[1].revents != 0 {
+                // Drain what is in flight, without blocking, then stop.
+                if sys::set_nonblocking(log.as_fd()).is_err() {
+                    break;
+                }
+                after_stop = Some(0);
+            }
+        }
+        let n = match (&log).read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = usize::try_from(max.saturating_sub(stats.kept)).unwrap_or(usize::MAX);
+        let keep = n.min(room);
+        if keep > 0 && file_ok {
+            if file.write_all(&buf[..keep]).is_ok() {
+                stats.kept += keep as u64;
+            } else {
+                file_ok = false;
+            }
+        }
+        if keep < n || !file_ok {
+            stats.truncated = true;
+        }
+        if let Some(drained) = after_stop.as_mut() {
+            *drained += n as u64;
+            if *drained > DRAIN_AFTER_STOP_BYTES {
+                break;
+            }
+        }
+    }
+    let _ = file.flush();
+    stats
+}

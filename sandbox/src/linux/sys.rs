@@ -1,0 +1,197 @@
+//! Thin wrappers over the raw Linux system calls the sandbox needs: the only module of the
+//! project with `unsafe`. Each wrapper turns the C return convention into `io::Result` and
+//! takes only Rust types whose validity the type system guarantees (`&CStr`, `BorrowedFd`,
+//! slices), so the `unsafe` blocks stay one call long.
+//!
+//! Guards against: unchecked return values (every call's error is returned) and `EINTR`
+//! (retried where a retry is correct).
+//! Does not check: policy; callers decide what to call and in which order.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn check_long(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// `waitpid(2)`, retried on `EINTR`. `Ok(None)` with `WNOHANG` when nothing changed.
+pub(crate) fn waitpid(
+    pid: libc::pid_t,
+    flags: libc::c_int,
+) -> io::Result<Option<(libc::pid_t, i32)>> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `status` is a valid, writable c_int for the duration of the call.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        match r {
+            -1 => {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            0 => return Ok(None),
+            pid => return Ok(Some((pid, status))),
+        }
+    }
+}
+
+/// `kill(2)`. A negative `pid` addresses a process group.
+pub(crate) fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill takes plain integers.
+    check(unsafe { libc::kill(pid, sig) }).map(drop)
+}
+
+/// `getppid(2)`.
+pub(crate) fn getppid() -> libc::pid_t {
+    // SAFETY: getppid cannot fail and takes no arguments.
+    unsafe { libc::getppid() }
+}
+
+/// `_exit(2)`: leaves without running destructors or atexit handlers (correct after fork).
+pub(crate) fn exit(code: i32) -> ! {
+    // SAFETY: _exit takes a plain integer and never returns.
+    unsafe { libc::_exit(code) }
+}
+
+/// Resets every catchable signal to its default action and unblocks all signals, so the
+/// generator inherits no ignored `SIGXCPU`/`SIGXFSZ`/`SIGTERM` from the host process.
+pub(crate) fn reset_signals() {
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: installing SIG_DFL takes plain integers; numbers that are not valid or
+        // reserved by libc just return an error, which is ignored.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+    // SAFETY: a local, fully initialised empty sigset passed by reference for the call.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+}
+
+/// `prctl(PR_SET_PDEATHSIG, sig)`.
+pub(crate) fn set_parent_death_signal(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes plain integers.
+    check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) }).map(drop)
+}
+
+/// Marks every descriptor from `first` up as close-on-exec (`close_range` with
+/// `CLOSE_RANGE_CLOEXEC`, Linux 5.11).
+pub(crate) fn cloexec_from(first: u32) -> io::Result<()> {
+    // SAFETY: plain integers; only sets a flag on descriptors.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    })
+    .map(drop)
+}
+
+/// `dup2(fd, target)`: makes `target` a copy of `fd` (without close-on-exec).
+pub(crate) fn dup_onto(fd: BorrowedFd<'_>, target: RawFd) -> io::Result<()> {
+    // SAFETY: `fd` is a live descriptor borrowed for the call; replacing `target` is the
+    // purpose (callers use it on 0/1/2 only).
+    check(unsafe { libc::dup2(fd.as_raw_fd(), target) }).map(drop)
+}
+
+/// Sets `O_NONBLOCK` on `fd`.
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: fcntl on a live descriptor with integer arguments.
+    let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
+}
+
+/// `pidfd_open(2)` (Linux 5.3): a descriptor that becomes readable when `pid` exits.
+pub(crate) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: plain integers.
+    let fd = check_long(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) })?;
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("pidfd out of range"))?;
+    // SAFETY: the kernel just returned this descriptor and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `poll(2)` on `fds`, retried on `EINTR` with the same timeout (callers recompute
+/// deadlines themselves). `timeout_ms < 0` waits forever.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
+    loop {
+        // SAFETY: the pointer and length describe a live, writable slice of pollfd.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if r == -1 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(r as usize);
+    }
+}
+
+/// A program image ready for `execve`, built before the sandbox is applied so nothing has
+/// to be allocated between the last layer and the exec.
+pub(crate) struct ExecImage {
+    path: CString,
+    _argv: Vec<CString>,
+    _envp: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    envp_ptrs: Vec<*const libc::c_char>,
+}
+
+impl ExecImage {
+    pub(crate) fn new(path: CString, argv: Vec<CString>, envp: Vec<CString>) -> Self {
+        // The CStrings' heap buffers do not move when the Vecs are moved into the struct.
+        let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        argv_ptrs.push(std::ptr::null());
+        let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|e| e.as_ptr()).collect();
+        envp_ptrs.push(std::ptr::null());
+        ExecImage {
+            path,
+            _argv: argv,
+            _envp: envp,
+            argv_ptrs,
+            envp_ptrs,
+        }
+    }
+
+    pub(crate) fn path(&self) -> &CStr {
+        &self.path
+    }
+
+    /// `execve(2)`; returns only on failure.
+    pub(crate) fn exec(&self) -> io::Error {
+        // SAFETY: `path` is NUL-terminated; `argv_ptrs`/`envp_ptrs` are null-terminated arrays
+        // of pointers into CStrings owned by `self`, alive for the call.
+        unsafe {
+            libc::execve(
+                self.path.as_ptr(),
+                self.argv_ptrs.as_ptr(),
+                self.envp_ptrs.as_ptr(),
+            );
+        }
+        io::Error::last_os_error()
+    }
+}
