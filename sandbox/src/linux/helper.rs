@@ -25,13 +25,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
-use super::sys::{self, ExecImage};
+use super::identity::{self, Identity};
+use super::sys::{self, ExecImage, Forked};
 use crate::outcome::SandboxKind;
 use crate::proto::{HelperInput, Report, MAX_SPEC_BYTES};
 use crate::spec::{Mode, SandboxSpec};
 
 /// `PATH` used to find a bare program name when the spec's environment has none.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+const CAP_SETPCAP: u32 = 8;
 
 /// A layer that failed, reported to the supervisor as `Report::Error`.
 struct Fail {
@@ -130,10 +133,21 @@ fn run(chan: &Chan, input: HelperInput) -> Result<Infallible, Fail> {
             chan.send(&kind(SandboxKind::None));
             unconfined_exec(&spec, &image)
         }
-        Mode::LandlockSeccomp | Mode::Namespaces | Mode::Auto => Err(Fail::new(
+        Mode::LandlockSeccomp => Err(Fail::new(
             "unavailable",
-            "no sandbox layer is built yet (runner only)",
+            "the landlock+seccomp fallback is not built yet",
         )),
+        Mode::Namespaces | Mode::Auto => {
+            let id = identity::prepare(&spec).map_err(|d| Fail::new("identity", d))?;
+            match namespaces(chan, &spec, id, &program, &image) {
+                Ok(never) => match never {},
+                Err(NsError::Fail(f)) => Err(f),
+                Err(NsError::Unavailable(reason)) => Err(Fail::new(
+                    "unavailable",
+                    format!("user namespaces: {reason}"),
+                )),
+            }
+        }
     }
 }
 
@@ -230,4 +244,325 @@ fn exec_failed(spec: &SandboxSpec, image: &ExecImage) -> Fail {
             spec.program.display()
         ),
     )
+}
+
+/// The last layers, in the documented order, then `execve`. Runs in the process that
+/// becomes the generator.
+fn confine_and_exec(
+    _chan: &Chan,
+    spec: &SandboxSpec,
+    _program: &Path,
+    image: &ExecImage,
+) -> Result<Infallible, Fail> {
+    std::env::set_current_dir(&spec.workdir).map_err(fail("workdir", "chdir"))?;
+    drop_capabilities().map_err(|d| Fail::new("capabilities", d))?;
+    sys::set_no_new_privs().map_err(fail("no-new-privs", "prctl(PR_SET_NO_NEW_PRIVS)"))?;
+    if !sys::no_new_privs().map_err(fail("no-new-privs", "prctl(PR_GET_NO_NEW_PRIVS)"))? {
+        return Err(Fail::new(
+            "no-new-privs",
+            "the kernel reports no_new_privs unset",
+        ));
+    }
+    sys::cloexec_from(3).map_err(fail("fds", "close_range"))?;
+    Err(exec_failed(spec, image))
+}
+
+/// Drops every capability: the bounding set when we may, then ambient, effective,
+/// permitted and inheritable; then checks that all three sets read back empty.
+fn drop_capabilities() -> Result<(), String> {
+    let (eff, _, _) = sys::capabilities().map_err(|e| format!("capget: {e}"))?;
+    if eff & (1 << CAP_SETPCAP) != 0 {
+        drop_bounding_set()?;
+    }
+    // EINVAL before Linux 4.3, which has no ambient set to clear.
+    let _ = sys::clear_ambient_caps();
+    sys::clear_capabilities().map_err(|e| format!("capset: {e}"))?;
+    let (e, p, i) = sys::capabilities().map_err(|e| format!("capget: {e}"))?;
+    if e | p | i != 0 {
+        return Err(format!(
+            "capabilities still set after dropping (effective {e:#x}, permitted {p:#x}, inheritable {i:#x})"
+        ));
+    }
+    Ok(())
+}
+
+fn drop_bounding_set() -> Result<(), String> {
+    for cap in 0..64 {
+        match sys::bounding_has(cap) {
+            Ok(true) => sys::drop_bounding_cap(cap)
+                .map_err(|e| format!("prctl(PR_CAPBSET_DROP, {cap}): {e}"))?,
+            Ok(false) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => break,
+            Err(e) => return Err(format!("prctl(PR_CAPBSET_READ, {cap}): {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Why the namespace path did not produce a generator.
+enum NsError {
+    /// The kernel refused a namespace step (Auto falls back).
+    Unavailable(String),
+    /// Something else failed.
+    Fail(Fail),
+}
+
+const NS_STEPS: [&str; 5] = [
+    "ok",
+    "unshare(user, mount, pid, ipc, uts, net)",
+    "set the sandbox identity in the user namespace",
+    "make mounts private",
+    "set the hostname",
+];
+
+/// Namespace mode, in this (host-namespace) process: forks `ns`, writes its uid/gid maps,
+/// then mirrors its exit.
+fn namespaces(
+    chan: &Chan,
+    spec: &SandboxSpec,
+    id: Identity,
+    program: &Path,
+    image: &ExecImage,
+) -> Result<Infallible, NsError> {
+    if id.switch_from_root {
+        sys::clear_groups()
+            .map_err(|e| NsError::Fail(Fail::new("identity", format!("setgroups: {e}"))))?;
+    }
+    let pipes = || -> io::Result<_> { Ok((io::pipe()?, io::pipe()?)) };
+    let ((to_ns_r, to_ns_w), (from_ns_r, from_ns_w)) =
+        pipes().map_err(|e| NsError::Fail(Fail::new("namespaces", format!("pipe: {e}"))))?;
+    let helper_pid = sys::getpid();
+    match sys::fork() {
+        Err(e) => Err(NsError::Fail(Fail::new("namespaces", format!("fork: {e}")))),
+        Ok(Forked::Child) => {
+            drop(to_ns_w);
+            drop(from_ns_r);
+            ns_main(
+                chan, spec, id, program, image, helper_pid, to_ns_r, from_ns_w,
+            )
+        }
+        Ok(Forked::Parent(ns)) => {
+            drop(to_ns_r);
+            drop(from_ns_w);
+            if let Err(e) = drive_ns(chan, ns, id, &to_ns_w, &from_ns_r) {
+                let _ = sys::kill(ns, libc::SIGKILL);
+                let _ = sys::waitpid(ns, 0);
+                return Err(e);
+            }
+            drop(to_ns_w);
+            drop(from_ns_r);
+            match sys::waitpid(ns, 0) {
+                Ok(Some((_, st))) if libc::WIFEXITED(st) => sys::exit(libc::WEXITSTATUS(st)),
+                Ok(Some((_, st))) if libc::WIFSIGNALED(st) => {
+                    sys::die_by_signal(libc::WTERMSIG(st))
+                }
+                _ => sys::exit(126),
+            }
+        }
+    }
+}
+
+fn drive_ns(
+    chan: &Chan,
+    ns: libc::pid_t,
+    id: Identity,
+    to_ns: &io::PipeWriter,
+    from_ns: &io::PipeReader,
+) -> Result<(), NsError> {
+    read_step(from_ns)?;
+    write_maps(ns, id).map_err(NsError::Unavailable)?;
+    go(to_ns)?;
+    read_step(from_ns)?;
+    chan.send(&kind(SandboxKind::Namespaces));
+    go(to_ns)
+}
+
+fn go(to_ns: &io::PipeWriter) -> Result<(), NsError> {
+    let mut w = to_ns;
+    w.write_all(&[1])
+        .map_err(|e| NsError::Unavailable(format!("namespace child gone: {e}")))
+}
+
+fn read_step(from_ns: &io::PipeReader) -> Result<(), NsError> {
+    let mut buf = [0u8; 8];
+    let mut r = from_ns;
+    r.read_exact(&mut buf)
+        .map_err(|e| NsError::Unavailable(format!("namespace child died: {e}")))?;
+    let step = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    let errno = i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]);
+    if errno == 0 {
+        return Ok(());
+    }
+    Err(NsError::Unavailable(format!(
+        "{}: {}",
+        NS_STEPS.get(step).copied().unwrap_or("namespace step"),
+        io::Error::from_raw_os_error(errno)
+    )))
+}
+
+fn write_maps(ns: libc::pid_t, id: Identity) -> Result<(), String> {
+    let proc = PathBuf::from(format!("/proc/{ns}"));
+    match std::fs::write(proc.join("setgroups"), "deny") {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("setgroups deny: {e}")),
+    }
+    std::fs::write(proc.join("uid_map"), format!("{0} {0} 1\n", id.uid))
+        .map_err(|e| format!("uid_map: {e}"))?;
+    std::fs::write(proc.join("gid_map"), format!("{0} {0} 1\n", id.gid))
+        .map_err(|e| format!("gid_map: {e}"))
+}
+
+/// Reports step `step`'s result; exits if it failed.
+fn step(from_ns: &io::PipeWriter, step: u32, r: io::Result<()>) {
+    let errno = match &r {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+    };
+    let mut buf = [0u8; 8];
+    buf[..4].copy_from_slice(&step.to_ne_bytes());
+    buf[4..].copy_from_slice(&errno.to_ne_bytes());
+    let mut w = from_ns;
+    if w.write_all(&buf).is_err() || r.is_err() {
+        sys::exit(1);
+    }
+}
+
+fn wait_go(to_ns: &io::PipeReader) {
+    let mut b = [0u8; 1];
+    let mut r = to_ns;
+    if r.read_exact(&mut b).is_err() {
+        sys::exit(1);
+    }
+}
+
+/// `ns`: unshares every namespace, takes the sandbox identity, then forks `init`.
+#[allow(clippy::too_many_arguments)]
+fn ns_main(
+    chan: &Chan,
+    spec: &SandboxSpec,
+    id: Identity,
+    program: &Path,
+    image: &ExecImage,
+    helper_pid: libc::pid_t,
+    to_ns: io::PipeReader,
+    from_ns: io::PipeWriter,
+) -> ! {
+    let orphaned = || sys::getppid() != helper_pid;
+    if sys::set_parent_death_signal(libc::SIGKILL).is_err() || orphaned() {
+        sys::exit(1);
+    }
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWNET;
+    step(&from_ns, 1, sys::unshare(flags));
+    wait_go(&to_ns);
+    let mut r = (2, Ok(()));
+    if id.switch_from_root {
+        r = (2, sys::set_gid(id.gid).and_then(|()| sys::set_uid(id.uid)));
+    }
+    // A uid change clears the parent-death signal.
+    if r.1.is_ok() && (sys::set_parent_death_signal(libc::SIGKILL).is_err() || orphaned()) {
+        sys::exit(1);
+    }
+    if r.1.is_ok() {
+        r = (
+            3,
+            sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE),
+        );
+    }
+    if r.1.is_ok() {
+        r = (4, sys::sethostname(b"airlock"));
+    }
+    step(&from_ns, r.0, r.1);
+    wait_go(&to_ns);
+    drop(to_ns);
+    drop(from_ns);
+    match sys::fork() {
+        Err(e) => {
+            chan.send(&Fail::new("namespaces", format!("fork init: {e}")).report());
+            sys::exit(127);
+        }
+        Ok(Forked::Child) => init_main(chan, spec, program, image),
+        Ok(Forked::Parent(init)) => match sys::waitpid(init, 0) {
+            Ok(Some((_, st))) if libc::WIFEXITED(st) => sys::exit(libc::WEXITSTATUS(st)),
+            Ok(Some((_, st))) if libc::WIFSIGNALED(st) => sys::die_by_signal(libc::WTERMSIG(st)),
+            _ => sys::exit(126),
+        },
+    }
+}
+
+/// `init`: pid 1 of the sandbox's pid namespace. Mounts /proc, drops capabilities, forks the
+/// generator, reaps everything, reports the generator's status, and exits, which makes the
+/// kernel kill whatever is left in the namespace.
+fn init_main(chan: &Chan, spec: &SandboxSpec, program: &Path, image: &ExecImage) -> ! {
+    let _ = sys::set_parent_death_signal(libc::SIGKILL);
+    let setup = || -> Result<(), Fail> {
+        sys::mount(
+            Some(c"proc"),
+            c"/proc",
+            Some(c"proc"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        )
+        .map_err(fail("proc", "mount a fresh /proc for the pid namespace"))?;
+        drop_capabilities().map_err(|d| Fail::new("capabilities", d))
+    };
+    if let Err(f) = setup() {
+        chan.send(&f.report());
+        sys::exit(127);
+    }
+    let (exec_r, exec_w) = match io::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            chan.send(&Fail::new("namespaces", format!("pipe: {e}")).report());
+            sys::exit(127);
+        }
+    };
+    let generator = match sys::fork() {
+        Err(e) => {
+            chan.send(&Fail::new("namespaces", format!("fork generator: {e}")).report());
+            sys::exit(127);
+        }
+        Ok(Forked::Child) => {
+            drop(exec_r);
+            let _ = sys::set_parent_death_signal(libc::SIGKILL);
+            let f = match confine_and_exec(chan, spec, program, image) {
+                Ok(never) => match never {},
+                Err(f) => f,
+            };
+            chan.send(&f.report());
+            let _ = (&exec_w).write_all(&[1]);
+            sys::exit(127);
+        }
+        Ok(Forked::Parent(pid)) => pid,
+    };
+    drop(exec_w);
+    // EOF: the generator's execve closed the close-on-exec pipe. A byte: it failed.
+    let mut b = [0u8; 1];
+    let started = loop {
+        match (&exec_r).read(&mut b) {
+            Ok(n) => break n == 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break false,
+        }
+    };
+    drop(exec_r);
+    if started {
+        chan.send(&Report::Started {});
+    }
+    loop {
+        match sys::waitpid(-1, 0) {
+            Ok(Some((pid, st))) if pid == generator => {
+                if started {
+                    chan.send(&Report::Status { raw: st });
+                }
+                sys::exit(0);
+            }
+            Ok(_) => {}
+            Err(_) => sys::exit(0),
+        }
+    }
 }

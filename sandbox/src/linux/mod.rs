@@ -5,6 +5,7 @@
 mod sys;
 
 mod helper;
+mod identity;
 mod runner;
 
 pub(crate) use helper::child_main;

@@ -9,5 +9,9 @@ mod support;
 
 /// Mode selection and refusals before anything runs.
 mod modes;
+/// Network probes, in namespace mode and in the landlock+seccomp fallback.
+mod network;
+/// Privileges seen from inside: no_new_privs, capabilities, seccomp, identity, namespaces.
+mod privileges;
 /// The runner: process group, cleared environment, capped log, exit statuses, wall clock.
 mod runner;

@@ -1,0 +1,109 @@
+use airlock_sandbox::{ExitStatus, Mode, SandboxKind};
+
+use crate::support::*;
+
+crate::in_both_modes!(
+    status_shows_no_new_privs_no_capabilities_and_seccomp,
+    generator_is_not_root,
+    cannot_signal_processes_outside,
+);
+
+fn status_of_self(f: &Fixture, mode: Mode) -> String {
+    let (o, log) = f.run(&f.sh(mode, "cat /proc/self/status")).unwrap();
+    assert!(o.status.success(), "{log}");
+    log
+}
+
+fn field<'a>(status: &'a str, name: &str) -> &'a str {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no {name} in\n{status}"))
+}
+
+fn status_shows_no_new_privs_no_capabilities_and_seccomp(mode: Mode) {
+    let f = Fixture::new();
+    let st = status_of_self(&f, mode);
+    assert_eq!(field(&st, "NoNewPrivs"), "1");
+    assert_eq!(field(&st, "CapEff"), "0000000000000000");
+    assert_eq!(field(&st, "CapPrm"), "0000000000000000");
+    assert_eq!(field(&st, "CapInh"), "0000000000000000");
+    assert_eq!(field(&st, "CapAmb"), "0000000000000000");
+    if mode == Mode::Namespaces || sys_is_root() {
+        // The bounding set can be emptied with CAP_SETPCAP (inside the user namespace, or
+        // as a root worker before dropping to the sandbox identity).
+        assert_eq!(field(&st, "CapBnd"), "0000000000000000");
+    }
+}
+
+fn sys_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+fn generator_is_not_root(mode: Mode) {
+    let f = Fixture::new();
+    let st = status_of_self(&f, mode);
+    for id in ["Uid", "Gid"] {
+        let ids: Vec<&str> = field(&st, id).split_whitespace().collect();
+        assert!(ids.iter().all(|i| *i != "0"), "{id}: {ids:?}");
+    }
+    if sys_is_root() {
+        assert_eq!(
+            field(&st, "Groups"),
+            "",
+            "a root worker's supplementary groups leaked"
+        );
+    }
+}
+
+/// The supervisor (this test process) cannot be signalled from inside, though in the
+/// fallback it is visible and, when not root, has the same uid.
+fn cannot_signal_processes_outside(mode: Mode) {
+    let f = Fixture::new();
+    let me = std::process::id();
+    let code = format!(
+        r#"
+import os, sys
+try:
+    os.kill({me}, 0)
+except OSError as e:
+    print("blocked:", e)
+    sys.exit(3)
+print("SIGNALLED")
+"#
+    );
+    f.expect_blocked(&f.python(mode, &code), "signal to the supervisor");
+}
+
+/// Namespace mode: the generator is pid 2 under its own init, sees only its own processes,
+/// its own hostname, and no network interface but a loopback that is down.
+#[test]
+fn namespaces_isolate_pids_hostname_and_network() {
+    let Some(mode) = require(Mode::Namespaces) else {
+        return;
+    };
+    let f = Fixture::new();
+    let code = r#"
+import os, socket
+pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+print("pid", os.getpid())
+print("pids", pids)
+print("host", socket.gethostname())
+print("dev", open("/proc/net/dev").read().split("\n")[2:])
+"#;
+    let (o, log) = f.run(&f.python(mode, code)).unwrap();
+    assert_eq!(o.status, ExitStatus::Exited(0), "{log}");
+    assert_eq!(o.sandbox, SandboxKind::Namespaces);
+    assert!(log.contains("pid 2\n"), "{log}");
+    assert!(log.contains("pids [1, 2]\n"), "{log}");
+    assert!(log.contains("host airlock\n"), "{log}");
+    let dev_line = log.lines().find(|l| l.starts_with("dev ")).unwrap();
+    assert!(
+        dev_line.contains("lo:") && dev_line.matches(':').count() == 1,
+        "{dev_line}"
+    );
+}
