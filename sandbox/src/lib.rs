@@ -99,7 +99,7 @@
 //! ```
 //! # Status
 //!
-//! Layers 7 (rlimits), 8 (landlock) and 9 (seccomp) are not applied yet, so `Mode::LandlockSeccomp` and the `Mode::Auto` fallback report `Unavailable`.
+//! Layers 7 (rlimits) and 9 (seccomp) are not applied yet, so `Mode::LandlockSeccomp` and the `Mode::Auto` fallback report `Unavailable`.
 #![deny(unsafe_code)]
 
 mod error;

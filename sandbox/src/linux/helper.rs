@@ -26,6 +26,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use super::identity::{self, Identity};
+use super::landlock_layer::{self, LandlockFailure};
 use super::sys::{self, ExecImage, Forked};
 use crate::outcome::SandboxKind;
 use crate::proto::{HelperInput, Report, MAX_SPEC_BYTES};
@@ -249,9 +250,9 @@ fn exec_failed(spec: &SandboxSpec, image: &ExecImage) -> Fail {
 /// The last layers, in the documented order, then `execve`. Runs in the process that
 /// becomes the generator.
 fn confine_and_exec(
-    _chan: &Chan,
+    chan: &Chan,
     spec: &SandboxSpec,
-    _program: &Path,
+    program: &Path,
     image: &ExecImage,
 ) -> Result<Infallible, Fail> {
     std::env::set_current_dir(&spec.workdir).map_err(fail("workdir", "chdir"))?;
@@ -262,6 +263,12 @@ fn confine_and_exec(
             "no-new-privs",
             "the kernel reports no_new_privs unset",
         ));
+    }
+    match landlock_layer::restrict(spec, program) {
+        Ok(None) => {}
+        Ok(Some(what)) => chan.send(&Report::Degraded { what }),
+        Err(LandlockFailure::Unavailable(d)) => return Err(Fail::new("unavailable", d)),
+        Err(LandlockFailure::Failed(d)) => return Err(Fail::new("landlock", d)),
     }
     sys::cloexec_from(3).map_err(fail("fds", "close_range"))?;
     Err(exec_failed(spec, image))

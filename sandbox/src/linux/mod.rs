@@ -6,6 +6,7 @@ mod sys;
 
 mod helper;
 mod identity;
+mod landlock_layer;
 mod runner;
 
 pub(crate) use helper::child_main;

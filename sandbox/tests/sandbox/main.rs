@@ -7,6 +7,8 @@
 
 mod support;
 
+/// Filesystem probes (writes outside the workdir, the token file, the worker binary).
+mod filesystem;
 /// Mode selection and refusals before anything runs.
 mod modes;
 /// Network probes, in namespace mode and in the landlock+seccomp fallback.
