@@ -99,7 +99,7 @@
 //! ```
 //! # Status
 //!
-//! Layers 7 (rlimits) and 9 (seccomp) are not applied yet, so `Mode::LandlockSeccomp` and the `Mode::Auto` fallback report `Unavailable`.
+//! Layer 7 (rlimits) is not applied yet: `Rlimits` is accepted and ignored.
 #![deny(unsafe_code)]
 
 mod error;

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use super::identity::{self, Identity};
 use super::landlock_layer::{self, LandlockFailure};
+use super::seccomp::{self, FilterOptions};
 use super::sys::{self, ExecImage, Forked};
 use crate::outcome::SandboxKind;
 use crate::proto::{HelperInput, Report, MAX_SPEC_BYTES};
@@ -134,15 +135,21 @@ fn run(chan: &Chan, input: HelperInput) -> Result<Infallible, Fail> {
             chan.send(&kind(SandboxKind::None));
             unconfined_exec(&spec, &image)
         }
-        Mode::LandlockSeccomp => Err(Fail::new(
-            "unavailable",
-            "the landlock+seccomp fallback is not built yet",
-        )),
+        Mode::LandlockSeccomp => {
+            let id = identity::prepare(&spec).map_err(|d| Fail::new("identity", d))?;
+            chan.send(&kind(SandboxKind::LandlockSeccomp));
+            fallback(chan, &spec, id, input.parent_pid, &program, &image)
+        }
         Mode::Namespaces | Mode::Auto => {
             let id = identity::prepare(&spec).map_err(|d| Fail::new("identity", d))?;
             match namespaces(chan, &spec, id, &program, &image) {
                 Ok(never) => match never {},
                 Err(NsError::Fail(f)) => Err(f),
+                Err(NsError::Unavailable(reason)) if spec.mode == Mode::Auto => {
+                    chan.send(&Report::Fallback { reason });
+                    chan.send(&kind(SandboxKind::LandlockSeccomp));
+                    fallback(chan, &spec, id, input.parent_pid, &program, &image)
+                }
                 Err(NsError::Unavailable(reason)) => Err(Fail::new(
                     "unavailable",
                     format!("user namespaces: {reason}"),
@@ -247,6 +254,44 @@ fn exec_failed(spec: &SandboxSpec, image: &ExecImage) -> Fail {
     )
 }
 
+/// landlock+seccomp without namespaces, applied to this process, which then becomes the
+/// generator.
+fn fallback(
+    chan: &Chan,
+    spec: &SandboxSpec,
+    id: Identity,
+    parent_pid: u32,
+    program: &Path,
+    image: &ExecImage,
+) -> Result<Infallible, Fail> {
+    if id.switch_from_root {
+        drop_bounding_set().map_err(|d| Fail::new("capabilities", d))?;
+        switch_identity(id)?;
+        // Changing the effective uid cleared the parent-death signal.
+        guard_parent(parent_pid)?;
+    }
+    confine_and_exec(
+        chan,
+        spec,
+        program,
+        image,
+        Confine {
+            pin_process_group: true,
+        },
+    )
+}
+
+fn switch_identity(id: Identity) -> Result<(), Fail> {
+    sys::clear_groups().map_err(fail("identity", "setgroups"))?;
+    sys::set_gid(id.gid).map_err(fail("identity", "setresgid"))?;
+    sys::set_uid(id.uid).map_err(fail("identity", "setresuid"))?;
+    Ok(())
+}
+
+struct Confine {
+    pin_process_group: bool,
+}
+
 /// The last layers, in the documented order, then `execve`. Runs in the process that
 /// becomes the generator.
 fn confine_and_exec(
@@ -254,6 +299,7 @@ fn confine_and_exec(
     spec: &SandboxSpec,
     program: &Path,
     image: &ExecImage,
+    how: Confine,
 ) -> Result<Infallible, Fail> {
     std::env::set_current_dir(&spec.workdir).map_err(fail("workdir", "chdir"))?;
     drop_capabilities().map_err(|d| Fail::new("capabilities", d))?;
@@ -270,6 +316,13 @@ fn confine_and_exec(
         Err(LandlockFailure::Unavailable(d)) => return Err(Fail::new("unavailable", d)),
         Err(LandlockFailure::Failed(d)) => return Err(Fail::new("landlock", d)),
     }
+    seccomp::install(FilterOptions {
+        pin_process_group: how.pin_process_group,
+    })
+    .map_err(|e| match e {
+        seccomp::SeccompFailure::Unavailable(d) => Fail::new("unavailable", d),
+        seccomp::SeccompFailure::Failed(d) => Fail::new("seccomp", d),
+    })?;
     sys::cloexec_from(3).map_err(fail("fds", "close_range"))?;
     Err(exec_failed(spec, image))
 }
@@ -536,7 +589,10 @@ fn init_main(chan: &Chan, spec: &SandboxSpec, program: &Path, image: &ExecImage)
         Ok(Forked::Child) => {
             drop(exec_r);
             let _ = sys::set_parent_death_signal(libc::SIGKILL);
-            let f = match confine_and_exec(chan, spec, program, image) {
+            let how = Confine {
+                pin_process_group: false,
+            };
+            let f = match confine_and_exec(chan, spec, program, image, how) {
                 Ok(never) => match never {},
                 Err(f) => f,
             };

@@ -9,5 +9,26 @@ mod identity;
 mod landlock_layer;
 mod runner;
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod seccomp;
+
+/// No filter is built for other architectures: the layer reports itself unavailable.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod seccomp {
+    pub(crate) struct FilterOptions {
+        pub(crate) pin_process_group: bool,
+    }
+    pub(crate) enum SeccompFailure {
+        Unavailable(String),
+        #[allow(dead_code)]
+        Failed(String),
+    }
+    pub(crate) fn install(_: FilterOptions) -> Result<(), SeccompFailure> {
+        Err(SeccompFailure::Unavailable(
+            "no seccomp filter for this architecture".into(),
+        ))
+    }
+}
+
 pub(crate) use helper::child_main;
 pub use runner::{spawn, Running};

@@ -215,6 +215,12 @@ pub(crate) fn no_new_privs() -> io::Result<bool> {
     check(unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) }).map(|v| v == 1)
 }
 
+/// `prctl(PR_GET_SECCOMP)`: 0 none, 1 strict, 2 filter.
+pub(crate) fn seccomp_mode() -> io::Result<i32> {
+    // SAFETY: plain integers.
+    check(unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) })
+}
+
 /// `prctl(PR_CAPBSET_DROP, cap)`.
 pub(crate) fn drop_bounding_cap(cap: u32) -> io::Result<()> {
     // SAFETY: plain integers.
@@ -302,6 +308,27 @@ pub(crate) fn setrlimit(resource: Resource, soft: u64, hard: u64) -> io::Result<
     };
     // SAFETY: `lim` is a live, initialised rlimit.
     check(unsafe { libc::setrlimit(resource, &lim) }).map(drop)
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER)` with a classic BPF program.
+pub(crate) fn install_seccomp_filter(filter: &[libc::sock_filter]) -> io::Result<()> {
+    let len = u16::try_from(filter.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "seccomp filter too long"))?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: `prog` points at `len` live instructions for the duration of the call; the
+    // kernel copies the program and does not write through the pointer.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0 as libc::c_uint,
+            &prog as *const libc::sock_fprog,
+        )
+    })
+    .map(drop)
 }
 
 /// Marks every descriptor from `first` up as close-on-exec (`close_range` with

@@ -20,6 +20,17 @@ fn auto_prefers_namespaces_and_says_which_ran() {
     }
 }
 
+#[test]
+fn forced_fallback_says_landlock_seccomp() {
+    let Some(mode) = require(Mode::LandlockSeccomp) else {
+        return;
+    };
+    let f = Fixture::new();
+    let (o, _) = f.run(&f.sh(mode, "true")).unwrap();
+    assert_eq!(o.sandbox, SandboxKind::LandlockSeccomp);
+    assert_eq!(o.sandbox.as_str(), "landlock+seccomp");
+}
+
 /// A spec that would expose the token is refused before any process or log exists.
 #[test]
 fn refuses_a_token_under_a_readable_root_before_starting() {
@@ -62,8 +73,7 @@ fn root_worker_refuses_an_unreachable_workdir() {
     let f = Fixture::new();
     std::fs::set_permissions(f.dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let marker = f.work.join("started");
-    {
-        let mode = Mode::Namespaces;
+    for mode in [Mode::Namespaces, Mode::LandlockSeccomp] {
         let err = f
             .run(&f.sh(mode, &format!("touch '{}'", marker.display())))
             .unwrap_err();

@@ -1,5 +1,6 @@
 use std::io::ErrorKind;
 use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 
 use airlock_sandbox::Mode;
 
@@ -11,7 +12,10 @@ crate::in_both_modes!(
     blocks_dns_lookup,
     blocks_udp_to_host_loopback,
     blocks_raw_and_packet_sockets,
+    blocks_netlink_socket,
     blocks_curl_and_wget,
+    blocks_unix_socket_to_a_host_daemon,
+    blocks_io_uring_setup,
 );
 
 /// Python that connects to `host:port` and exits 0 (a breach) if it gets through.
@@ -114,6 +118,19 @@ sys.exit(0 if opened else 3)
     assert!(!log.contains("OPENED"), "{log}");
 }
 
+fn blocks_netlink_socket(mode: Mode) {
+    let f = Fixture::new();
+    let code = r#"
+import socket, sys
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+except OSError as e:
+    print("blocked:", e)
+    sys.exit(3)
+"#;
+    f.expect_blocked(&f.python(mode, code), "netlink socket");
+}
+
 fn blocks_curl_and_wget(mode: Mode) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -186,4 +203,45 @@ fn blocks_curl_and_wget(mode: Mode) {
     listener.set_nonblocking(true).unwrap();
     assert!(matches!(listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
     println!("{ran} curl/wget probes ran");
+}
+
+/// A daemon's unix socket (standing for a container runtime's) is out of reach, even with
+/// permissions that would let anyone connect.
+fn blocks_unix_socket_to_a_host_daemon(mode: Mode) {
+    use std::os::unix::fs::PermissionsExt;
+    let f = Fixture::new();
+    let path = f.path("daemon.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let code = format!(
+        r#"
+import socket, sys
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect({:?})
+except OSError as e:
+    print("blocked:", e)
+    sys.exit(3)
+print("CONNECTED")
+"#,
+        path.display().to_string()
+    );
+    f.expect_blocked(&f.python(mode, &code), "unix socket of a host daemon");
+    listener.set_nonblocking(true).unwrap();
+    assert!(matches!(listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
+}
+
+/// io_uring operations are not seen by seccomp: the ring itself must not be available.
+fn blocks_io_uring_setup(mode: Mode) {
+    let f = Fixture::new();
+    let code = r#"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+fd = libc.syscall(425, 8, params)  # io_uring_setup, same number on x86_64 and aarch64
+print("io_uring_setup ->", fd, "errno", ctypes.get_errno())
+sys.exit(0 if fd >= 0 else 3)
+"#;
+    let log = f.expect_blocked(&f.python(mode, code), "io_uring_setup");
+    assert!(log.contains(&format!("errno {}", libc::ENOSYS)), "{log}");
 }

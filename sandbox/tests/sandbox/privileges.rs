@@ -6,6 +6,8 @@ crate::in_both_modes!(
     status_shows_no_new_privs_no_capabilities_and_seccomp,
     generator_is_not_root,
     cannot_signal_processes_outside,
+    cannot_ptrace_a_sibling,
+    cannot_create_namespaces,
 );
 
 fn status_of_self(f: &Fixture, mode: Mode) -> String {
@@ -30,6 +32,7 @@ fn status_shows_no_new_privs_no_capabilities_and_seccomp(mode: Mode) {
     assert_eq!(field(&st, "CapPrm"), "0000000000000000");
     assert_eq!(field(&st, "CapInh"), "0000000000000000");
     assert_eq!(field(&st, "CapAmb"), "0000000000000000");
+    assert_eq!(field(&st, "Seccomp"), "2");
     if mode == Mode::Namespaces || sys_is_root() {
         // The bounding set can be emptied with CAP_SETPCAP (inside the user namespace, or
         // as a root worker before dropping to the sandbox identity).
@@ -79,6 +82,37 @@ print("SIGNALLED")
     f.expect_blocked(&f.python(mode, &code), "signal to the supervisor");
 }
 
+fn cannot_ptrace_a_sibling(mode: Mode) {
+    let f = Fixture::new();
+    let code = r#"
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+r = libc.ptrace(16, child, 0, 0)  # PTRACE_ATTACH
+err = ctypes.get_errno()
+os.kill(child, 9)
+print("ptrace ->", r, "errno", err)
+sys.exit(0 if r == 0 else 3)
+"#;
+    f.expect_blocked(&f.python(mode, code), "ptrace");
+}
+
+fn cannot_create_namespaces(mode: Mode) {
+    let f = Fixture::new();
+    let code = r#"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+r = libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)
+print("unshare ->", r, "errno", ctypes.get_errno())
+sys.exit(0 if r == 0 else 3)
+"#;
+    f.expect_blocked(&f.python(mode, code), "unshare");
+}
+
 /// Namespace mode: the generator is pid 2 under its own init, sees only its own processes,
 /// its own hostname, and no network interface but a loopback that is down.
 #[test]
@@ -106,4 +140,27 @@ print("dev", open("/proc/net/dev").read().split("\n")[2:])
         dev_line.contains("lo:") && dev_line.matches(':').count() == 1,
         "{dev_line}"
     );
+}
+
+/// The fallback has no pid namespace: the generator cannot leave the process group that
+/// the wall clock kills.
+#[test]
+fn fallback_pins_the_process_group() {
+    let Some(mode) = require(Mode::LandlockSeccomp) else {
+        return;
+    };
+    let f = Fixture::new();
+    let code = r#"
+import os, sys
+for name, call in [("setsid", os.setsid), ("setpgid", lambda: os.setpgid(0, 0))]:
+    try:
+        call()
+        print("ESCAPED via", name)
+        sys.exit(0)
+    except OSError as e:
+        print(name, "blocked:", e)
+sys.exit(3)
+"#;
+    let log = f.expect_blocked(&f.python(mode, code), "leaving the process group");
+    assert!(!log.contains("ESCAPED"), "{log}");
 }
