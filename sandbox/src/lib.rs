@@ -97,9 +97,6 @@
 //!     Ok(())
 //! }
 //! ```
-//! # Status
-//!
-//! Layer 7 (rlimits) is not applied yet: `Rlimits` is accepted and ignored.
 #![deny(unsafe_code)]
 
 mod error;

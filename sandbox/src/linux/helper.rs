@@ -31,10 +31,13 @@ use super::seccomp::{self, FilterOptions};
 use super::sys::{self, ExecImage, Forked};
 use crate::outcome::SandboxKind;
 use crate::proto::{HelperInput, Report, MAX_SPEC_BYTES};
-use crate::spec::{Mode, SandboxSpec};
+use crate::spec::{Mode, Rlimits, SandboxSpec};
 
 /// `PATH` used to find a bare program name when the spec's environment has none.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Helper processes counted by `RLIMIT_NPROC` in namespace mode (`ns` and `init`).
+const NS_HELPER_PROCESSES: u64 = 2;
 
 const CAP_SETPCAP: u32 = 8;
 
@@ -238,6 +241,7 @@ fn exec_image(spec: &SandboxSpec, program: &Path) -> Result<ExecImage, Fail> {
 /// `Mode::Unsandboxed`: only the runner's parts (workdir, rlimits, clean descriptors).
 fn unconfined_exec(spec: &SandboxSpec, image: &ExecImage) -> Result<Infallible, Fail> {
     std::env::set_current_dir(&spec.workdir).map_err(fail("workdir", "chdir"))?;
+    apply_rlimits(&spec.rlimits, 0)?;
     sys::cloexec_from(3).map_err(fail("fds", "close_range"))?;
     Err(exec_failed(spec, image))
 }
@@ -277,6 +281,7 @@ fn fallback(
         image,
         Confine {
             pin_process_group: true,
+            nproc_extra: 0,
         },
     )
 }
@@ -290,6 +295,7 @@ fn switch_identity(id: Identity) -> Result<(), Fail> {
 
 struct Confine {
     pin_process_group: bool,
+    nproc_extra: u64,
 }
 
 /// The last layers, in the documented order, then `execve`. Runs in the process that
@@ -310,6 +316,7 @@ fn confine_and_exec(
             "the kernel reports no_new_privs unset",
         ));
     }
+    apply_rlimits(&spec.rlimits, how.nproc_extra)?;
     match landlock_layer::restrict(spec, program) {
         Ok(None) => {}
         Ok(Some(what)) => chan.send(&Report::Degraded { what }),
@@ -357,6 +364,38 @@ fn drop_bounding_set() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Lowers the limits (never raises a hard limit); core dumps are always off.
+fn apply_rlimits(r: &Rlimits, nproc_extra: u64) -> Result<(), Fail> {
+    lower(libc::RLIMIT_CORE, "core", Some(0), 0)?;
+    lower(libc::RLIMIT_CPU, "cpu-secs", r.cpu_secs, 1)?;
+    lower(libc::RLIMIT_AS, "address-space", r.address_space_bytes, 0)?;
+    lower(libc::RLIMIT_FSIZE, "file-size", r.file_size_bytes, 0)?;
+    lower(libc::RLIMIT_NOFILE, "open-files", r.open_files, 0)?;
+    lower(
+        libc::RLIMIT_NPROC,
+        "processes",
+        r.processes.map(|p| p.saturating_add(nproc_extra)),
+        0,
+    )
+}
+
+/// Sets soft = `value`, hard = `value + hard_extra` (CPU: `SIGXCPU` first, `SIGKILL` a
+/// second later), both capped by the current hard limit.
+fn lower(
+    resource: sys::Resource,
+    name: &str,
+    value: Option<u64>,
+    hard_extra: u64,
+) -> Result<(), Fail> {
+    let Some(v) = value else { return Ok(()) };
+    let (_, cur_hard) = sys::getrlimit(resource)
+        .map_err(|e| Fail::new("rlimits", format!("getrlimit {name}: {e}")))?;
+    let hard = v.saturating_add(hard_extra).min(cur_hard);
+    let soft = v.min(hard);
+    sys::setrlimit(resource, soft, hard)
+        .map_err(|e| Fail::new("rlimits", format!("setrlimit {name} = {soft}: {e}")))
 }
 
 /// Why the namespace path did not produce a generator.
@@ -591,6 +630,7 @@ fn init_main(chan: &Chan, spec: &SandboxSpec, program: &Path, image: &ExecImage)
             let _ = sys::set_parent_death_signal(libc::SIGKILL);
             let how = Confine {
                 pin_process_group: false,
+                nproc_extra: NS_HELPER_PROCESSES,
             };
             let f = match confine_and_exec(chan, spec, program, image, how) {
                 Ok(never) => match never {},

@@ -310,6 +310,17 @@ pub(crate) fn setrlimit(resource: Resource, soft: u64, hard: u64) -> io::Result<
     check(unsafe { libc::setrlimit(resource, &lim) }).map(drop)
 }
 
+/// `getrlimit(2)`: (soft, hard).
+pub(crate) fn getrlimit(resource: Resource) -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a live, writable rlimit.
+    check(unsafe { libc::getrlimit(resource, &mut lim) })?;
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
 /// `seccomp(SECCOMP_SET_MODE_FILTER)` with a classic BPF program.
 pub(crate) fn install_seccomp_filter(filter: &[libc::sock_filter]) -> io::Result<()> {
     let len = u16::try_from(filter.len())

@@ -9,6 +9,8 @@ mod support;
 
 /// Filesystem probes (writes outside the workdir, the token file, the worker binary).
 mod filesystem;
+/// Resource limits: fork bomb, memory hog, CPU, file size.
+mod limits;
 /// Mode selection and refusals before anything runs.
 mod modes;
 /// Network probes, in namespace mode and in the landlock+seccomp fallback.
