@@ -1,0 +1,877 @@
+//! Classifies changed paths into review buckets (`ci`, `iac`, `deps`, `build`, `governance`,
+//! `agent`, `src`, `tests`, `docs`, `other`) so the gate policy can decide who must look.
+//!
+//! Every path gets exactly one bucket and the id of the rule that put it there
+//! (`ci.github-workflow`, `deps.lockfile`, …). Rules are tried in the order of
+//! [`table::RULES`] and the first match wins; `docs/CLASSIFY.md` lists them all and explains
+//! the precedence.
+//!
+//! Guards against: naive-classifier gaps a hostile generator would use to slip a sensitive edit
+//! into an unreviewed bucket: CI systems beyond GitHub (Jenkinsfile, `.circleci/`, Azure,
+//! Buildkite, composite actions), lockfiles of every ecosystem, build scripts and git hooks,
+//! agent instruction and editor files, Kubernetes manifests outside `k8s/` (found by content);
+//! spellings that name the same file on a case-insensitive or normalising file system
+//! (`.GitHub/Workflows/`, `Makefile` vs `makefile`, Unicode case and normalisation, Windows'
+//! trailing dots and spaces, `\` separators); substring false positives (`src/k8sclient.go`
+//! is source, not infrastructure).
+//! On return: one bucket and one stable rule id. Content can only move a path *into* a rule's
+//! bucket (Kubernetes or CloudFormation YAML into `iac`, a shebang script into `src`); it can
+//! never move a path out of a bucket its name already decided.
+//! Does not check: whether the path is acceptable at all (`airlock_core::paths` and the diff
+//! parser do that first); 8.3 short names (`GITHUB~1`) and NTFS streams, which Git itself
+//! refuses; what a file in `src` does when run.
+
+use std::fmt;
+use std::io::{self, Read};
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use anyhow::{bail, Context};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+use super::policy::{Policy, Reason};
+
+#[path = "classify_table.rs"]
+mod table;
+
+/// Bytes of a file's start that content rules look at; the rest is ignored.
+pub const CONTENT_HINT_MAX_BYTES: usize = 64 * 1024;
+
+/// Largest list of paths `airlock classify` reads from stdin.
+const MAX_STDIN_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A review bucket. Exactly one per changed path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bucket {
+    /// Continuous integration and release pipelines.
+    Ci,
+    /// Infrastructure as code and deployment descriptors.
+    Iac,
+    /// Dependency manifests, lockfiles and vendored code.
+    Deps,
+    /// Build scripts, build-system files, git hooks, toolchain pins.
+    Build,
+    /// Repository controls: owners, git attributes, licenses, package-manager and bot config.
+    Governance,
+    /// Agent instructions and editor/agent configuration (a prompt injection can persist here).
+    Agent,
+    /// Source code.
+    Src,
+    /// Tests.
+    Tests,
+    /// Documentation.
+    Docs,
+    /// Anything else.
+    Other,
+}
+
+impl Bucket {
+    /// Every bucket, in the order used for reports and the policy file.
+    pub const ALL: [Bucket; 10] = [
+        Bucket::Ci,
+        Bucket::Iac,
+        Bucket::Deps,
+        Bucket::Build,
+        Bucket::Governance,
+        Bucket::Agent,
+        Bucket::Src,
+        Bucket::Tests,
+        Bucket::Docs,
+        Bucket::Other,
+    ];
+
+    /// The bucket's name as written in policies, reports and JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Bucket::Ci => "ci",
+            Bucket::Iac => "iac",
+            Bucket::Deps => "deps",
+            Bucket::Build => "build",
+            Bucket::Governance => "governance",
+            Bucket::Agent => "agent",
+            Bucket::Src => "src",
+            Bucket::Tests => "tests",
+            Bucket::Docs => "docs",
+            Bucket::Other => "other",
+        }
+    }
+
+    /// Position in [`Bucket::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Bucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Error of [`Bucket::from_str`]: the name is not a bucket.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown bucket {0:?} (expected one of ci, iac, deps, build, governance, agent, src, tests, docs, other)")]
+pub struct UnknownBucket(String);
+
+impl FromStr for Bucket {
+    type Err = UnknownBucket;
+
+    fn from_str(s: &str) -> Result<Bucket, UnknownBucket> {
+        Bucket::ALL
+            .into_iter()
+            .find(|b| b.as_str() == s)
+            .ok_or_else(|| UnknownBucket(s.chars().take(64).collect()))
+    }
+}
+
+/// What the classifier says about one path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Classification {
+    /// The bucket.
+    pub bucket: Bucket,
+    /// Id of the rule that decided, e.g. `ci.github-workflow`; listed in `docs/CLASSIFY.md`.
+    pub rule: &'static str,
+}
+
+/// The path as the classifier and the policy see it: `\` read as `/`, empty and `.` components
+/// dropped, trailing dots and spaces of each component removed (Windows ignores them, so
+/// `.github./workflows` is `.github/workflows` there). Case is kept.
+pub fn normalize_path(path: &str) -> String {
+    let unified = path.replace('\\', "/");
+    let mut out: Vec<&str> = Vec::new();
+    for comp in unified.split('/') {
+        if comp.is_empty() || comp == "." {
+            continue;
+        }
+        let trimmed = comp.trim_end_matches(['.', ' ']);
+        out.push(if trimmed.is_empty() { comp } else { trimmed });
+    }
+    out.join("/")
+}
+
+/// [`normalize_path`], then folded the way case-insensitive file systems fold names: the
+/// project's [`airlock_core::paths::collision_key`] (NFC, lowercase, NFC), plus the few
+/// characters whose case folding is plain ASCII but whose lowercase is not (`ſ` is `s`, the
+/// Latin ligatures `ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ`). Two paths with the same fold classify the same way.
+pub fn fold_path(path: &str) -> String {
+    let key = airlock_core::paths::collision_key(&normalize_path(path));
+    if key.is_ascii() {
+        return key;
+    }
+    let mut out = String::with_capacity(key.len());
+    for c in key.chars() {
+        match c {
+            '\u{17f}' => out.push('s'),
+            '\u{fb00}' => out.push_str("ff"),
+            '\u{fb01}' => out.push_str("fi"),
+            '\u{fb02}' => out.push_str("fl"),
+            '\u{fb03}' => out.push_str("ffi"),
+            '\u{fb04}' => out.push_str("ffl"),
+            '\u{fb05}' | '\u{fb06}' => out.push_str("st"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The compiled rule table: one glob set over folded paths, one over normalised paths, each
+/// glob mapped back to its rule's position.
+struct Compiled {
+    folded: GlobSet,
+    folded_rule: Vec<usize>,
+    exact: GlobSet,
+    exact_rule: Vec<usize>,
+}
+
+/// Reads a table glob: no `/` means "this file name at any depth".
+fn anchor(glob: &str) -> String {
+    if glob.contains('/') {
+        glob.to_owned()
+    } else {
+        format!("**/{glob}")
+    }
+}
+
+/// Compiles one glob with the syntax shared by the rule table and policy `[[paths]]` rules.
+pub(crate) fn compile_glob(
+    glob: &str,
+    case_insensitive: bool,
+) -> Result<globset::Glob, globset::Error> {
+    GlobBuilder::new(&anchor(glob))
+        .literal_separator(true)
+        .empty_alternates(true)
+        .backslash_escape(true)
+        .case_insensitive(case_insensitive)
+        .build()
+}
+
+fn compile_table() -> Result<Compiled, String> {
+    let mut folded = GlobSetBuilder::new();
+    let mut folded_rule = Vec::new();
+    let mut exact = GlobSetBuilder::new();
+    let mut exact_rule = Vec::new();
+    for (i, rule) in table::RULES.iter().enumerate() {
+        for g in rule.globs {
+            folded.add(compile_glob(g, false).map_err(|e| format!("{}: {e}", rule.id))?);
+            folded_rule.push(i);
+        }
+        for g in rule.exact_globs {
+            exact.add(compile_glob(g, false).map_err(|e| format!("{}: {e}", rule.id))?);
+            exact_rule.push(i);
+        }
+    }
+    Ok(Compiled {
+        folded: folded.build().map_err(|e| e.to_string())?,
+        folded_rule,
+        exact: exact.build().map_err(|e| e.to_string())?,
+        exact_rule,
+    })
+}
+
+static COMPILED: LazyLock<Result<Compiled, String>> = LazyLock::new(compile_table);
+
+/// Positions in the rule table whose globs match `path`, ascending, without content tests.
+fn glob_hits(c: &Compiled, path: &str) -> Vec<usize> {
+    let norm = normalize_path(path);
+    let folded = fold_path(&norm);
+    let mut hits: Vec<usize> = c
+        .folded
+        .matches(folded.as_str())
+        .into_iter()
+        .filter_map(|g| c.folded_rule.get(g).copied())
+        .chain(
+            c.exact
+                .matches(norm.as_str())
+                .into_iter()
+                .filter_map(|g| c.exact_rule.get(g).copied()),
+        )
+        .collect();
+    hits.sort_unstable();
+    hits.dedup();
+    hits
+}
+
+/// Classifies one repository-relative path. `content_hint` is the file's content after the
+/// change (its start is enough, see [`CONTENT_HINT_MAX_BYTES`]); pass `None` when unknown, e.g.
+/// for a deleted file whose old content is not at hand.
+///
+/// ```ignore
+/// assert_eq!(classify_path("src/k8sclient.go", None).bucket, Bucket::Src);
+/// assert_eq!(classify_path(".github/workflows/ci.yml", None).rule, "ci.github-workflow");
+/// ```
+pub fn classify_path(path: &str, content_hint: Option<&[u8]>) -> Classification {
+    let Ok(compiled) = COMPILED.as_ref() else {
+        return Classification {
+            bucket: Bucket::Governance,
+            rule: table::TABLE_ERROR_RULE,
+        };
+    };
+    let head = content_hint.map(|c| &c[..c.len().min(CONTENT_HINT_MAX_BYTES)]);
+    for i in glob_hits(compiled, path) {
+        let Some(rule) = table::RULES.get(i) else {
+            continue;
+        };
+        let content_ok = match rule.content {
+            None => true,
+            Some(test) => head.is_some_and(|h| content_matches(test, h)),
+        };
+        if content_ok {
+            return Classification {
+                bucket: rule.bucket,
+                rule: rule.id,
+            };
+        }
+    }
+    Classification {
+        bucket: Bucket::Other,
+        rule: table::OTHER_RULE,
+    }
+}
+
+/// Whether the content could change `path`'s classification: some content rule matches the
+/// name and comes before the rule the name alone reaches. Lets the gate skip building a file's
+/// post-image when it would not matter.
+pub fn needs_content(path: &str) -> bool {
+    let Ok(compiled) = COMPILED.as_ref() else {
+        return false;
+    };
+    for i in glob_hits(compiled, path) {
+        match table::RULES.get(i).map(|r| r.content) {
+            Some(Some(_)) => return true,
+            Some(None) => return false,
+            None => {}
+        }
+    }
+    false
+}
+
+/// Runs one content test on the start of a file.
+fn content_matches(test: table::ContentTest, head: &[u8]) -> bool {
+    use table::ContentTest;
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    match test {
+        ContentTest::Shebang => head.starts_with(b"#!"),
+        ContentTest::Kubernetes => {
+            let yaml = has_top_level_key(head, b"apiVersion") && has_top_level_key(head, b"kind");
+            let json = contains(head, b"\"apiVersion\"") && contains(head, b"\"kind\"");
+            yaml || json
+        }
+        ContentTest::CloudFormation => {
+            contains(head, b"AWSTemplateFormatVersion")
+                || (contains(head, b"Resources") && contains(head, b"AWS::"))
+        }
+    }
+}
+
+/// A line that starts (column 0) with `key:`, i.e. a top-level YAML mapping key.
+fn has_top_level_key(text: &[u8], key: &[u8]) -> bool {
+    text.split(|&b| b == b'\n').any(|line| {
+        line.strip_prefix(key)
+            .is_some_and(|rest| rest.first() == Some(&b':'))
+    })
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// One row of `airlock classify`.
+#[derive(Debug, Serialize)]
+struct ClassifyRow {
+    path: String,
+    bucket: Bucket,
+    rule: &'static str,
+    verdict: super::policy::Verdict,
+    reason: &'static str,
+    detail: String,
+    policy_rule: Option<usize>,
+    content_checked: bool,
+}
+
+/// Reads the start of a regular file for content rules; links, directories and missing files
+/// give `None` (a dry run classifies the name alone then).
+fn read_head(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let mut head = Vec::new();
+    file.take(CONTENT_HINT_MAX_BYTES as u64)
+        .read_to_end(&mut head)
+        .ok()?;
+    Some(head)
+}
+
+/// Escapes what a terminal would interpret (control and bidi characters) for the table view.
+fn printable(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `airlock classify`: what the gate would say about `paths` under the policy in
+/// `policy_file` (the built-in default when `None`): bucket, rule, verdict and reason for each,
+/// as an aligned table or (`json`) a JSON array. With no `paths`, reads newline-separated
+/// paths from stdin. Paths are repository-relative; when one names a regular file under the
+/// current directory, its start is read for the content rules, as the gate would.
+pub fn run_classify(
+    paths: Vec<String>,
+    json: bool,
+    policy_file: Option<&Path>,
+) -> anyhow::Result<()> {
+    let policy = match policy_file {
+        Some(f) => Policy::from_file(f)?,
+        None => Policy::default(),
+    };
+    let paths = if paths.is_empty() {
+        let mut text = String::new();
+        let read = io::stdin()
+            .lock()
+            .take(MAX_STDIN_BYTES + 1)
+            .read_to_string(&mut text)
+            .context("reading paths from stdin (one per line, UTF-8)")?;
+        if read as u64 > MAX_STDIN_BYTES {
+            bail!("stdin: more than {MAX_STDIN_BYTES} bytes of paths");
+        }
+        text.lines()
+            .map(|l| l.trim_end_matches('\r'))
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
+    } else {
+        paths
+    };
+    if paths.is_empty() {
+        bail!("no paths given (pass them as arguments or one per line on stdin)");
+    }
+    let mut rows = Vec::with_capacity(paths.len());
+    let mut reasons: Vec<Reason> = Vec::with_capacity(paths.len());
+    for path in paths {
+        let head = if needs_content(&path) {
+            read_head(Path::new(&path))
+        } else {
+            None
+        };
+        let class = classify_path(&path, head.as_deref());
+        let reason = policy.decide_path(&path, &class);
+        rows.push(ClassifyRow {
+            bucket: class.bucket,
+            rule: class.rule,
+            verdict: reason.verdict,
+            reason: reason.code.code(),
+            detail: reason.detail.clone(),
+            policy_rule: reason.policy_rule,
+            content_checked: head.is_some(),
+            path,
+        });
+        reasons.push(reason);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    let shown: Vec<String> = rows.iter().map(|r| printable(&r.path)).collect();
+    let header = ["PATH", "BUCKET", "RULE", "VERDICT", "REASON"];
+    let widths = [
+        shown
+            .iter()
+            .map(|p| p.chars().count())
+            .chain([header[0].len()])
+            .max()
+            .unwrap_or(4),
+        rows.iter()
+            .map(|r| r.bucket.as_str().len())
+            .chain([header[1].len()])
+            .max()
+            .unwrap_or(6),
+        rows.iter()
+            .map(|r| r.rule.len())
+            .chain([header[2].len()])
+            .max()
+            .unwrap_or(4),
+        header[3].len(),
+    ];
+    let mut out = String::new();
+    let line = |cells: [&str; 5], out: &mut String| {
+        for (i, cell) in cells.iter().enumerate().take(4) {
+            out.push_str(cell);
+            let pad = widths[i].saturating_sub(cell.chars().count()) + 2;
+            out.extend(std::iter::repeat_n(' ', pad));
+        }
+        out.push_str(cells[4]);
+        out.push('\n');
+    };
+    line(header, &mut out);
+    for (row, path) in rows.iter().zip(&shown) {
+        let verdict = row.verdict.to_string();
+        line(
+            [path, row.bucket.as_str(), row.rule, &verdict, row.reason],
+            &mut out,
+        );
+    }
+    let count = |v| reasons.iter().filter(|r| r.verdict == v).count();
+    let overall = super::policy::overall_verdict(&reasons);
+    out.push_str(&format!(
+        "\ndecision: {overall} ({} paths: {} queue, {} human, {} reject; policy {} {})\n",
+        rows.len(),
+        count(super::policy::Verdict::Queue),
+        count(super::policy::Verdict::Human),
+        count(super::policy::Verdict::Reject),
+        match policy_file {
+            Some(f) => f.display().to_string(),
+            None => "default".to_owned(),
+        },
+        policy.digest(),
+    ));
+    print!("{out}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table::{ContentTest, RULES};
+    use super::*;
+    use std::collections::{BTreeSet, HashSet};
+
+    const TABLE: &str = include_str!("../../tests/data/classify.tsv");
+    const DOC: &str = include_str!("../../../docs/CLASSIFY.md");
+
+    struct Row {
+        line: usize,
+        path: String,
+        bucket: Bucket,
+        rule: String,
+        content: Option<String>,
+    }
+
+    fn rows() -> Vec<Row> {
+        let mut out = Vec::new();
+        for (i, line) in TABLE.lines().enumerate() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let cols: Vec<&str> = line.split('\t').collect();
+            assert!(
+                (3..=4).contains(&cols.len()),
+                "classify.tsv:{}: expected 3 or 4 tab-separated columns: {line:?}",
+                i + 1
+            );
+            out.push(Row {
+                line: i + 1,
+                path: cols[0].to_owned(),
+                bucket: cols[1].parse().unwrap(),
+                rule: cols[2].to_owned(),
+                content: cols.get(3).map(|c| c.replace("\\n", "\n")),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn real_world_paths() {
+        let rows = rows();
+        let distinct: HashSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+        assert!(
+            distinct.len() >= 120,
+            "only {} distinct paths",
+            distinct.len()
+        );
+        let mut failures = Vec::new();
+        for r in &rows {
+            let got = classify_path(&r.path, r.content.as_deref().map(str::as_bytes));
+            if got.bucket != r.bucket || got.rule != r.rule {
+                failures.push(format!(
+                    "classify.tsv:{}: {:?}: expected {} ({}), got {} ({})",
+                    r.line, r.path, r.bucket, r.rule, got.bucket, got.rule
+                ));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} mismatches:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+
+    #[test]
+    fn every_rule_has_a_real_world_example() {
+        let used: HashSet<String> = rows().into_iter().map(|r| r.rule).collect();
+        let missing: Vec<&str> = RULES
+            .iter()
+            .map(|r| r.id)
+            .chain([table::OTHER_RULE])
+            .filter(|id| !used.contains(*id))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "rules without an example in classify.tsv: {missing:?}"
+        );
+    }
+
+    #[test]
+    fn rule_table_compiles_and_ids_are_unique_and_prefixed_by_bucket() {
+        assert!(COMPILED.as_ref().is_ok(), "{:?}", COMPILED.as_ref().err());
+        let mut seen = HashSet::new();
+        for r in RULES {
+            assert!(seen.insert(r.id), "duplicate rule id {}", r.id);
+            let (prefix, rest) = r.id.split_once('.').unwrap();
+            assert_eq!(
+                prefix,
+                r.bucket.as_str(),
+                "{} is in bucket {}",
+                r.id,
+                r.bucket
+            );
+            assert!(
+                !rest.is_empty()
+                    && rest
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{} is not kebab-case",
+                r.id
+            );
+            assert!(
+                !r.globs.is_empty() || !r.exact_globs.is_empty(),
+                "{} has no globs",
+                r.id
+            );
+        }
+        assert!(!seen.contains(table::OTHER_RULE) && !seen.contains(table::TABLE_ERROR_RULE));
+    }
+
+    #[test]
+    fn folded_globs_are_lowercase_or_they_would_never_match() {
+        for r in RULES {
+            for g in r.globs {
+                assert_eq!(
+                    *g,
+                    g.to_lowercase(),
+                    "rule {}: glob {g:?} must be lowercase",
+                    r.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn case_variant_of_workflow_dir_is_still_ci() {
+        for p in [
+            ".GITHUB/WORKFLOWS/x.yml",
+            ".github/Workflows/x.yml",
+            ".github/workflows/X.YAML",
+            ".github/wor\u{212a}flows/x.yml",
+            ".github/work\u{fb02}ows/x.yml",
+        ] {
+            assert_eq!(classify_path(p, None).rule, "ci.github-workflow", "{p:?}");
+        }
+    }
+
+    #[test]
+    fn windows_trailing_dots_spaces_and_backslashes_do_not_hide_a_path() {
+        assert_eq!(
+            classify_path(".github. /workflows./ci.yml", None).bucket,
+            Bucket::Ci
+        );
+        assert_eq!(classify_path("Makefile.", None).bucket, Bucket::Build);
+        assert_eq!(
+            classify_path(".vscode \\settings.json", None).bucket,
+            Bucket::Agent
+        );
+        assert_eq!(classify_path("Cargo.lock ", None).bucket, Bucket::Deps);
+    }
+
+    #[test]
+    fn unicode_normalisation_does_not_change_the_bucket() {
+        // "é" precomposed and decomposed: the same file on macOS.
+        let a = classify_path("docs/caf\u{e9}/CODEOWNERS", None);
+        let b = classify_path("docs/cafe\u{301}/CODEOWNERS", None);
+        assert_eq!(a, b);
+        assert_eq!(a.rule, "governance.codeowners");
+    }
+
+    #[test]
+    fn k8s_substring_in_a_source_file_name_is_not_iac() {
+        for p in [
+            "src/k8sclient.go",
+            "pkg/k8s/client.go",
+            "k8s/client.go",
+            "cmd/kubernetes.rs",
+        ] {
+            assert_eq!(classify_path(p, None).bucket, Bucket::Src, "{p}");
+        }
+    }
+
+    #[test]
+    fn content_can_raise_a_yaml_file_into_iac_but_never_lower_a_name_rule() {
+        let pod = b"apiVersion: v1\nkind: Pod\n".as_slice();
+        assert_eq!(
+            classify_path("tests/fixtures/pod.yaml", Some(pod)).rule,
+            "iac.k8s-content"
+        );
+        assert_eq!(
+            classify_path("tests/fixtures/pod.yaml", None).rule,
+            "tests.dir"
+        );
+        assert_eq!(
+            classify_path(".github/workflows/x.yml", Some(pod)).bucket,
+            Bucket::Ci
+        );
+        assert_eq!(
+            classify_path(".vscode/pod.yaml", Some(pod)).bucket,
+            Bucket::Agent
+        );
+        // Not YAML/JSON: content is not consulted for Kubernetes.
+        assert_eq!(classify_path("src/pod.go", Some(pod)).bucket, Bucket::Src);
+        // A shebang does not turn a lockfile into a script.
+        assert_eq!(
+            classify_path("Cargo.lock", Some(b"#!/bin/sh\n")).bucket,
+            Bucket::Deps
+        );
+    }
+
+    #[test]
+    fn k8s_content_needs_both_keys_at_top_level() {
+        let yes = [
+            "apiVersion: v1\nkind: Service\n",
+            "\u{feff}apiVersion: v1\r\nkind: Service\r\n",
+            "# comment\n---\nkind: Secret\nmetadata: {}\napiVersion: v1\n",
+            "{\"kind\": \"Pod\", \"apiVersion\": \"v1\"}",
+        ];
+        let no = [
+            "apiVersion: v1\n",
+            "spec:\n  apiVersion: v1\n  kind: Pod\n",
+            "apiVersionX: v1\nkind: Pod\n",
+            "name: x\n",
+            "",
+        ];
+        for c in yes {
+            assert!(
+                content_matches(ContentTest::Kubernetes, c.as_bytes()),
+                "{c:?}"
+            );
+        }
+        for c in no {
+            assert!(
+                !content_matches(ContentTest::Kubernetes, c.as_bytes()),
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn content_after_the_hint_limit_is_ignored() {
+        let mut big = vec![b'#'; CONTENT_HINT_MAX_BYTES];
+        big.extend_from_slice(b"\napiVersion: v1\nkind: Pod\n");
+        assert_eq!(classify_path("x.yaml", Some(&big)).bucket, Bucket::Other);
+        let mut small = b"apiVersion: v1\nkind: Pod\n".to_vec();
+        small.extend(vec![b' '; CONTENT_HINT_MAX_BYTES * 2]);
+        assert_eq!(classify_path("x.yaml", Some(&small)).bucket, Bucket::Iac);
+    }
+
+    #[test]
+    fn cloudformation_and_shebang_content() {
+        assert_eq!(
+            classify_path(
+                "stack.json",
+                Some(br#"{"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}"#)
+            )
+            .rule,
+            "iac.cloudformation-content"
+        );
+        assert_eq!(
+            classify_path("stack.json", Some(b"{\"Resources\": {}}")).bucket,
+            Bucket::Other
+        );
+        assert_eq!(
+            classify_path("tools/fmt", Some(b"#!/usr/bin/env python3\n")).rule,
+            "src.shebang"
+        );
+        assert_eq!(
+            classify_path("tools/fmt", Some(b"# not a script\n")).bucket,
+            Bucket::Other
+        );
+    }
+
+    #[test]
+    fn needs_content_only_where_a_content_rule_could_win() {
+        for p in [
+            "config.yaml",
+            "x/pod.json",
+            "bin/tool",
+            "tests/fixtures/pod.yml",
+        ] {
+            assert!(needs_content(p), "{p}");
+        }
+        for p in [
+            ".github/workflows/ci.yml",
+            "deploy/k8s/app.yaml",
+            "src/main.rs",
+            "Makefile",
+            "README.md",
+        ] {
+            assert!(!needs_content(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn normalize_and_fold() {
+        assert_eq!(normalize_path("./a//b/./c"), "a/b/c");
+        assert_eq!(normalize_path("a\\b"), "a/b");
+        assert_eq!(normalize_path("a. . /b.."), "a/b");
+        assert_eq!(normalize_path("../x/.../y"), "../x/.../y");
+        assert_eq!(fold_path("Docs/\u{17f}ECURITY.md"), "docs/security.md");
+        assert_eq!(fold_path("/abs/Path"), "abs/path");
+        assert_eq!(classify_path("", None).rule, table::OTHER_RULE);
+    }
+
+    #[test]
+    fn bucket_names_round_trip() {
+        for b in Bucket::ALL {
+            assert_eq!(b.as_str().parse::<Bucket>().unwrap(), b);
+            assert_eq!(serde_json::to_string(&b).unwrap(), format!("\"{b}\""));
+            assert_eq!(Bucket::ALL[b.index()], b);
+        }
+        assert!("CI".parse::<Bucket>().is_err());
+        assert!("frontend".parse::<Bucket>().is_err());
+    }
+
+    #[test]
+    fn printable_escapes_terminal_controls() {
+        assert_eq!(printable("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(printable("src/main.rs"), "src/main.rs");
+    }
+
+    /// The rules table of docs/CLASSIFY.md, generated from [`RULES`].
+    fn rules_markdown() -> String {
+        let code = |g: &&str| format!("`{g}`");
+        let mut out =
+            String::from("| # | Rule id | Bucket | Matches | Globs |\n|---|---|---|---|---|\n");
+        for (i, r) in RULES.iter().enumerate() {
+            let mut what = r.what.to_owned();
+            if let Some(c) = r.content {
+                what.push_str("; ");
+                what.push_str(c.describe());
+            }
+            let mut globs: Vec<String> = r.globs.iter().map(code).collect();
+            globs.extend(
+                r.exact_globs
+                    .iter()
+                    .map(|g| format!("`{g}` (case-sensitive)")),
+            );
+            out.push_str(&format!(
+                "| {} | `{}` | {} | {} | {} |\n",
+                i + 1,
+                r.id,
+                r.bucket,
+                what,
+                globs.join(", ")
+            ));
+        }
+        out.push_str(&format!(
+            "| {} | `{}` | other | Everything else | |\n",
+            RULES.len() + 1,
+            table::OTHER_RULE
+        ));
+        out
+    }
+
+    #[test]
+    fn docs_list_every_rule_in_evaluation_order() {
+        let begin = "<!-- rules:begin -->\n";
+        let end = "<!-- rules:end -->";
+        let start = DOC
+            .find(begin)
+            .expect("docs/CLASSIFY.md: rules:begin marker")
+            + begin.len();
+        let stop = DOC[start..]
+            .find(end)
+            .expect("docs/CLASSIFY.md: rules:end marker")
+            + start;
+        let expected = rules_markdown();
+        if DOC[start..stop] != expected {
+            let out = std::env::temp_dir().join("CLASSIFY.rules.md");
+            std::fs::write(&out, &expected).unwrap();
+            panic!(
+                "docs/CLASSIFY.md rule table is stale; the generated table is in {}",
+                out.display()
+            );
+        }
+        let ids: BTreeSet<&str> = RULES.iter().map(|r| r.id).collect();
+        for id in ids {
+            assert!(DOC.contains(&format!("`{id}`")), "{id} not documented");
+        }
+    }
+}
