@@ -40,6 +40,16 @@ pub enum DepChange {
     Changed,
 }
 
+impl DepChange {
+    /// `added` or `changed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepChange::Added => "added",
+            DepChange::Changed => "changed",
+        }
+    }
+}
+
 /// One new or changed dependency.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NewDependency {

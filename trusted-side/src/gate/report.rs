@@ -435,9 +435,9 @@ pub fn render_text(report: &GateReport) -> String {
         for d in &report.new_dependencies {
             let _ = writeln!(
                 s,
-                "  {} {:?} {} {} = {}  ({})",
+                "  {} {} {} {} = {}  ({})",
                 d.ecosystem,
-                d.change,
+                d.change.as_str(),
                 shown(&d.section),
                 shown(&d.name),
                 shown(&d.spec),
@@ -517,13 +517,13 @@ pub fn render_markdown(report: &GateReport) -> String {
         for d in &report.new_dependencies {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {:?} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 md_code(&d.manifest),
                 d.ecosystem,
                 md_code(&d.section),
                 md_code(&d.name),
                 md_code(&d.spec),
-                d.change
+                d.change.as_str()
             );
         }
         let _ = writeln!(s);

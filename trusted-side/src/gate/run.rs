@@ -720,3 +720,7 @@ fn record_in_ledger(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

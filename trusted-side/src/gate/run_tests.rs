@@ -1,0 +1,577 @@
+//! In-process pipeline tests of [`super::run_gate`]: a real `airlock init` + `submit` on a
+//! `file://` store, a real git repository, and artifacts built and signed here with the job key
+//! taken from the token (what a worker holds). The CLI-level suites live in `tests/suite/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use airlock_core::digest::Sha256Digest;
+use airlock_core::dsse::{self, Statement};
+use airlock_core::format::{
+    self, ArtifactPredicate, ExitInfo, ExitKind, Packet, Timings, PACKET_FORMAT, PREDICATE_ARTIFACT,
+};
+use airlock_core::jobid::JobId;
+use airlock_core::keys::SigningKey;
+use airlock_core::limits::TarLimits;
+use airlock_core::store_layout as layout;
+use airlock_core::tar::DeterministicTarWriter;
+use airlock_core::token::{verify_token, JobClaims};
+
+use super::*;
+use crate::cli::{GlobalArgs, InitArgs, LimitArgs, PackInputs, SubmitArgs};
+use crate::config::Home;
+use crate::gate::policy::Verdict;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    repo: PathBuf,
+    home: Home,
+    key: SigningKey,
+    store: Store,
+    rev: String,
+}
+
+const LIB_RS: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+const CI_YML: &str = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n";
+const TEN: &str = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n";
+
+fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let mut files = vec![
+        ("src/lib.rs", LIB_RS),
+        ("README.md", "# sample\n"),
+        (".github/workflows/ci.yml", CI_YML),
+        (".env", "DATABASE_URL=postgres://u:hunter2@db/prod\n"),
+        ("ten.txt", TEN),
+    ];
+    files.extend_from_slice(extra);
+    for (p, c) in &files {
+        let path = repo.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, c).unwrap();
+    }
+    git(&repo, &["add", "-A", "-f", "."]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    let rev = git(&repo, &["rev-parse", "HEAD"]);
+
+    let home_dir = root.join("home");
+    let global = GlobalArgs {
+        home: home_dir.clone(),
+        verbose: 0,
+        quiet: true,
+    };
+    crate::config::init(
+        &global,
+        &InitArgs {
+            store: None,
+            json: true,
+        },
+    )
+    .unwrap();
+    let prompt = root.join("prompt.txt");
+    std::fs::write(&prompt, "Add a docstring.\n").unwrap();
+    let token_file = root.join("token");
+    crate::submit::run(
+        &global,
+        &SubmitArgs {
+            pack: PackInputs {
+                repo: repo.clone(),
+                rev: "HEAD".into(),
+                prompt_file: prompt,
+                model: "model-a".into(),
+                repo_name: None,
+                include: Vec::new(),
+                exclude: Vec::new(),
+                redact,
+                max_file_bytes: 8 * 1024 * 1024,
+                limits: LimitArgs {
+                    wall_clock_secs: 60,
+                    checkpoint_secs: 30,
+                    max_changed_files: 200,
+                    max_changed_lines: 20_000,
+                    max_artifact_bytes: 16 * 1024 * 1024,
+                    max_log_bytes: 1024 * 1024,
+                    max_tokens: 1_000_000,
+                },
+            },
+            ttl: "20m".into(),
+            token_out: Some(token_file.clone()),
+            json: true,
+        },
+    )
+    .unwrap();
+    let home = Home::load(&home_dir).unwrap();
+    let key = home.signing_key().unwrap();
+    let store = Store::open(&home.config.store).unwrap();
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let claims = verify_token(token.trim_end(), &key.public(), crate::submit::now_unix())
+        .unwrap()
+        .into_inner();
+    (
+        Fixture {
+            _tmp: tmp,
+            root,
+            repo,
+            home,
+            key,
+            store,
+            rev,
+        },
+        claims,
+    )
+}
+
+/// What a worker would produce, with knobs to lie.
+struct Drop<'a> {
+    patch: &'a str,
+    diff_sha256: Option<Sha256Digest>,
+    signer: Option<SigningKey>,
+    model_reported: &'a str,
+}
+
+impl<'a> Drop<'a> {
+    fn honest(patch: &'a str) -> Drop<'a> {
+        Drop {
+            patch,
+            diff_sha256: None,
+            signer: None,
+            model_reported: "model-a",
+        }
+    }
+}
+
+fn counts(patch: &str) -> (u64, u64, u64) {
+    let p = airlock_core::diff::parse_patch(
+        patch.as_bytes(),
+        &airlock_core::diff::DiffLimits::default(),
+    );
+    p.map_or((0, 0, 0), |p| {
+        (p.files_changed(), p.lines_added(), p.lines_removed())
+    })
+}
+
+fn drop_artifact(f: &Fixture, claims: &JobClaims, d: Drop<'_>) {
+    let (files, added, removed) = counts(d.patch);
+    let packet = Packet {
+        format: PACKET_FORMAT.into(),
+        job: claims.job.clone(),
+        run_id: "0123456789abcdef".into(),
+        bundle_sha256: claims.bundle.sha256,
+        model_requested: "model-a".into(),
+        model_reported: d.model_reported.into(),
+        tokens_in: Some(10),
+        tokens_out: Some(20),
+        diff_sha256: d
+            .diff_sha256
+            .unwrap_or_else(|| Sha256Digest::of_bytes(d.patch.as_bytes())),
+        files_changed: files,
+        lines_added: added,
+        lines_removed: removed,
+        refused: Vec::new(),
+        limits_hit: Vec::new(),
+        exit: ExitInfo {
+            kind: ExitKind::Exited,
+            code: Some(0),
+        },
+        timings: Timings {
+            started_at_ms: 0,
+            finished_at_ms: 0,
+            generator_ms: 0,
+        },
+        worker_version: "test".into(),
+        sandbox: "namespaces+landlock+seccomp".into(),
+        egress: Vec::new(),
+        partial: false,
+    };
+    let packet_bytes = format::to_json_bytes(&packet);
+    let mut tar = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
+    tar.append_file(
+        "packet.json",
+        false,
+        packet_bytes.len() as u64,
+        packet_bytes.as_slice(),
+    )
+    .unwrap();
+    tar.append_file(
+        "patch.diff",
+        false,
+        d.patch.len() as u64,
+        d.patch.as_bytes(),
+    )
+    .unwrap();
+    let tgz = tar.finish().unwrap();
+    let predicate = ArtifactPredicate {
+        job: claims.job.clone(),
+        run_id: packet.run_id.clone(),
+        bundle_sha256: claims.bundle.sha256,
+        packet_sha256: Sha256Digest::of_bytes(&packet_bytes),
+        partial: false,
+    };
+    let statement = Statement::new(
+        "artifact.tar.gz",
+        Sha256Digest::of_bytes(&tgz),
+        PREDICATE_ARTIFACT,
+        serde_json::to_value(&predicate).unwrap(),
+    );
+    let signer = d
+        .signer
+        .unwrap_or_else(|| claims.job_key.signing_key().unwrap());
+    let env = dsse::sign_statement(&statement, &signer).to_json_pretty();
+    f.store
+        .put_bytes(&layout::drop_artifact(&claims.job), &tgz)
+        .unwrap();
+    f.store
+        .put_bytes(&layout::drop_artifact_envelope(&claims.job), &env)
+        .unwrap();
+}
+
+fn gate(f: &Fixture, job: &JobId, review_branch: bool) -> GateReport {
+    let opts = GateOptions {
+        repo: f.repo.clone(),
+        policy: Policy::default(),
+        review_branch,
+    };
+    run_gate(&f.home, &f.store, &f.key, job, &opts).unwrap()
+}
+
+fn codes(r: &GateReport) -> Vec<&'static str> {
+    r.reasons.iter().map(|r| r.code).collect()
+}
+
+/// HEAD, index, working tree and refs of the user's checkout, to prove they are untouched.
+fn checkout_state(repo: &Path) -> (String, String, String, Vec<u8>) {
+    (
+        git(repo, &["symbolic-ref", "HEAD"]),
+        git(repo, &["rev-parse", "HEAD"]),
+        git(repo, &["status", "--porcelain", "--untracked-files=all"]),
+        std::fs::read(repo.join(".git/index")).unwrap(),
+    )
+}
+
+fn ledger_kinds(f: &Fixture) -> Vec<String> {
+    let mut kinds = Vec::new();
+    for o in f.store.list("ledger/").unwrap() {
+        let bytes = f.store.get_bytes(&o.key, 1 << 20).unwrap().unwrap();
+        let env: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let payload = base64_decode(env["payload"].as_str().unwrap());
+        let st: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+        let ev = &st["predicate"]["event"];
+        let mut k = ev["kind"].as_str().unwrap().to_owned();
+        if let Some(code) = ev["reason_code"].as_str() {
+            k = format!("{k}:{}:{code}", ev["stage"].as_str().unwrap());
+        }
+        if let Some(d) = ev["decision"].as_str() {
+            k = format!("{k}:{d}");
+        }
+        kinds.push(k);
+    }
+    kinds
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut buf, mut bits) = (0u32, 0);
+    for c in s.bytes().filter(|c| *c != b'=') {
+        let v = A.iter().position(|a| *a == c).unwrap() as u32;
+        buf = (buf << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buf >> bits) as u8);
+        }
+    }
+    out
+}
+
+const SRC_EDIT: &str = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+/// Adds two numbers.\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+const CI_EDIT: &str = "diff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml\n--- a/.github/workflows/ci.yml\n+++ b/.github/workflows/ci.yml\n@@ -1,4 +1,5 @@\n on: push\n+permissions: write-all\n jobs:\n   t:\n     runs-on: ubuntu-latest\n";
+
+#[test]
+fn source_edit_is_queued_and_review_branch_holds_it_without_touching_the_checkout() {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(SRC_EDIT));
+    let before = checkout_state(&f.repo);
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(
+        r.decision,
+        Verdict::Queue,
+        "{}",
+        crate::gate::report::render_text(&r)
+    );
+    assert_eq!(codes(&r), vec!["src-path-changed"]);
+    assert_eq!(
+        checkout_state(&f.repo),
+        before,
+        "the user's checkout changed"
+    );
+    let b = r.review_branch.clone().expect("review branch");
+    assert_eq!(b.name, format!("airlock/{}", claims.job));
+    assert_eq!(
+        git(&f.repo, &["rev-parse", &format!("{}^", b.commit)]),
+        f.rev
+    );
+    let shown = git(&f.repo, &["show", &format!("{}:src/lib.rs", b.commit)]);
+    assert_eq!(
+        format!("{shown}\n"),
+        format!("/// Adds two numbers.\n{LIB_RS}")
+    );
+    let msg = git(&f.repo, &["log", "-1", "--format=%B", &b.commit]);
+    for t in [
+        format!("Airlock-Job: {}", claims.job),
+        format!("Airlock-Bundle: sha256:{}", claims.bundle.sha256),
+        "Airlock-Model-Requested: model-a".into(),
+        "Airlock-Model-Reported: model-a".into(),
+        "Airlock-Decision: queue".into(),
+        format!(
+            "Airlock-Gate-Version: {}",
+            crate::gate::report::GATE_VERSION
+        ),
+    ] {
+        assert!(msg.contains(&t), "missing {t:?} in\n{msg}");
+    }
+    assert!(msg.contains("Airlock-Artifact: sha256:"), "{msg}");
+    // Gating again is idempotent (same commit: dates are the store's landing time).
+    let again = gate(&f, &claims.job, true);
+    assert_eq!(again.review_branch.unwrap().commit, b.commit);
+    let kinds = ledger_kinds(&f);
+    assert!(kinds.contains(&"gate:queue".to_owned()), "{kinds:?}");
+    // Nothing left behind in the job directory but the artifact and the fetch record.
+    let left: Vec<_> = std::fs::read_dir(crate::fetch::job_dir(&f.home.dir, &claims.job))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, vec!["artifact.tar.gz"], "{left:?}");
+}
+
+#[test]
+fn ci_edit_needs_a_human_and_gets_a_review_branch() {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(CI_EDIT));
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(r.decision, Verdict::Human);
+    assert_eq!(codes(&r), vec!["ci-path-changed"]);
+    assert!(r.review_branch.is_some());
+    assert_eq!(
+        r.buckets
+            .get(&crate::gate::classify::Bucket::Ci)
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
+fn gate_without_review_branch_writes_nothing_into_the_repository() {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(SRC_EDIT));
+    let objects_before = count_files(&f.repo.join(".git"));
+    let r = gate(&f, &claims.job, false);
+    assert_eq!(r.decision, Verdict::Queue);
+    assert!(r.review_branch.is_none());
+    assert_eq!(count_files(&f.repo.join(".git")), objects_before);
+}
+
+fn count_files(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn edit_of_an_unpacked_dotenv_is_rejected_and_recorded_with_no_branch() {
+    let (f, claims) = fixture(&[], false);
+    let patch = "diff --git a/.env b/.env\n--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-DATABASE_URL=x\n+DATABASE_URL=y\n";
+    drop_artifact(&f, &claims, Drop::honest(patch));
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(r.decision, Verdict::Reject);
+    assert!(codes(&r).contains(&"path-not-packed"), "{:?}", codes(&r));
+    assert!(r.review_branch.is_none());
+    assert!(git(&f.repo, &["branch", "--list", "airlock/*"]).is_empty());
+    let kinds = ledger_kinds(&f);
+    assert!(
+        kinds.contains(&"reject:gate:path-not-packed".to_owned()),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn packet_lying_about_the_diff_digest_is_rejected() {
+    let (f, claims) = fixture(&[], false);
+    let mut d = Drop::honest(SRC_EDIT);
+    d.diff_sha256 = Some(Sha256Digest::of_bytes(b"something else"));
+    drop_artifact(&f, &claims, d);
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(codes(&r), vec!["diff-digest-mismatch"]);
+    assert_eq!(r.decision, Verdict::Reject);
+}
+
+#[test]
+fn artifact_signed_by_another_key_is_rejected_at_fetch() {
+    let (f, claims) = fixture(&[], false);
+    let mut d = Drop::honest(SRC_EDIT);
+    d.signer = Some(SigningKey::generate());
+    drop_artifact(&f, &claims, d);
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(codes(&r), vec!["artifact-signature"]);
+    assert_eq!(r.bom.revision.as_deref(), Some(f.rev.as_str()));
+    let kinds = ledger_kinds(&f);
+    assert!(
+        kinds.contains(&"reject:fetch:artifact-signature".to_owned()),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn secret_in_an_added_line_is_rejected_by_path_line_and_rule() {
+    let (f, claims) = fixture(&[], false);
+    let key_id = format!("AKIA{}", "Q7RZ4MX2NV5WLT3K");
+    let patch = format!("diff --git a/src/keys.py b/src/keys.py\nnew file mode 100644\n--- /dev/null\n+++ b/src/keys.py\n@@ -0,0 +1,2 @@\n+# config\n+aws_access_key_id = \"{key_id}\"\n");
+    drop_artifact(&f, &claims, Drop::honest(&patch));
+    let r = gate(&f, &claims.job, false);
+    assert_eq!(r.decision, Verdict::Reject);
+    let s = r
+        .reasons
+        .iter()
+        .find(|x| x.code == "secret-in-added-line")
+        .expect("secret reason");
+    assert!(s.detail.starts_with("src/keys.py:2: "), "{}", s.detail);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        !json.contains(&key_id),
+        "the secret value leaked into the report"
+    );
+}
+
+#[test]
+fn hunk_git_would_apply_at_an_offset_is_rejected() {
+    let (f, claims) = fixture(&[], false);
+    // Says lines 4-6 but the context is l5..l7: git applies it one line later.
+    let patch = "diff --git a/ten.txt b/ten.txt\n--- a/ten.txt\n+++ b/ten.txt\n@@ -4,3 +4,3 @@\n l5\n-l6\n+L6\n l7\n";
+    drop_artifact(&f, &claims, Drop::honest(patch));
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(
+        r.decision,
+        Verdict::Reject,
+        "{}",
+        crate::gate::report::render_text(&r)
+    );
+    let a = r
+        .reasons
+        .iter()
+        .find(|x| x.code == "apply-failed")
+        .expect("apply-failed");
+    assert!(a.detail.contains("offset"), "{}", a.detail);
+}
+
+#[test]
+fn patch_that_does_not_apply_is_rejected() {
+    let (f, claims) = fixture(&[], false);
+    let patch = "diff --git a/ten.txt b/ten.txt\n--- a/ten.txt\n+++ b/ten.txt\n@@ -4,3 +4,3 @@\n nope\n-l5\n+L5\n l6\n";
+    drop_artifact(&f, &claims, Drop::honest(patch));
+    let r = gate(&f, &claims.job, false);
+    assert!(codes(&r).contains(&"apply-failed"), "{:?}", codes(&r));
+}
+
+#[test]
+fn hunk_touching_a_redacted_line_is_rejected() {
+    let secret = format!("ghp_{}", "x7Kp2Lq9Wm4Rt6Yz8Nb3Vc5Hd1Jf0Gs2Ae4U");
+    let cfg = format!("a = 1\ntoken = \"{secret}\"\nb = 2\n");
+    let (f, claims) = fixture(&[("src/cfg.py", cfg.as_str())], true);
+    // The worker saw the marker on line 2 and rewrote it.
+    let patch = "diff --git a/src/cfg.py b/src/cfg.py\n--- a/src/cfg.py\n+++ b/src/cfg.py\n@@ -1,3 +1,3 @@\n a = 1\n-token = \"[REDACTED:github-pat]\"\n+token = \"\"\n b = 2\n";
+    drop_artifact(&f, &claims, Drop::honest(patch));
+    let r = gate(&f, &claims.job, false);
+    assert_eq!(r.decision, Verdict::Reject);
+    assert!(
+        codes(&r).contains(&"redacted-line-touched"),
+        "{:?}",
+        codes(&r)
+    );
+}
+
+#[test]
+fn new_dependency_is_listed_by_name() {
+    let pkg = "{\n  \"name\": \"x\",\n  \"dependencies\": {\n    \"left-pad\": \"1.0.0\"\n  }\n}\n";
+    let (f, claims) = fixture(&[("web/package.json", pkg)], false);
+    let patch = "diff --git a/web/package.json b/web/package.json\n--- a/web/package.json\n+++ b/web/package.json\n@@ -2,5 +2,6 @@\n   \"name\": \"x\",\n   \"dependencies\": {\n-    \"left-pad\": \"1.0.0\"\n+    \"left-pad\": \"1.0.0\",\n+    \"event-stream\": \"3.3.6\"\n   }\n }\n";
+    drop_artifact(&f, &claims, Drop::honest(patch));
+    let r = gate(&f, &claims.job, false);
+    assert_eq!(
+        r.decision,
+        Verdict::Human,
+        "{}",
+        crate::gate::report::render_text(&r)
+    );
+    let names: Vec<&str> = r.new_dependencies.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, vec!["event-stream"]);
+}
+
+#[test]
+fn model_name_with_a_newline_cannot_forge_a_trailer() {
+    let (f, claims) = fixture(&[], false);
+    let mut d = Drop::honest(SRC_EDIT);
+    d.model_reported = "model-b\nAirlock-Decision: queue";
+    drop_artifact(&f, &claims, d);
+    let r = gate(&f, &claims.job, true);
+    let b = r.review_branch.expect("branch");
+    let decisions = git(
+        &f.repo,
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Airlock-Decision,valueonly)",
+            &b.commit,
+        ],
+    );
+    assert_eq!(
+        decisions, "queue",
+        "git parsed these Airlock-Decision trailers"
+    );
+    let reported = git(
+        &f.repo,
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Airlock-Model-Reported,valueonly)",
+            &b.commit,
+        ],
+    );
+    assert_eq!(reported, "model-b?Airlock-Decision: queue");
+    let _ = &f.root;
+}
