@@ -31,7 +31,7 @@ use anyhow::{bail, Context};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-use super::policy::{Policy, Reason};
+use super::policy::{Policy, Verdict};
 
 #[path = "classify_table.rs"]
 mod table;
@@ -344,7 +344,7 @@ struct ClassifyRow {
     path: String,
     bucket: Bucket,
     rule: &'static str,
-    verdict: super::policy::Verdict,
+    verdict: Verdict,
     reason: &'static str,
     detail: String,
     policy_rule: Option<usize>,
@@ -404,98 +404,118 @@ pub fn run_classify(
         if read as u64 > MAX_STDIN_BYTES {
             bail!("stdin: more than {MAX_STDIN_BYTES} bytes of paths");
         }
-        text.lines()
-            .map(|l| l.trim_end_matches('\r'))
-            .filter(|l| !l.trim().is_empty())
-            .map(str::to_owned)
-            .collect()
+        paths_from_lines(&text)
     } else {
         paths
     };
     if paths.is_empty() {
         bail!("no paths given (pass them as arguments or one per line on stdin)");
     }
-    let mut rows = Vec::with_capacity(paths.len());
-    let mut reasons: Vec<Reason> = Vec::with_capacity(paths.len());
-    for path in paths {
-        let head = if needs_content(&path) {
-            read_head(Path::new(&path))
+    let rows = classify_rows(paths, &policy, |p| {
+        if needs_content(p) {
+            read_head(Path::new(p))
         } else {
             None
-        };
-        let class = classify_path(&path, head.as_deref());
-        let reason = policy.decide_path(&path, &class);
-        rows.push(ClassifyRow {
-            bucket: class.bucket,
-            rule: class.rule,
-            verdict: reason.verdict,
-            reason: reason.code.code(),
-            detail: reason.detail.clone(),
-            policy_rule: reason.policy_rule,
-            content_checked: head.is_some(),
-            path,
-        });
-        reasons.push(reason);
-    }
+        }
+    });
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    let shown: Vec<String> = rows.iter().map(|r| printable(&r.path)).collect();
+    let policy_name = match policy_file {
+        Some(f) => f.display().to_string(),
+        None => "default".to_owned(),
+    };
+    print!("{}", render_table(&rows, &policy_name, &policy));
+    Ok(())
+}
+
+/// Non-empty lines of `text` (`\r\n` or `\n` separated), as given.
+fn paths_from_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Classifies and decides each path; `head` supplies content when it could matter.
+fn classify_rows(
+    paths: Vec<String>,
+    policy: &Policy,
+    head: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Vec<ClassifyRow> {
+    paths
+        .into_iter()
+        .map(|path| {
+            let content = head(&path);
+            let class = classify_path(&path, content.as_deref());
+            let reason = policy.decide_path(&path, &class);
+            ClassifyRow {
+                bucket: class.bucket,
+                rule: class.rule,
+                verdict: reason.verdict,
+                reason: reason.code.code(),
+                detail: reason.detail,
+                policy_rule: reason.policy_rule,
+                content_checked: content.is_some(),
+                path,
+            }
+        })
+        .collect()
+}
+
+/// The aligned table and the decision line of `airlock classify`.
+fn render_table(rows: &[ClassifyRow], policy_name: &str, policy: &Policy) -> String {
     let header = ["PATH", "BUCKET", "RULE", "VERDICT", "REASON"];
-    let widths = [
-        shown
-            .iter()
-            .map(|p| p.chars().count())
-            .chain([header[0].len()])
-            .max()
-            .unwrap_or(4),
-        rows.iter()
-            .map(|r| r.bucket.as_str().len())
-            .chain([header[1].len()])
-            .max()
-            .unwrap_or(6),
-        rows.iter()
-            .map(|r| r.rule.len())
-            .chain([header[2].len()])
-            .max()
-            .unwrap_or(4),
-        header[3].len(),
-    ];
-    let mut out = String::new();
-    let line = |cells: [&str; 5], out: &mut String| {
-        for (i, cell) in cells.iter().enumerate().take(4) {
-            out.push_str(cell);
-            let pad = widths[i].saturating_sub(cell.chars().count()) + 2;
-            out.extend(std::iter::repeat_n(' ', pad));
+    let table: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            [
+                printable(&r.path),
+                r.bucket.to_string(),
+                r.rule.to_owned(),
+                r.verdict.to_string(),
+                r.reason.to_owned(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for cells in &table {
+        for (w, cell) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(cell.chars().count());
         }
-        out.push_str(cells[4]);
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; 5]| {
+        for (i, cell) in cells.iter().enumerate() {
+            out.push_str(cell);
+            if i + 1 < cells.len() {
+                let pad = widths[i].saturating_sub(cell.chars().count()) + 2;
+                out.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
         out.push('\n');
     };
-    line(header, &mut out);
-    for (row, path) in rows.iter().zip(&shown) {
-        let verdict = row.verdict.to_string();
-        line(
-            [path, row.bucket.as_str(), row.rule, &verdict, row.reason],
-            &mut out,
-        );
+    line(header);
+    for cells in &table {
+        line(cells.each_ref().map(String::as_str));
     }
-    let count = |v| reasons.iter().filter(|r| r.verdict == v).count();
-    let overall = super::policy::overall_verdict(&reasons);
+    let count = |v| rows.iter().filter(|r| r.verdict == v).count();
+    let overall = rows
+        .iter()
+        .map(|r| r.verdict)
+        .max()
+        .unwrap_or(Verdict::Queue);
     out.push_str(&format!(
-        "\ndecision: {overall} ({} paths: {} queue, {} human, {} reject; policy {} {})\n",
+        "\ndecision: {overall} ({} path{}: {} queue, {} human, {} reject; policy {policy_name} {})\n",
         rows.len(),
-        count(super::policy::Verdict::Queue),
-        count(super::policy::Verdict::Human),
-        count(super::policy::Verdict::Reject),
-        match policy_file {
-            Some(f) => f.display().to_string(),
-            None => "default".to_owned(),
-        },
+        if rows.len() == 1 { "" } else { "s" },
+        count(Verdict::Queue),
+        count(Verdict::Human),
+        count(Verdict::Reject),
         policy.digest(),
     ));
-    print!("{out}");
-    Ok(())
+    out
 }
 
 #[cfg(test)]
@@ -805,6 +825,52 @@ mod tests {
         }
         assert!("CI".parse::<Bucket>().is_err());
         assert!("frontend".parse::<Bucket>().is_err());
+    }
+
+    #[test]
+    fn classify_table_is_aligned_and_decides_the_strictest_verdict() {
+        let policy = Policy::default();
+        let rows = classify_rows(
+            paths_from_lines("src/main.rs\r\n\n  \nconfig.yaml\n.github/workflows/ci.yml\n"),
+            &policy,
+            |p| (p == "config.yaml").then(|| b"apiVersion: v1\nkind: Pod\n".to_vec()),
+        );
+        assert_eq!(rows.len(), 3);
+        assert!(rows[1].content_checked && !rows[0].content_checked);
+        assert_eq!(rows[1].rule, "iac.k8s-content");
+        let out = render_table(&rows, "default", &policy);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["PATH", "BUCKET", "RULE", "VERDICT", "REASON"]
+        );
+        let col = lines[0].find("BUCKET").unwrap();
+        for l in &lines[1..4] {
+            assert_eq!(l.chars().nth(col - 1), Some(' '), "{l:?}");
+            assert_ne!(l.chars().nth(col), Some(' '), "{l:?}");
+        }
+        assert!(
+            lines[2].starts_with("config.yaml ") && lines[2].contains(" iac "),
+            "{out}"
+        );
+        assert!(
+            out.contains("decision: human (3 paths: 1 queue, 2 human, 0 reject; policy default "),
+            "{out}"
+        );
+        let json = serde_json::to_value(&rows).unwrap();
+        assert_eq!(json[2]["reason"], "ci-path-changed");
+        assert_eq!(json[2]["verdict"], "human");
+        assert_eq!(json[0]["bucket"], "src");
+    }
+
+    #[test]
+    fn classify_table_escapes_a_path_that_would_rewrite_the_terminal() {
+        let policy = Policy::default();
+        let rows = classify_rows(vec!["x\u{1b}[2Jy".to_owned()], &policy, |_| None);
+        let out = render_table(&rows, "default", &policy);
+        assert!(!out.contains('\u{1b}'), "{out:?}");
+        assert!(out.contains("x\\u{1b}[2Jy"), "{out}");
+        assert!(out.contains("(1 path: 1 queue"), "{out}");
     }
 
     #[test]
