@@ -1,0 +1,533 @@
+//! The audit ledger: append-only, hash-chained entries for submit, fetch, gate and every
+//! refused artifact, each a DSSE envelope signed by the trusted key, kept in the store under
+//! `ledger/` so that every trusted host (ephemeral CI runners included) shares one chain.
+//! The format and the chain rule are specified in `docs/LEDGER.md`.
+//!
+//! Guards against: edited, dropped, reordered, moved, forged or forked entries. [`verify`]
+//! walks `ledger/` in order and names the first broken entry with a stable rule id (see
+//! [`rule`]); [`verify_pinned`] also detects a truncated tail or rewritten history against a
+//! head pinned elsewhere. [`append`] refuses to extend a tail that is not a valid entry, and
+//! retries (bounded) when another host appended concurrently.
+//!
+//! On `Ok`: [`verify`] saw entries `1..=n` and nothing else under `ledger/`, every one signed by
+//! the pinned trusted key, each `prev` the SHA-256 of its predecessor's file bytes, times
+//! non-decreasing. [`show_job`] reads only such a ledger.
+//!
+//! Does not check (cannot): that the tail was not truncated, unless a head is pinned; anything
+//! about an entry signed with a compromised trusted key; that the events are true (the ledger
+//! records what the trusted side did, it does not re-run it).
+#![allow(
+    dead_code,
+    reason = "wired by cli.rs (audit verify/show) and by submit, fetch and gate"
+)]
+
+pub mod bom;
+pub mod entry;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use airlock_core::digest::Sha256Digest;
+use airlock_core::jobid::JobId;
+use airlock_core::keys::{PublicKey, SigningKey};
+use airlock_core::store_layout::LEDGER_PREFIX;
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::store::Store;
+
+pub use bom::BillOfMaterials;
+use entry::{entry_key, open_entry, parse_entry_key, seal, MAX_ENTRY_BYTES, MAX_SEQ};
+pub use entry::{Event, LedgerEntry};
+
+/// Stable rule ids of ledger failures (also listed in `docs/LEDGER.md`).
+pub mod rule {
+    /// An entry number between 1 and the last present entry is missing.
+    pub const GAP: &str = "ledger.gap";
+    /// An object under `ledger/` is not named `<12 digits>.dsse.json` with a number >= 1.
+    pub const NAME: &str = "ledger.name";
+    /// The entry is not signed by the pinned trusted key.
+    pub const SIGNATURE: &str = "ledger.signature";
+    /// The entry is not a strict DSSE envelope over a ledger-entry statement.
+    pub const MALFORMED: &str = "ledger.malformed";
+    /// The signed sequence number (or subject name) is not the one the object name says.
+    pub const SEQ_MISMATCH: &str = "ledger.seq-mismatch";
+    /// `prev` is not the SHA-256 of the previous entry's file bytes.
+    pub const PREV_MISMATCH: &str = "ledger.prev-mismatch";
+    /// `prev` names an earlier entry that another entry already extends: two branches.
+    pub const FORK: &str = "ledger.fork";
+    /// `at` is earlier than the previous entry's.
+    pub const TIME: &str = "ledger.time";
+    /// The ledger ends before the pinned head.
+    pub const TRUNCATED: &str = "ledger.truncated";
+    /// The entry at the pinned head's position is not the pinned one.
+    pub const PIN_MISMATCH: &str = "ledger.pin-mismatch";
+
+    /// Every rule id, for the uniqueness test and the docs.
+    pub const ALL: [&str; 10] = [
+        GAP,
+        NAME,
+        SIGNATURE,
+        MALFORMED,
+        SEQ_MISMATCH,
+        PREV_MISMATCH,
+        FORK,
+        TIME,
+        TRUNCATED,
+        PIN_MISMATCH,
+    ];
+}
+
+/// Appends give up after this many lost races (each lost race means another append won).
+pub const MAX_APPEND_TRIES: u32 = 32;
+
+/// The first broken entry: its object key, the rule and the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BrokenEntry {
+    /// Object key, e.g. `ledger/000000000007.dsse.json` (for a gap: the first missing key).
+    pub key: String,
+    /// Stable rule id (one of [`rule::ALL`]).
+    pub rule: &'static str,
+    /// Why, naming digests and numbers, never payload text.
+    pub reason: String,
+}
+
+impl fmt::Display for BrokenEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: rejected ({}): {}", self.key, self.rule, self.reason)
+    }
+}
+
+/// Why a ledger operation failed (beyond plain store I/O, which is reported with context).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The chain is broken; the first broken entry.
+    #[error("{0}")]
+    Broken(BrokenEntry),
+    /// Every try lost a race against other appenders.
+    #[error(
+        "ledger: gave up appending after {tries} tries (ledger.contention): other hosts kept \
+         appending first"
+    )]
+    Contention {
+        /// Tries made.
+        tries: u32,
+    },
+    /// The entry would be larger than [`MAX_ENTRY_BYTES`].
+    #[error("ledger entry for job {job}: too large (ledger.too-large): limit {limit} bytes, seen {seen}")]
+    TooLarge {
+        /// The job.
+        job: JobId,
+        /// The limit.
+        limit: usize,
+        /// The entry's size.
+        seen: usize,
+    },
+    /// The ledger holds [`MAX_SEQ`] entries.
+    #[error("ledger is full (ledger.full): {MAX_SEQ} entries")]
+    Full,
+    /// The event is inconsistent (a caller bug), e.g. a prompt that does not hash to its digest.
+    #[error("ledger entry for job {job}: refused (ledger.bad-event): {reason}")]
+    BadEvent {
+        /// The job.
+        job: JobId,
+        /// Why.
+        reason: String,
+    },
+    /// `audit show`: the verified ledger has no entry for this job.
+    #[error("job {job}: no ledger entries (ledger.unknown-job)")]
+    UnknownJob {
+        /// The job.
+        job: JobId,
+    },
+}
+
+/// A ledger head: the last entry's number and the SHA-256 of its file bytes. Its text form
+/// `<seq>:<sha256>` is what a team pins elsewhere to detect truncation later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LedgerHead {
+    /// Entry number.
+    pub seq: u64,
+    /// SHA-256 of that entry's file bytes.
+    pub sha256: Sha256Digest,
+}
+
+impl fmt::Display for LedgerHead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.seq, self.sha256)
+    }
+}
+
+impl FromStr for LedgerHead {
+    type Err = anyhow::Error;
+    /// Parses `<seq>:<64 lowercase hex>` with `seq` in `1..=MAX_SEQ`, decimal without sign or
+    /// leading zeros.
+    fn from_str(s: &str) -> Result<Self> {
+        let err = || {
+            anyhow::anyhow!(
+                "ledger head {:?} is malformed (ledger.head): expected <seq>:<sha256 hex>",
+                s.chars().take(100).collect::<String>()
+            )
+        };
+        let (seq, digest) = s.split_once(':').ok_or_else(err)?;
+        let canonical =
+            !seq.is_empty() && seq.bytes().all(|c| c.is_ascii_digit()) && !seq.starts_with('0');
+        let seq: u64 = seq.parse().map_err(|_| err())?;
+        if !canonical || seq > MAX_SEQ {
+            return Err(err());
+        }
+        let sha256 = Sha256Digest::from_hex(digest).map_err(|_| err())?;
+        Ok(LedgerHead { seq, sha256 })
+    }
+}
+
+/// What a successful [`verify`] saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// Number of entries (`1..=entries` all present and valid).
+    pub entries: u64,
+    /// The head (`None` for an empty ledger). Pin it to detect truncation later.
+    pub head: Option<LedgerHead>,
+    /// Key id (sha256 of the raw public key) of the trusted key every entry was checked with.
+    pub trusted_key_id: String,
+    /// `at` of the first entry, unix seconds.
+    pub first_at: Option<u64>,
+    /// `at` of the last entry, unix seconds.
+    pub last_at: Option<u64>,
+    /// The pinned head that was checked, if any.
+    pub pinned: Option<LedgerHead>,
+}
+
+impl fmt::Display for VerifyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.head {
+            None => write!(f, "ledger OK: empty (trusted key {})", self.trusted_key_id)?,
+            Some(head) => {
+                write!(
+                    f,
+                    "ledger OK: {} entries, every signature by trusted key {}, chain intact\nhead {head}",
+                    self.entries, self.trusted_key_id
+                )?;
+                if let (Some(a), Some(b)) = (self.first_at, self.last_at) {
+                    write!(
+                        f,
+                        "\nfrom {} to {}",
+                        airlock_core::jobid::rfc3339_utc(a),
+                        airlock_core::jobid::rfc3339_utc(b)
+                    )?;
+                }
+            }
+        }
+        match &self.pinned {
+            Some(pin) => write!(f, "\npinned head {pin} matches"),
+            None => write!(
+                f,
+                "\nnote: a truncated tail is only detectable against a pinned head \
+                 (record the head elsewhere; check with the pin next time)"
+            ),
+        }
+    }
+}
+
+/// Appends `event` about `job` as the next entry, signed by `key`; returns its number.
+///
+/// Reads the tail (the highest entry name under `ledger/`), opens it under `key`'s public half
+/// (a tail that is not a valid entry is refused: run `airlock audit verify`), chains to it
+/// with `prev` = SHA-256 of its file bytes and `at` = max(`now_unix`, tail's `at`), and writes
+/// the next name with a conditional create. If another host created that name first, re-reads
+/// and retries, at most [`MAX_APPEND_TRIES`] times. After a successful create the entry is
+/// read back: on a store whose create-if-absent is not atomic (see `docs/LEDGER.md`), a
+/// racing writer that overwrote it is noticed here and the event is appended again.
+pub fn append(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    event: Event,
+    now_unix: u64,
+) -> Result<u64> {
+    let event = event.bounded();
+    event.check().map_err(|reason| LedgerError::BadEvent {
+        job: job.clone(),
+        reason,
+    })?;
+    let public = key.public();
+    for _ in 0..MAX_APPEND_TRIES {
+        let (seq, prev, at) = match read_tail(store, &public)? {
+            Tail::Missing => continue,
+            Tail::Empty => (1, None, now_unix),
+            Tail::At(seq, digest, tail_at) => {
+                if seq >= MAX_SEQ {
+                    return Err(LedgerError::Full.into());
+                }
+                (seq + 1, Some(digest), now_unix.max(tail_at))
+            }
+        };
+        let entry = LedgerEntry {
+            seq,
+            prev,
+            at,
+            job: job.clone(),
+            event: event.clone(),
+        };
+        let bytes = seal(&entry, key)?;
+        if bytes.len() > MAX_ENTRY_BYTES {
+            return Err(LedgerError::TooLarge {
+                job: job.clone(),
+                limit: MAX_ENTRY_BYTES,
+                seen: bytes.len(),
+            }
+            .into());
+        }
+        let name = entry_key(seq);
+        if !store.put_new(&name, &bytes)? {
+            tracing::debug!(entry = %name, "ledger: lost an append race, retrying");
+            continue;
+        }
+        let back = store.get_bytes(&name, MAX_ENTRY_BYTES as u64)?;
+        if back.as_deref() != Some(bytes.as_slice()) {
+            tracing::warn!(
+                entry = %name,
+                "ledger: entry was overwritten by a concurrent writer (store create-if-absent \
+                 is not atomic); appending again"
+            );
+            continue;
+        }
+        tracing::debug!(entry = %name, job = %job, kind = entry.event.kind(), "ledger: appended");
+        return Ok(seq);
+    }
+    Err(LedgerError::Contention {
+        tries: MAX_APPEND_TRIES,
+    }
+    .into())
+}
+
+enum Tail {
+    /// No entries yet.
+    Empty,
+    /// The listed tail vanished before it could be read (retry).
+    Missing,
+    /// The tail's number, file digest and `at`.
+    At(u64, Sha256Digest, u64),
+}
+
+fn read_tail(store: &Store, trusted: &PublicKey) -> Result<Tail> {
+    let objects = store
+        .list(LEDGER_PREFIX)
+        .context("ledger: cannot list entries")?;
+    let Some((seq, size)) = objects
+        .iter()
+        .filter_map(|o| parse_entry_key(&o.key).map(|seq| (seq, o.size)))
+        .max()
+    else {
+        return Ok(Tail::Empty);
+    };
+    let name = entry_key(seq);
+    let Some(bytes) = read_entry(store, &name, size)? else {
+        return Ok(Tail::Missing);
+    };
+    let entry = open_entry(&name, seq, &bytes, trusted).map_err(|b| {
+        anyhow::Error::new(LedgerError::Broken(b)).context(
+            "ledger: refusing to append after an invalid tail (run `airlock audit verify`)",
+        )
+    })?;
+    Ok(Tail::At(seq, Sha256Digest::of_bytes(&bytes), entry.at))
+}
+
+/// Reads an entry file whose listed size is `size`; an oversized one is a broken entry
+/// (`ledger.malformed`). The read itself is capped too (the object may change after listing).
+fn read_entry(store: &Store, key: &str, size: u64) -> Result<Option<Vec<u8>>> {
+    if size > MAX_ENTRY_BYTES as u64 {
+        return Err(LedgerError::Broken(BrokenEntry {
+            key: key.to_owned(),
+            rule: rule::MALFORMED,
+            reason: format!("too large: limit {MAX_ENTRY_BYTES} bytes, object is {size}"),
+        })
+        .into());
+    }
+    store
+        .get_bytes(key, MAX_ENTRY_BYTES as u64)
+        .with_context(|| format!("ledger: cannot read {key}"))
+}
+
+/// Verifies the whole ledger against the pinned trusted key. A broken chain is an `Err`
+/// holding [`LedgerError::Broken`] with the first broken entry; store failures are other
+/// errors. The rules, in the order they are checked, are in `docs/LEDGER.md`.
+pub fn verify(store: &Store, trusted: &PublicKey) -> Result<VerifyReport> {
+    walk(store, trusted, None, |_, _| {})
+}
+
+/// [`verify`], and also: the ledger reaches `pin.seq` (else `ledger.truncated`) and entry
+/// `pin.seq` hashes to `pin.sha256` (else `ledger.pin-mismatch`: history was rewritten).
+pub fn verify_pinned(store: &Store, trusted: &PublicKey, pin: &LedgerHead) -> Result<VerifyReport> {
+    walk(store, trusted, Some(pin), |_, _| {})
+}
+
+/// The generation bill of materials of `job`, from a ledger that verifies in full.
+pub fn show_job(store: &Store, trusted: &PublicKey, job: &JobId) -> Result<BillOfMaterials> {
+    let mut mine = Vec::new();
+    let report = walk(store, trusted, None, |seq, entry| {
+        if entry.job == *job {
+            mine.push((seq, entry.clone()));
+        }
+    })?;
+    if mine.is_empty() {
+        return Err(LedgerError::UnknownJob { job: job.clone() }.into());
+    }
+    Ok(BillOfMaterials::from_entries(job.clone(), mine, report))
+}
+
+/// The current gate decision of every job, from a ledger that verifies in full: the last
+/// `gate` entry's `decision` per job. A broken ledger is an error (fail closed: `gc` deletes
+/// by it).
+pub fn decisions(
+    store: &Store,
+    trusted: &PublicKey,
+) -> Result<std::collections::BTreeMap<JobId, String>> {
+    let mut out = std::collections::BTreeMap::new();
+    walk(store, trusted, None, |_, entry| {
+        if let Event::Gate { decision, .. } = &entry.event {
+            out.insert(entry.job.clone(), decision.clone());
+        }
+    })?;
+    Ok(out)
+}
+
+/// Walks `ledger/` in name order, checking every rule; calls `visit` on each valid entry.
+fn walk(
+    store: &Store,
+    trusted: &PublicKey,
+    pin: Option<&LedgerHead>,
+    mut visit: impl FnMut(u64, &LedgerEntry),
+) -> Result<VerifyReport> {
+    let broken = |key: String, rule: &'static str, reason: String| -> anyhow::Error {
+        LedgerError::Broken(BrokenEntry { key, rule, reason }).into()
+    };
+    let objects = store
+        .list(LEDGER_PREFIX)
+        .context("ledger: cannot list entries")?;
+    let mut expected = 1u64;
+    let mut last: Option<(Sha256Digest, u64)> = None; // previous entry's digest and `at`
+    let mut seen: HashMap<Sha256Digest, u64> = HashMap::new();
+    let mut first_at = None;
+    for obj in &objects {
+        let key = obj.key.as_str();
+        let Some(seq) = parse_entry_key(key) else {
+            return Err(broken(
+                key.chars().take(200).collect(),
+                rule::NAME,
+                format!(
+                    "not an entry name (expected {LEDGER_PREFIX}<12 digits, from 1>.dsse.json)"
+                ),
+            ));
+        };
+        if seq != expected {
+            return Err(broken(
+                entry_key(expected),
+                rule::GAP,
+                format!("entry {expected} is missing (the next present entry is {key})"),
+            ));
+        }
+        let Some(bytes) = read_entry(store, key, obj.size)? else {
+            return Err(broken(
+                key.to_owned(),
+                rule::GAP,
+                "listed but gone when read (deleted during verification)".into(),
+            ));
+        };
+        let entry = open_entry(key, seq, &bytes, trusted).map_err(LedgerError::Broken)?;
+        let digest = Sha256Digest::of_bytes(&bytes);
+        match (&last, entry.prev) {
+            (None, None) => {}
+            (None, Some(p)) => {
+                return Err(broken(
+                    key.to_owned(),
+                    rule::PREV_MISMATCH,
+                    format!("the first entry must have prev null, found {p}"),
+                ))
+            }
+            (Some(_), None) => {
+                return Err(broken(
+                    key.to_owned(),
+                    rule::PREV_MISMATCH,
+                    "prev is null, but only entry 1 may start a chain".into(),
+                ))
+            }
+            (Some((want, _)), Some(p)) if p == *want => {}
+            (Some((want, _)), Some(p)) => {
+                return Err(match seen.get(&p) {
+                    Some(&j) => broken(
+                        key.to_owned(),
+                        rule::FORK,
+                        format!(
+                            "prev is entry {j} ({p}), which entry {} already extends: two \
+                             branches (concurrent appends on a store without atomic create?)",
+                            j + 1
+                        ),
+                    ),
+                    None => broken(
+                        key.to_owned(),
+                        rule::PREV_MISMATCH,
+                        format!(
+                            "prev is {p}, but {} hashes to {want} (edited, replaced or reordered)",
+                            entry_key(seq - 1)
+                        ),
+                    ),
+                })
+            }
+        }
+        if let Some((_, prev_at)) = last {
+            if entry.at < prev_at {
+                return Err(broken(
+                    key.to_owned(),
+                    rule::TIME,
+                    format!(
+                        "at {} is earlier than the previous entry's {prev_at}",
+                        entry.at
+                    ),
+                ));
+            }
+        }
+        if let Some(pin) = pin {
+            if pin.seq == seq && pin.sha256 != digest {
+                return Err(broken(
+                    key.to_owned(),
+                    rule::PIN_MISMATCH,
+                    format!("hashes to {digest}, but the pinned head is {pin} (history rewritten)"),
+                ));
+            }
+        }
+        visit(seq, &entry);
+        first_at.get_or_insert(entry.at);
+        seen.insert(digest, seq);
+        last = Some((digest, entry.at));
+        expected += 1;
+    }
+    let entries = expected - 1;
+    if let Some(pin) = pin {
+        if pin.seq > entries {
+            return Err(broken(
+                entry_key(entries + 1),
+                rule::TRUNCATED,
+                format!(
+                    "the ledger ends at entry {entries}, but the pinned head is {pin} (entries \
+                     were removed from the tail)"
+                ),
+            ));
+        }
+    }
+    Ok(VerifyReport {
+        entries,
+        head: last.map(|(sha256, _)| LedgerHead {
+            seq: entries,
+            sha256,
+        }),
+        trusted_key_id: trusted.key_id(),
+        first_at,
+        last_at: last.map(|(_, at)| at),
+        pinned: pin.copied(),
+    })
+}
