@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Verify a copy of an airlock audit ledger offline, independently of airlock.
+
+Usage:
+    verify-ledger.py LEDGER_DIR TRUSTED_PUBLIC_KEY [--head SEQ:SHA256]
+
+LEDGER_DIR is a copy of the store's `ledger/` prefix, e.g. made with
+`aws s3 cp --recursive s3://bucket/prefix/ledger/ ./ledger/` or `cp -r store/ledger .`.
+TRUSTED_PUBLIC_KEY is the trusted key: the SPKI PEM file `.airlock/trusted.pub`, or the raw
+ed25519 public key as 64 hex digits. With --head, the ledger must reach the pinned head and
+entry SEQ must hash to SHA256 (detects a truncated tail or rewritten history).
+
+Checks the rules of docs/LEDGER.md in the same order as `airlock audit verify`, with
+hashlib, json, base64 and securesystemslib's DSSE implementation, and prints either
+    OK: N entries, head N:SHA256
+or the first broken entry on stderr:
+    ledger/000000000007.dsse.json: rejected (ledger.prev-mismatch): ...
+
+Exit codes: 0 intact, 1 broken, 2 usage, 77 securesystemslib missing
+(pip install securesystemslib).
+"""
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+import re
+import sys
+
+SKIP = 77
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "urn:airlock:predicate:ledger-entry:v1"
+MAX_ENTRY_BYTES = 4 * 1024 * 1024
+NAME = re.compile(r"^([0-9]{12})\.dsse\.json$")
+DIGEST = re.compile(r"^[0-9a-f]{64}$")
+JOB = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{20}$")
+SPKI_ED25519_PREFIX = bytes.fromhex("302a300506032b6570032100")
+
+# Field names and types of each event kind (besides "kind"); every field is required and no
+# other field is allowed.
+EVENT_FIELDS = {
+    "submit": {
+        "prompt_sha256": "digest",
+        "prompt": "str",
+        "model_requested": "str",
+        "bundle_sha256": "digest",
+        "request_sha256": "digest",
+        "revision": "str",
+        "expires_at": "u64",
+    },
+    "fetch": {
+        "artifact_sha256": "digest",
+        "packet_sha256": "digest",
+        "model_reported": "str",
+        "partial": "bool",
+        "run_id": "str",
+    },
+    "gate": {
+        "decision": "str",
+        "reasons": "strs",
+        "policy_sha256": "digest",
+        "gate_version": "str",
+        "artifact_sha256": "digest",
+        "diff_sha256": "digest",
+    },
+    "reject": {"stage": "str", "reason_code": "str", "detail": "str"},
+}
+REJECT_STAGES = ("fetch", "gate")
+
+
+class Broken(Exception):
+    def __init__(self, key, rule, reason):
+        super().__init__(f"{key}: rejected ({rule}): {reason}")
+
+
+def canonical(value):
+    """The canonical JSON of docs/FORMATS.md: compact, sorted keys, minimal escaping."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
+
+
+def load_key(arg):
+    from securesystemslib.signer import SSlibKey
+
+    if re.fullmatch(r"[0-9a-f]{64}", arg):
+        raw = bytes.fromhex(arg)
+    else:
+        with open(arg, "r", encoding="ascii") as f:
+            pem = f.read()
+        body = "".join(
+            line.strip() for line in pem.splitlines() if line.strip() and not line.startswith("-----")
+        )
+        der = base64.b64decode(body, validate=True)
+        if len(der) != 44 or not der.startswith(SPKI_ED25519_PREFIX):
+            raise ValueError(f"{arg}: not an ed25519 SPKI public key")
+        raw = der[12:]
+    keyid = hashlib.sha256(raw).hexdigest()
+    return SSlibKey(keyid, "ed25519", "ed25519", {"public": raw.hex()})
+
+
+def b64_canonical(text, key, field):
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        raise Broken(key, "ledger.malformed", f"{field} is not standard base64")
+    if base64.b64encode(raw).decode("ascii") != text:
+        raise Broken(key, "ledger.malformed", f"{field} is not canonical base64")
+    return raw
+
+
+def is_u64(v):
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64
+
+
+def check_type(v, ty):
+    if ty == "digest":
+        return isinstance(v, str) and DIGEST.fullmatch(v) is not None
+    if ty == "str":
+        return isinstance(v, str)
+    if ty == "strs":
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+    if ty == "u64":
+        return is_u64(v)
+    if ty == "bool":
+        return isinstance(v, bool)
+    return False
+
+
+def check_predicate(p, key):
+    """Shape of LedgerEntry (deny unknown fields, all required, types exact)."""
+
+    def bad(reason):
+        raise Broken(key, "ledger.malformed", f"predicate: {reason}")
+
+    if not isinstance(p, dict) or set(p) != {"seq", "prev", "at", "job", "event"}:
+        bad("members must be exactly seq, prev, at, job, event")
+    if not is_u64(p["seq"]) or not is_u64(p["at"]):
+        bad("seq and at must be unsigned integers")
+    if p["prev"] is not None and not check_type(p["prev"], "digest"):
+        bad("prev must be null or 64 lowercase hex digits")
+    if not isinstance(p["job"], str) or not JOB.fullmatch(p["job"]):
+        bad("job is not a job id")
+    ev = p["event"]
+    if not isinstance(ev, dict) or ev.get("kind") not in EVENT_FIELDS:
+        bad("event.kind must be one of " + ", ".join(EVENT_FIELDS))
+    fields = EVENT_FIELDS[ev["kind"]]
+    if set(ev) != set(fields) | {"kind"}:
+        bad(f"{ev['kind']} event members must be exactly kind, " + ", ".join(fields))
+    for name, ty in fields.items():
+        if not check_type(ev[name], ty):
+            bad(f"event.{name} has the wrong type")
+
+
+def open_entry(path, key, seq, trusted):
+    """Mirrors ledger::entry::open_entry: returns (predicate, file bytes)."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+
+    with open(path, "rb") as f:
+        data = f.read(MAX_ENTRY_BYTES + 1)
+    if len(data) > MAX_ENTRY_BYTES:
+        raise Broken(key, "ledger.malformed", f"too large: limit {MAX_ENTRY_BYTES} bytes")
+    try:
+        env = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise Broken(key, "ledger.malformed", f"not JSON: {e}")
+    if not isinstance(env, dict) or set(env) != {"payload", "payloadType", "signatures"}:
+        raise Broken(key, "ledger.malformed", "envelope members must be payload, payloadType, signatures")
+    sigs = env["signatures"]
+    if not isinstance(sigs, list) or not all(
+        isinstance(s, dict) and set(s) == {"keyid", "sig"} and all(isinstance(v, str) for v in s.values())
+        for s in sigs
+    ):
+        raise Broken(key, "ledger.malformed", "signatures must be [{keyid, sig}]")
+    if env["payloadType"] != PAYLOAD_TYPE or not isinstance(env["payload"], str):
+        raise Broken(key, "ledger.malformed", f"payloadType must be {PAYLOAD_TYPE}")
+    payload = b64_canonical(env["payload"], key, "payload")
+    # Signature by the pinned trusted key, as securesystemslib checks it; any signature that
+    # claims the trusted key id must verify.
+    mine = [s for s in sigs if s["keyid"] == trusted.keyid]
+    for s in mine:
+        b64_canonical(s["sig"], key, "signatures[].sig")
+    try:
+        Envelope.from_dict(json.loads(data)).verify([trusted], 1)
+        ok = True
+    except VerificationError:
+        ok = False
+    if ok and len(mine) > 1:
+        # securesystemslib needs one good signature; we need every one with our key id good.
+        for s in mine:
+            single = {"payload": env["payload"], "payloadType": PAYLOAD_TYPE, "signatures": [s]}
+            try:
+                Envelope.from_dict(single).verify([trusted], 1)
+            except VerificationError:
+                ok = False
+    if not ok:
+        raise Broken(key, "ledger.signature", f"not signed by the trusted key {trusted.keyid}")
+
+    try:
+        statement = json.loads(payload.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise Broken(key, "ledger.malformed", f"payload is not JSON: {e}")
+    if canonical(statement) != payload:
+        raise Broken(key, "ledger.malformed", "payload is not canonical JSON")
+    if not isinstance(statement, dict) or set(statement) != {"_type", "subject", "predicateType", "predicate"}:
+        raise Broken(key, "ledger.malformed", "payload is not an in-toto statement")
+    if statement["_type"] != STATEMENT_TYPE:
+        raise Broken(key, "ledger.malformed", "statement _type is not in-toto v1")
+    subjects = statement["subject"]
+    if not isinstance(subjects, list) or not subjects:
+        raise Broken(key, "ledger.malformed", "statement has no subject")
+    for s in subjects:
+        if (
+            not isinstance(s, dict)
+            or set(s) != {"name", "digest"}
+            or not isinstance(s["name"], str)
+            or not isinstance(s["digest"], dict)
+            or set(s["digest"]) != {"sha256"}
+            or not check_type(s["digest"]["sha256"], "digest")
+        ):
+            raise Broken(key, "ledger.malformed", "subject must be {name, digest: {sha256}}")
+    if len({s["name"] for s in subjects}) != len(subjects):
+        raise Broken(key, "ledger.malformed", "subject names repeat")
+    if statement["predicateType"] != PREDICATE_TYPE:
+        raise Broken(key, "ledger.malformed", f"predicateType must be {PREDICATE_TYPE}")
+    predicate = statement["predicate"]
+    check_predicate(predicate, key)
+    if len(subjects) != 1:
+        raise Broken(key, "ledger.malformed", "statement must have exactly one subject")
+    if predicate["seq"] != seq:
+        raise Broken(key, "ledger.seq-mismatch", f"the signed entry says seq {predicate['seq']}, but its name says {seq}")
+    if subjects[0]["name"] != f"ledger-entry-{seq}":
+        raise Broken(key, "ledger.seq-mismatch", f"subject name is not ledger-entry-{seq}")
+    if subjects[0]["digest"]["sha256"] != hashlib.sha256(canonical(predicate)).hexdigest():
+        raise Broken(key, "ledger.malformed", "subject digest is not the sha256 of the canonical predicate")
+    ev = predicate["event"]
+    if ev["kind"] == "submit" and hashlib.sha256(ev["prompt"].encode("utf-8")).hexdigest() != ev["prompt_sha256"]:
+        raise Broken(key, "ledger.malformed", "the recorded prompt does not hash to prompt_sha256")
+    if ev["kind"] == "reject" and ev["stage"] not in REJECT_STAGES:
+        raise Broken(key, "ledger.malformed", "reject stage must be fetch or gate")
+    return predicate, data
+
+
+def entry_key(seq):
+    return f"ledger/{seq:012d}.dsse.json"
+
+
+def walk(ledger_dir, trusted, pin):
+    names = sorted(os.listdir(ledger_dir))
+    expected = 1
+    last = None  # (digest, at)
+    seen = {}
+    for name in names:
+        key = f"ledger/{name}"
+        m = NAME.fullmatch(name)
+        path = os.path.join(ledger_dir, name)
+        if not m or int(m.group(1)) == 0 or not os.path.isfile(path):
+            raise Broken(key, "ledger.name", "not an entry name (expected ledger/<12 digits, from 1>.dsse.json)")
+        seq = int(m.group(1))
+        if seq != expected:
+            raise Broken(entry_key(expected), "ledger.gap", f"entry {expected} is missing (the next present entry is {key})")
+        predicate, data = open_entry(path, key, seq, trusted)
+        digest = hashlib.sha256(data).hexdigest()
+        prev = predicate["prev"]
+        if last is None:
+            if prev is not None:
+                raise Broken(key, "ledger.prev-mismatch", f"the first entry must have prev null, found {prev}")
+        elif prev is None:
+            raise Broken(key, "ledger.prev-mismatch", "prev is null, but only entry 1 may start a chain")
+        elif prev != last[0]:
+            if prev in seen:
+                j = seen[prev]
+                raise Broken(key, "ledger.fork", f"prev is entry {j}, which entry {j + 1} already extends: two branches")
+            raise Broken(key, "ledger.prev-mismatch", f"prev is {prev}, but {entry_key(seq - 1)} hashes to {last[0]}")
+        if last is not None and predicate["at"] < last[1]:
+            raise Broken(key, "ledger.time", f"at {predicate['at']} is earlier than the previous entry's {last[1]}")
+        if pin is not None and pin[0] == seq and pin[1] != digest:
+            raise Broken(key, "ledger.pin-mismatch", f"hashes to {digest}, but the pinned head is {pin[0]}:{pin[1]}")
+        seen[digest] = seq
+        last = (digest, predicate["at"])
+        expected += 1
+    entries = expected - 1
+    if pin is not None and pin[0] > entries:
+        raise Broken(entry_key(entries + 1), "ledger.truncated", f"the ledger ends at entry {entries}, but the pinned head is {pin[0]}:{pin[1]}")
+    return entries, (last[0] if last else None)
+
+
+def main(argv):
+    args = argv[1:]
+    pin = None
+    if len(args) == 4 and args[2] == "--head":
+        m = re.fullmatch(r"([1-9][0-9]{0,11}):([0-9a-f]{64})", args[3])
+        if not m:
+            print("--head must be SEQ:SHA256", file=sys.stderr)
+            return 2
+        pin = (int(m.group(1)), m.group(2))
+        args = args[:2]
+    if len(args) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        import securesystemslib.dsse  # noqa: F401
+        from securesystemslib.signer import SSlibKey  # noqa: F401
+    except ImportError:
+        print("SKIPPED: securesystemslib not installed (pip install securesystemslib)", file=sys.stderr)
+        return SKIP
+    try:
+        trusted = load_key(args[1])
+    except (OSError, ValueError) as e:
+        print(f"cannot read the trusted key: {e}", file=sys.stderr)
+        return 2
+    try:
+        entries, head = walk(args[0], trusted, pin)
+    except Broken as b:
+        print(str(b), file=sys.stderr)
+        return 1
+    head_text = f"{entries}:{head}" if head else "none"
+    print(f"OK: {entries} entries, head {head_text}")
+    print(f"every entry signed by trusted key {trusted.keyid}; chain intact")
+    if pin is None:
+        print("note: a truncated tail is only detectable against a pinned head (--head)")
+    else:
+        print(f"pinned head {pin[0]}:{pin[1]} matches")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
