@@ -186,10 +186,16 @@ struct Compiled {
     exact_rule: Vec<usize>,
 }
 
-/// Reads a table glob: no `/` means "this file name at any depth".
+/// Reads a glob: no `/` means "this file name at any depth"; a trailing `/**` also matches
+/// the directory's own path, so a file or link put in its place (`.github/workflows` as a
+/// symlink) falls under the same rule as its contents.
 fn anchor(glob: &str) -> String {
+    let glob = match glob.strip_suffix("/**") {
+        Some(dir) if !dir.is_empty() => format!("{dir}{{,/**}}"),
+        _ => glob.to_owned(),
+    };
     if glob.contains('/') {
-        glob.to_owned()
+        glob
     } else {
         format!("**/{glob}")
     }
@@ -803,6 +809,24 @@ mod tests {
         ] {
             assert!(!needs_content(p), "{p}");
         }
+    }
+
+    #[test]
+    fn a_file_or_link_in_place_of_a_sensitive_directory_keeps_its_bucket() {
+        assert_eq!(
+            classify_path(".github/workflows", None).rule,
+            "ci.github-workflow"
+        );
+        assert_eq!(classify_path(".vscode", None).rule, "agent.editor-config");
+        assert_eq!(classify_path("sub/.claude", None).rule, "agent.tool-dir");
+        assert_eq!(classify_path(".circleci", None).rule, "ci.circleci");
+        assert_eq!(classify_path("vendor", None).rule, "deps.vendored");
+        // Only the directory name itself, not a longer name.
+        assert_eq!(classify_path(".vscodex", None).bucket, Bucket::Other);
+        assert_eq!(anchor("ci/**"), "ci{,/**}");
+        assert_eq!(anchor("**/.husky/**"), "**/.husky{,/**}");
+        assert_eq!(anchor("makefile"), "**/makefile");
+        assert_eq!(anchor("*.tf"), "**/*.tf");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! Glob syntax (globset, `literal_separator`): `*` and `?` stay inside one path component, `**`
 //! crosses components, `{a,b}` is an alternation. A glob without `/` matches the file name at
 //! any depth (it is read as `**/<glob>`); a glob with `/` is anchored at the repository root
-//! unless it starts with `**/`.
+//! unless it starts with `**/`. A trailing `/**` also matches the directory's own path (a file
+//! or link in its place).
 //!
 //! `globs` are matched against the *folded* path (see [`super::fold_path`]): they must be
 //! written in lowercase. `exact_globs` are matched case-sensitively against the normalised
