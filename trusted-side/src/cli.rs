@@ -63,6 +63,107 @@ pub enum Command {
     /// Download a job's artifact and verify it: the job key from the signed record, the
     /// binding to the job's bundle, digests, and that it landed before the token expired.
     Fetch(FetchArgs),
+    /// Judge a job's artifact: verify (fetching it if needed), safe unpack, strict diff
+    /// parse, apply check against the packed revision with real git (never touching your
+    /// checkout), secret scan of added lines, blast-radius classification, policy.
+    ///
+    /// Exit 0 queue, 3 needs a human, 4 reject. Nothing is ever applied to your branch;
+    /// --review-branch commits the result on airlock/<job> for review.
+    Gate(GateArgs),
+    /// What the gate would say about these paths under the policy (paths from stdin if none).
+    Classify(ClassifyArgs),
+    /// Every job's state, read from the store alone: packed, running, landed, gated, expired.
+    Status(StatusArgs),
+    /// Delete inbox and drop objects of gated or expired jobs; records and ledger stay.
+    Gc(GcArgs),
+    /// Check or read the signed, hash-chained audit ledger.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+/// `airlock gate`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The job id.
+    pub job: String,
+    /// The local repository holding the packed revision.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Policy file (TOML, see docs/CLASSIFY.md); default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Commit the patched tree on refs/heads/airlock/<job> (based on the packed revision,
+    /// with bill-of-materials trailers). Never moves HEAD or touches the working tree.
+    #[arg(long)]
+    pub review_branch: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a pull-request body (Markdown) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
+}
+
+/// `airlock classify`.
+#[derive(Debug, Args)]
+pub struct ClassifyArgs {
+    /// Paths to classify; read from stdin (one per line) when none are given.
+    pub paths: Vec<String>,
+    /// Policy file (TOML); default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Only this job.
+    pub job: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock gc`.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Only jobs submitted at least this long ago: 90s, 20m, 1h, 7d.
+    #[arg(long, default_value = "1d")]
+    pub older_than: String,
+    /// List what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock audit …`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Verify every entry's signature (trusted key only) and the hash chain; names the
+    /// first broken entry and exits 4 if any. Pass --head SEQ:SHA256 (printed by an
+    /// earlier verify) to also detect a truncated tail.
+    Verify {
+        /// A head pinned earlier.
+        #[arg(long, value_name = "SEQ:SHA256")]
+        head: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The generation bill of materials of one job: prompt, models asked and reported,
+    /// digests, decision and reasons.
+    Show {
+        /// The job id.
+        job: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `airlock init`.
@@ -201,5 +302,78 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Pack(args) => crate::pack::run(&cli.global, &args),
         Command::Submit(args) => crate::submit::run(&cli.global, &args),
         Command::Fetch(args) => crate::fetch::run(&cli.global, &args),
+        Command::Gate(args) => gate(&cli.global, &args),
+        Command::Classify(args) => {
+            crate::gate::classify::run_classify(args.paths, args.json, args.policy.as_deref())?;
+            Ok(Outcome::Ok)
+        }
+        Command::Status(args) => crate::status::run(&cli.global, &args),
+        Command::Gc(args) => crate::gc::run(&cli.global, &args),
+        Command::Audit(cmd) => audit(&cli.global, cmd),
+    }
+}
+
+fn gate(global: &GlobalArgs, args: &GateArgs) -> Result<Outcome> {
+    use crate::gate::policy::Verdict;
+    let home = crate::config::Home::load(&global.home)?;
+    let key = home.signing_key()?;
+    let store = crate::store::Store::open(&home.config.store)?;
+    let job = airlock_core::jobid::JobId::parse(&args.job)?;
+    let repo = crate::config::absolute(&args.repo)?;
+    let opts = crate::gate::GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
+    let report = crate::gate::run_gate(&home, &store, &key, &job, &opts)?;
+    crate::gate::print(&report, args.json, args.md.as_deref())?;
+    Ok(match report.decision {
+        Verdict::Queue => Outcome::Ok,
+        Verdict::Human => Outcome::Human,
+        Verdict::Reject => Outcome::Reject,
+    })
+}
+
+fn audit(global: &GlobalArgs, cmd: AuditCommand) -> Result<Outcome> {
+    let home = crate::config::Home::load(&global.home)?;
+    let trusted = home.public_key()?;
+    let store = crate::store::Store::open(&home.config.store)?;
+    match cmd {
+        AuditCommand::Verify { head, json } => {
+            let result = match head {
+                Some(h) => {
+                    let pin: crate::ledger::LedgerHead = h
+                        .parse()
+                        .map_err(|e| anyhow::anyhow!("--head {h:?}: {e}"))?;
+                    crate::ledger::verify_pinned(&store, &trusted, &pin)
+                }
+                None => crate::ledger::verify(&store, &trusted),
+            };
+            match result {
+                Ok(report) => {
+                    if json {
+                        crate::output::print_json(&report)?;
+                    } else {
+                        println!("{report}");
+                    }
+                    Ok(Outcome::Ok)
+                }
+                Err(e) => match e.downcast_ref::<crate::ledger::LedgerError>() {
+                    Some(crate::ledger::LedgerError::Broken(b)) => {
+                        if json {
+                            crate::output::print_json(b)?;
+                        }
+                        Err(crate::exit::Refused(format!("ledger broken: {b}")).into())
+                    }
+                    _ => Err(e),
+                },
+            }
+        }
+        AuditCommand::Show { job, json } => {
+            let job = airlock_core::jobid::JobId::parse(&job)?;
+            let bom = crate::ledger::show_job(&store, &trusted, &job)?;
+            if json {
+                crate::output::print_json(&bom)?;
+            } else {
+                println!("{bom}");
+            }
+            Ok(Outcome::Ok)
+        }
     }
 }

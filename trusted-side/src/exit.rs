@@ -8,7 +8,6 @@ pub enum Outcome {
     /// 0: success (for `gate`: queue).
     Ok,
     /// 3: needs a human.
-    #[allow(dead_code)] // used by `gate` (next hop)
     Human,
     /// 4: rejected or refused by a rule.
     Reject,

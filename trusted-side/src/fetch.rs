@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use airlock_core::digest::{sha256_file, Sha256Digest};
 use airlock_core::dsse::{self, verify_envelope, Statement};
 use airlock_core::format::{
-    ArtifactPredicate, JobRecord, Packet, MAX_ENVELOPE_BYTES, MAX_PACKET_BYTES,
-    PREDICATE_ARTIFACT, PREDICATE_JOB_RECORD,
+    ArtifactPredicate, JobRecord, Packet, MAX_ENVELOPE_BYTES, MAX_PACKET_BYTES, PREDICATE_ARTIFACT,
+    PREDICATE_JOB_RECORD,
 };
 use airlock_core::jobid::JobId;
 use airlock_core::keys::{PublicKey, SigningKey};
@@ -61,8 +61,6 @@ pub struct Fetched {
     pub record: Verified<JobRecord>,
     /// The packet (from the verified artifact; its claims are still the worker's).
     pub packet: Packet,
-    /// The statement's predicate.
-    pub predicate: ArtifactPredicate,
     /// Where the artifact is.
     pub artifact_path: PathBuf,
     /// Its digest.
@@ -120,7 +118,10 @@ pub fn load_record(store: &Store, trusted: &PublicKey, job: &JobId) -> Result<Ve
         .with_context(|| format!("job {job}: job record refused"))?;
     record.check()?;
     if &record.job != job {
-        bail!("job {job}: the record is for job {} (record.job)", record.job);
+        bail!(
+            "job {job}: the record is for job {} (record.job)",
+            record.job
+        );
     }
     Ok(record)
 }
@@ -143,12 +144,18 @@ pub fn fetch(
     let job_key = PublicKey::from_raw_hex(&record.job_public_key)?;
 
     let env_bytes = store
-        .get_bytes(&layout::drop_artifact_envelope(job), MAX_ENVELOPE_BYTES as u64)
+        .get_bytes(
+            &layout::drop_artifact_envelope(job),
+            MAX_ENVELOPE_BYTES as u64,
+        )
         .map_err(|e| refuse("artifact-too-large", format!("{e:#}")))?
         .with_context(|| format!("job {job}: no artifact yet (nothing landed in the drop)"))?;
-    let statement: Verified<Statement> =
-        verify_envelope(&env_bytes, std::slice::from_ref(&job_key), MAX_ENVELOPE_BYTES)
-            .map_err(|e| refuse("artifact-signature", format!("artifact.dsse.json: {e}")))?;
+    let statement: Verified<Statement> = verify_envelope(
+        &env_bytes,
+        std::slice::from_ref(&job_key),
+        MAX_ENVELOPE_BYTES,
+    )
+    .map_err(|e| refuse("artifact-signature", format!("artifact.dsse.json: {e}")))?;
     let predicate: Verified<ArtifactPredicate> = statement
         .expect_predicate(PREDICATE_ARTIFACT)
         .map_err(|e| refuse("artifact-statement", format!("artifact.dsse.json: {e}")))?;
@@ -210,7 +217,10 @@ pub fn fetch(
         ));
     }
     if landed_at + STORE_SKEW_SECS < record.issued_at {
-        return Err(refuse("artifact-early", "landed before the job was submitted"));
+        return Err(refuse(
+            "artifact-early",
+            "landed before the job was submitted",
+        ));
     }
 
     let (packet, packet_sha256) = read_packet(&staging)?;
@@ -245,7 +255,6 @@ pub fn fetch(
     Ok(Fetched {
         record,
         packet,
-        predicate: predicate.into_inner(),
         artifact_path,
         artifact_sha256: digest,
         packet_sha256,
@@ -264,14 +273,18 @@ pub fn read_packet(artifact: &Path) -> Result<(Packet, Sha256Digest)> {
         |m, r| {
             if m.path == "packet.json" {
                 let mut buf = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::Read::take(r, MAX_PACKET_BYTES as u64 + 1), &mut buf)?;
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(r, MAX_PACKET_BYTES as u64 + 1),
+                    &mut buf,
+                )?;
                 packet = Some(buf);
             }
             Ok(())
         },
     )
     .map_err(|e| refuse("artifact-tar", e.with_label("artifact.tar.gz").to_string()))?;
-    let bytes = packet.ok_or_else(|| refuse("artifact-tar", "artifact.tar.gz has no packet.json"))?;
+    let bytes =
+        packet.ok_or_else(|| refuse("artifact-tar", "artifact.tar.gz has no packet.json"))?;
     let p = Packet::from_json(&bytes).map_err(|e| refuse("packet-format", e.to_string()))?;
     Ok((p, Sha256Digest::of_bytes(&bytes)))
 }
@@ -312,7 +325,10 @@ fn first_artifact_wins(
 }
 
 /// `airlock fetch JOB`.
-pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::FetchArgs) -> Result<crate::exit::Outcome> {
+pub fn run(
+    global: &crate::cli::GlobalArgs,
+    args: &crate::cli::FetchArgs,
+) -> Result<crate::exit::Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let key = home.signing_key()?;
     let store = Store::open(&home.config.store)?;
@@ -339,9 +355,19 @@ pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::FetchArgs) -> Res
                 let s = f.summary();
                 println!("job {} fetched and verified", s.job);
                 println!("  artifact  sha256:{}", s.artifact_sha256);
-                println!("  model     requested {}, reported {}", s.model_requested, s.model_reported);
-                println!("  diff      {} files, +{} -{}", s.files_changed, s.lines_added, s.lines_removed);
-                println!("  sandbox   {}{}", s.sandbox, if s.partial { " (PARTIAL result)" } else { "" });
+                println!(
+                    "  model     requested {}, reported {}",
+                    s.model_requested, s.model_reported
+                );
+                println!(
+                    "  diff      {} files, +{} -{}",
+                    s.files_changed, s.lines_added, s.lines_removed
+                );
+                println!(
+                    "  sandbox   {}{}",
+                    s.sandbox,
+                    if s.partial { " (PARTIAL result)" } else { "" }
+                );
             }
             Ok(crate::exit::Outcome::Ok)
         }
@@ -358,7 +384,9 @@ pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::FetchArgs) -> Res
                     },
                     now,
                 )?;
-                return Err(crate::exit::Refused(format!("job {job}: artifact refused: {r}")).into());
+                return Err(
+                    crate::exit::Refused(format!("job {job}: artifact refused: {r}")).into(),
+                );
             }
             Err(e)
         }

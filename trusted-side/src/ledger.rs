@@ -16,10 +16,6 @@
 //! Does not check (cannot): that the tail was not truncated, unless a head is pinned; anything
 //! about an entry signed with a compromised trusted key; that the events are true (the ledger
 //! records what the trusted side did, it does not re-run it).
-#![allow(
-    dead_code,
-    reason = "wired by cli.rs (audit verify/show) and by submit, fetch and gate"
-)]
 
 pub mod bom;
 pub mod entry;

@@ -16,14 +16,16 @@
 mod cli;
 mod config;
 mod exit;
-mod git;
-mod output;
-mod pack;
-mod store;
-mod submit;
 mod fetch;
 mod gate;
+mod gc;
+mod git;
 mod ledger;
+mod output;
+mod pack;
+mod status;
+mod store;
+mod submit;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,100 @@
+//! `airlock gc [--older-than DUR] [--dry-run]`: delete the inbox and drop objects of jobs
+//! that are gated or expired and older than DUR. Records and the ledger stay: they are the
+//! audit trail.
+//!
+//! Guards against: deleting a job still in flight (only gated, or expired past the token's
+//! lifetime, jobs qualify) and silent deletion (every object removed is listed, and
+//! `--dry-run` lists without removing).
+
+use airlock_core::jobid::JobId;
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::store::Store;
+
+/// What gc removed (or would remove).
+#[derive(Debug, Serialize)]
+pub struct GcReport {
+    /// Whether anything was actually deleted.
+    pub dry_run: bool,
+    /// Object keys removed, sorted.
+    pub removed: Vec<String>,
+    /// Jobs whose objects were removed.
+    pub jobs: Vec<JobId>,
+}
+
+/// Collects (and unless `dry_run`, deletes) inbox and drop objects of finished jobs.
+pub fn gc(
+    store: &Store,
+    trusted: &airlock_core::keys::PublicKey,
+    older_than_secs: u64,
+    dry_run: bool,
+    now: u64,
+) -> Result<GcReport> {
+    let decisions = crate::ledger::decisions(store, trusted)?;
+    let mut removed = Vec::new();
+    let mut jobs = Vec::new();
+    for job in crate::status::list_jobs(store)? {
+        let s = crate::status::job_status(store, trusted, &job, &decisions, now)?;
+        let finished = s.state == "gated" || s.state == "expired";
+        if !finished || s.issued_at.saturating_add(older_than_secs) > now {
+            continue;
+        }
+        let mut keys = Vec::new();
+        for prefix in [format!("inbox/{job}/"), format!("drop/{job}/")] {
+            keys.extend(store.list(&prefix)?.into_iter().map(|o| o.key));
+        }
+        if keys.is_empty() {
+            continue;
+        }
+        for k in &keys {
+            if !dry_run {
+                store.delete(k)?;
+            }
+        }
+        removed.extend(keys);
+        jobs.push(job);
+    }
+    removed.sort();
+    Ok(GcReport {
+        dry_run,
+        removed,
+        jobs,
+    })
+}
+
+/// `airlock gc`.
+pub fn run(
+    global: &crate::cli::GlobalArgs,
+    args: &crate::cli::GcArgs,
+) -> Result<crate::exit::Outcome> {
+    let home = crate::config::Home::load(&global.home)?;
+    let trusted = home.public_key()?;
+    let store = Store::open(&home.config.store)?;
+    let older = crate::submit::parse_duration(&args.older_than)?;
+    let report = gc(
+        &store,
+        &trusted,
+        older,
+        args.dry_run,
+        crate::submit::now_unix(),
+    )?;
+    if args.json {
+        crate::output::print_json(&report)?;
+    } else {
+        let verb = if report.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        };
+        for k in &report.removed {
+            println!("{verb} {k}");
+        }
+        println!(
+            "{verb} {} object(s) of {} job(s); records and ledger kept",
+            report.removed.len(),
+            report.jobs.len()
+        );
+    }
+    Ok(crate::exit::Outcome::Ok)
+}

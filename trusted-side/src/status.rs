@@ -1,0 +1,132 @@
+//! `airlock status [JOB]`: every job's state, read from the store alone (any trusted host can
+//! answer, whichever host packed the job).
+//!
+//! States: `packed` (record, nothing in the drop), `running` (a checkpoint landed at T),
+//! `landed` (final artifact present), `gated` (a gate decision is in the ledger), `expired`
+//! (token expired with no artifact).
+
+use std::collections::BTreeMap;
+
+use airlock_core::jobid::JobId;
+use airlock_core::keys::PublicKey;
+use airlock_core::store_layout as layout;
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::store::Store;
+
+/// One job's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobStatus {
+    /// The job.
+    pub job: JobId,
+    /// `packed`, `running`, `landed`, `gated`, `expired`.
+    pub state: String,
+    /// Unix seconds the job was submitted.
+    pub issued_at: u64,
+    /// Unix seconds the token expires.
+    pub expires_at: u64,
+    /// Model asked for.
+    pub model_requested: String,
+    /// Last checkpoint (store clock), if any.
+    pub last_checkpoint_at: Option<u64>,
+    /// When the final artifact landed (store clock), if it did.
+    pub landed_at: Option<u64>,
+    /// The gate's decision, if gated.
+    pub decision: Option<String>,
+}
+
+/// Job ids that have a record in the store.
+pub fn list_jobs(store: &Store) -> Result<Vec<JobId>> {
+    let mut jobs = Vec::new();
+    for o in store.list("records/")? {
+        let Some(name) = o.key.strip_prefix("records/") else {
+            continue;
+        };
+        let Some(id) = name.strip_suffix(".dsse.json") else {
+            continue;
+        };
+        if let Ok(job) = JobId::parse(id) {
+            jobs.push(job);
+        }
+    }
+    Ok(jobs)
+}
+
+/// The state of one job.
+pub fn job_status(
+    store: &Store,
+    trusted: &PublicKey,
+    job: &JobId,
+    decisions: &BTreeMap<JobId, String>,
+    now: u64,
+) -> Result<JobStatus> {
+    let record = crate::fetch::load_record(store, trusted, job)?;
+    let checkpoint = store.head(&layout::drop_checkpoint_envelope(job))?;
+    let landed = store.head(&layout::drop_artifact_envelope(job))?;
+    let decision = decisions.get(job).cloned();
+    let state = if decision.is_some() {
+        "gated"
+    } else if landed.is_some() {
+        "landed"
+    } else if now > record.expires_at {
+        "expired"
+    } else if checkpoint.is_some() {
+        "running"
+    } else {
+        "packed"
+    };
+    Ok(JobStatus {
+        job: job.clone(),
+        state: state.to_owned(),
+        issued_at: record.issued_at,
+        expires_at: record.expires_at,
+        model_requested: record.model_requested.clone(),
+        last_checkpoint_at: checkpoint.map(|c| c.last_modified),
+        landed_at: landed.map(|l| l.last_modified),
+        decision,
+    })
+}
+
+/// `airlock status [JOB] [--json]`.
+pub fn run(
+    global: &crate::cli::GlobalArgs,
+    args: &crate::cli::StatusArgs,
+) -> Result<crate::exit::Outcome> {
+    let home = crate::config::Home::load(&global.home)?;
+    let trusted = home.public_key()?;
+    let store = Store::open(&home.config.store)?;
+    let now = crate::submit::now_unix();
+    let decisions = crate::ledger::decisions(&store, &trusted)?;
+    let jobs = match &args.job {
+        Some(j) => vec![JobId::parse(j)?],
+        None => list_jobs(&store)?,
+    };
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in &jobs {
+        out.push(job_status(&store, &trusted, job, &decisions, now)?);
+    }
+    if args.json {
+        crate::output::print_json(&out)?;
+    } else if out.is_empty() {
+        println!("no jobs in {}", store.url());
+    } else {
+        let fmt =
+            |t: Option<u64>| t.map_or_else(|| "-".to_owned(), airlock_core::jobid::rfc3339_utc);
+        println!(
+            "{:<38} {:<8} {:<20} {:<20} {}",
+            "JOB", "STATE", "CHECKPOINT", "LANDED", "DECISION"
+        );
+        for s in &out {
+            println!(
+                "{:<38} {:<8} {:<20} {:<20} {}",
+                s.job.as_str(),
+                s.state,
+                fmt(s.last_checkpoint_at),
+                fmt(s.landed_at),
+                s.decision.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    Ok(crate::exit::Outcome::Ok)
+}
