@@ -182,7 +182,8 @@ const SSH_PUBLIC_BLOBS: &[&[u8]] = &[
     b"AAAAGnNrLXNzaC1lZDI1NTE5",
 ];
 
-/// Known public values: lockfile integrity hashes, SSH public key blobs.
+/// Known public values: lockfile integrity hashes, SSH public key blobs, base64-encoded
+/// PEM certificates and public keys.
 pub fn is_known_public(secret: &[u8]) -> bool {
     for prefix in [&b"sha1-"[..], b"sha256-", b"sha384-", b"sha512-"] {
         if let Some(rest) = secret.strip_prefix(prefix) {
@@ -200,7 +201,15 @@ pub fn is_known_public(secret: &[u8]) -> bool {
         }
     }
     SSH_PUBLIC_BLOBS.iter().any(|p| secret.starts_with(p))
+        || BASE64_PUBLIC_PEM.iter().any(|p| secret.starts_with(p))
 }
+
+/// Base64 of `-----BEGIN CERTIFICATE-----` and `-----BEGIN PUBLIC KEY-----` (kubeconfig
+/// `certificate-authority-data` and friends).
+const BASE64_PUBLIC_PEM: &[&[u8]] = &[
+    b"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t",
+    b"LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0",
+];
 
 fn is_hex_digest(s: &[u8]) -> bool {
     matches!(s.len(), 32 | 40 | 64 | 96 | 128)

@@ -49,6 +49,9 @@ pub const MAX_REGEX_LEN: usize = 16 * 1024;
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 << 20;
 /// How much of a file [`is_binary`] looks at.
 pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+/// How far from a match, at most, its "line" reaches for the inline comment and
+/// line-targeted allowlists.
+pub const LINE_CONTEXT: usize = 4096;
 /// The inline comment that suppresses findings on its line.
 pub const INLINE_ALLOW: &[u8] = b"airlock:allow";
 
@@ -356,8 +359,19 @@ impl<'a> Candidate<'a> {
     fn name(&self) -> &'a [u8] {
         self.content.get(self.m.0..self.s.0).unwrap_or_default()
     }
+    /// The line(s) holding the match, at most [`LINE_CONTEXT`] bytes either side of it
+    /// (so a finding on a multi-megabyte minified line costs no more than any other).
     fn lines(&self) -> &'a [u8] {
-        let (ls, le) = line_bounds(self.content, self.m.0, self.m.1);
+        let lo = self.m.0.saturating_sub(LINE_CONTEXT);
+        let hi = self
+            .m
+            .1
+            .saturating_add(LINE_CONTEXT)
+            .min(self.content.len());
+        let before = self.content.get(lo..self.m.0).unwrap_or_default();
+        let after = self.content.get(self.m.1..hi).unwrap_or_default();
+        let ls = memchr::memrchr(b'\n', before).map_or(lo, |i| lo + i + 1);
+        let le = memchr::memchr(b'\n', after).map_or(hi, |i| self.m.1 + i);
         self.content.get(ls..le).unwrap_or_default()
     }
     fn target(&self, t: Target) -> &'a [u8] {
@@ -418,7 +432,7 @@ impl Scanner {
     pub fn with_default_rules() -> Result<Scanner, ScanError> {
         Scanner::new(
             crate::builtin::default_rules(),
-            vec![crate::builtin::default_global_allowlist()],
+            crate::builtin::default_global_allowlists(),
         )
     }
 
@@ -517,6 +531,8 @@ impl Scanner {
                 .ascii_case_insensitive(true)
                 .match_kind(AcMatchKind::Standard)
                 .kind(Some(AhoCorasickKind::DFA))
+                // Keywords start with common letters: a prefilter mostly adds overhead.
+                .prefilter(false)
                 .build(&patterns)
                 .or_else(|_| {
                     AhoCorasick::builder()
@@ -806,20 +822,25 @@ impl Scanner {
         });
 
         let mut out = Vec::with_capacity(raw.len());
+        // Running position: line number and code points since the line start, advanced
+        // monotonically (findings are sorted), so many findings on one long line stay linear.
         let mut pos = 0usize;
         let mut line = 1u64;
-        let mut line_start = 0usize;
+        let mut chars_in_line = 0u64;
         for r in raw {
             let start = r.start.min(content.len());
             let end = r.end.clamp(start, content.len());
             if let Some(seg) = content.get(pos..start) {
-                for i in memchr::memchr_iter(b'\n', seg) {
-                    line += 1;
-                    line_start = pos + i + 1;
+                match memchr::memrchr(b'\n', seg) {
+                    Some(last) => {
+                        line += memchr::memchr_iter(b'\n', seg).count() as u64;
+                        chars_in_line = count_chars(seg.get(last + 1..).unwrap_or_default());
+                    }
+                    None => chars_in_line += count_chars(seg),
                 }
                 pos = start;
             }
-            let column = 1 + count_chars(content.get(line_start..start).unwrap_or_default());
+            let column = 1 + chars_in_line;
             let body = content.get(start..end).unwrap_or_default();
             let (end_line, end_column) = match memchr::memrchr(b'\n', body) {
                 Some(i) => (

@@ -58,7 +58,7 @@ pub enum Check {
     /// never treated as a placeholder because of a few letters in its body).
     Placeholder,
     /// Known public values: lockfile integrity hashes (`sha512-…`), SSH public key blobs
-    /// (`AAAAB3NzaC1yc2E…`).
+    /// (`AAAAB3NzaC1yc2E…`), base64-encoded PEM certificates and public keys.
     KnownPublic,
     /// A hex digest (32/40/64/96/128 hex digits) or a UUID, unless the name in the match
     /// says secret, password, token, private, credential, auth or api/access key.

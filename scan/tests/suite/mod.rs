@@ -1,8 +1,16 @@
 //! Test modules.
 
+/// Benign look-alikes (digests, UUIDs, example keys, public keys, placeholders): silent.
+mod benign;
 /// Helpers shared by the suite.
 pub mod common;
+/// Generated corpus (fixed seed): random instances of every rule in realistic files.
+mod corpus;
+/// Engine: parallel file scanning, skips, long lines, positions.
+mod engine;
 /// Redaction: line structure kept, every secret byte removed, markers never re-reported.
 mod redaction;
 /// Every rule's own true- and false-positive examples, with and without the prefilter.
 mod rules;
+/// scan/RULES.md lists every rule (regenerate with AIRLOCK_UPDATE_RULES_MD=1).
+mod rules_md;

@@ -1,0 +1,139 @@
+use super::common::{rendered, scanner};
+use airlock_scan::testgen::{render, Rng};
+use airlock_scan::{Scanner, SkipReason};
+use std::path::PathBuf;
+
+#[test]
+fn parallel_scan_matches_sequential_and_reports_skips_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(11);
+    let mut files = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..40 {
+        let text = if i % 3 == 0 {
+            render(
+                "# config\ntoken = \"ghp_{{a:36}}\"\nregion = \"eu-west-1\"\n",
+                &mut rng,
+            )
+            .text
+        } else {
+            format!("plain file {i}\nnothing here\n")
+        };
+        let p = dir.path().join(format!("f{i:02}.txt"));
+        std::fs::write(&p, &text).unwrap();
+        expected.extend(scanner().scan(&format!("f{i:02}.txt"), text.as_bytes()));
+        files.push((format!("f{i:02}.txt"), p));
+    }
+    let bin = dir.path().join("image.png");
+    std::fs::write(&bin, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR ghp_0123456789").unwrap();
+    files.push(("image.png".into(), bin));
+    let big = dir.path().join("big.txt");
+    std::fs::write(&big, vec![b'a'; 5000]).unwrap();
+    files.push(("big.txt".into(), big));
+    files.push(("sub".into(), dir.path().to_path_buf()));
+
+    let s = Scanner::with_default_rules()
+        .unwrap()
+        .with_max_file_bytes(4096);
+    for threads in [1, 2, 0] {
+        let report = s.scan_files_parallel(files.clone(), threads).unwrap();
+        assert_eq!(report.findings, expected, "threads={threads}");
+        assert_eq!(report.files_scanned, 40);
+        let reasons: Vec<_> = report
+            .skipped
+            .iter()
+            .map(|k| (k.path.as_str(), k.reason.clone()))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                ("image.png", SkipReason::Binary),
+                (
+                    "big.txt",
+                    SkipReason::TooLarge {
+                        size: 5000,
+                        limit: 4096
+                    }
+                ),
+                ("sub", SkipReason::NotRegularFile),
+            ]
+        );
+    }
+}
+
+#[test]
+fn unreadable_file_is_an_error_naming_the_path() {
+    let missing = PathBuf::from("/nonexistent/airlock-scan-test/file.txt");
+    let err = scanner()
+        .scan_files_parallel(vec![("file.txt".into(), missing)], 2)
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("/nonexistent/airlock-scan-test/file.txt") && msg.contains("scan.io"),
+        "{msg}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn fifo_is_skipped_not_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("skipped: mkfifo not available");
+        return;
+    }
+    let report = scanner()
+        .scan_files_parallel(vec![("pipe".into(), fifo)], 1)
+        .unwrap();
+    assert_eq!(report.skipped[0].reason, SkipReason::NotRegularFile);
+}
+
+/// A minified file: one multi-megabyte line with a keyword every few bytes. Windows merge,
+/// so the regex runs over the line once per rule rather than once per hit.
+#[test]
+fn very_long_line_with_many_keyword_hits() {
+    let mut rng = Rng::new(3);
+    let mut line = String::with_capacity(3 << 20);
+    let mut secrets = 0;
+    while line.len() < 2 << 20 {
+        line.push_str("{\"key\":\"a\",\"token\":1,\"auth\":null,\"secret\":false},");
+        if line.len().is_multiple_of(97) {
+            line.push_str(&render("{\"gh\":\"ghp_{{a:36}}\"},", &mut rng).text);
+            secrets += 1;
+        }
+    }
+    let s = scanner();
+    let findings = s.scan("bundle.min.js", line.as_bytes());
+    assert_eq!(
+        findings
+            .iter()
+            .filter(|f| f.rule_id == "github-pat-classic")
+            .count(),
+        secrets
+    );
+    assert!(findings.iter().all(|f| f.line == 1));
+}
+
+#[test]
+fn positions_are_one_based_code_points() {
+    let r = rendered("é = 1\n  ü: \"ghp_{{a:36}}\"\n", 4);
+    let f = &scanner().scan("x.yaml", r.text.as_bytes())[0];
+    assert_eq!((f.line, f.column), (2, 7));
+    assert_eq!((f.end_line, f.end_column), (2, 7 + 40));
+    assert_eq!(&r.text.as_bytes()[f.start..f.start + 4], b"ghp_");
+}
+
+#[test]
+fn binary_content_is_not_scanned() {
+    let r = rendered("\0\0ghp_{{a:36}}", 4);
+    assert!(scanner().scan("x.bin", r.text.as_bytes()).is_empty());
+    assert!(airlock_scan::is_binary(r.text.as_bytes()));
+}
+
+#[test]
+fn scanner_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Scanner>();
+}

@@ -1,0 +1,79 @@
+use super::common::scanner;
+use airlock_scan::Span;
+
+const ALLOWLISTS: &str = r#"
+## Allowlists
+
+- Global, always on: placeholders (`${VAR}`, `{{ x }}`, `<your-token>`, `changeme`, `xxxx…`,
+  `****`, `your_api_key_here`, documented `…EXAMPLE…` values, one repeated character), known
+  public values (lockfile integrity hashes `sha512-…`, SSH public key blobs), the jwt.io example
+  token, and `[REDACTED:<rule>]` markers (never reported, whatever the rule).
+- Public keys and certificates (`BEGIN PUBLIC KEY`, `BEGIN CERTIFICATE`) match no rule.
+- Generic rules also skip hex digests and UUIDs under non-credential names, word-like values
+  (`user_profile_12345`), member accesses (`config.api_key`) and names that hold ids, URLs,
+  paths, hashes or public keys.
+- An `airlock:allow` comment on a finding's line suppresses it (callers can turn this off).
+- Path globs in the config's `[allowlist]` skip whole files (reported as skipped).
+"#;
+
+fn render_rules_md() -> String {
+    let s = scanner();
+    let mut out = String::new();
+    out.push_str("# Secret scanner rules\n\n");
+    out.push_str(
+        "Built-in detectors of `airlock-scan`, in priority order: when two rules report the same\n\
+         bytes, the earlier one is kept; the two `generic-*` rules are fallbacks, reported only where\n\
+         no other rule matched. Keywords are matched case-insensitively and gate the regex: a file\n\
+         (or line) without a keyword is never searched by that rule. Every rule carries true- and\n\
+         false-positive examples that `cargo test -p airlock-scan` checks, and a sample that the\n\
+         generated corpus test embeds in realistic files.\n\n",
+    );
+    out.push_str(&format!(
+        "{} rules. Generated from the code by `tests/suite/rules_md.rs`",
+        s.rules().len()
+    ));
+    out.push_str(" (`AIRLOCK_UPDATE_RULES_MD=1 cargo test -p airlock-scan rules_md`).\n\n");
+    out.push_str("| id | finds | keywords | scope |\n|---|---|---|---|\n");
+    for r in s.rules() {
+        let kw: Vec<String> = r
+            .keywords
+            .iter()
+            .map(|k| format!("`{}`", k.replace('|', "\\|")))
+            .collect();
+        let scope = match r.span {
+            Span::Line => "line",
+            Span::Block => "block",
+            Span::File => "file",
+        };
+        let mut finds = r.description.replace('|', "\\|");
+        if let Some(e) = r.entropy {
+            finds.push_str(&format!(" (entropy ≥ {e})"));
+        }
+        if r.fallback {
+            finds.push_str(" (fallback)");
+        }
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            r.id,
+            finds,
+            kw.join(" "),
+            scope
+        ));
+    }
+    out.push_str(ALLOWLISTS);
+    out
+}
+
+#[test]
+fn rules_md_is_up_to_date() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("RULES.md");
+    let want = render_rules_md();
+    if std::env::var_os("AIRLOCK_UPDATE_RULES_MD").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "scan/RULES.md is stale: run AIRLOCK_UPDATE_RULES_MD=1 cargo test -p airlock-scan rules_md"
+    );
+}
