@@ -76,6 +76,9 @@ pub enum Command {
     Status(StatusArgs),
     /// Delete inbox and drop objects of gated or expired jobs; records and ledger stay.
     Gc(GcArgs),
+    /// Run the whole valve on an example, with no setup: three jobs through the real worker
+    /// (queue, human, reject), in a fresh temp dir. Needs airlock-worker beside this binary.
+    Demo,
     /// Check or read the signed, hash-chained audit ledger.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -310,6 +313,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Status(args) => crate::status::run(&cli.global, &args),
         Command::Gc(args) => crate::gc::run(&cli.global, &args),
         Command::Audit(cmd) => audit(&cli.global, cmd),
+        Command::Demo => crate::demo::run(&cli.global),
     }
 }
 

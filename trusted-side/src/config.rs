@@ -104,7 +104,43 @@ pub fn check_store_url(raw: &str) -> Result<url::Url> {
 
 /// `airlock init`: writes config.toml and a fresh trusted keypair.
 pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<Outcome> {
-    let home = &global.home;
+    let created = create_home(&global.home, args.store.as_deref())?;
+    let (abs_home, store, key_id) = (&created.dir, &created.store, &created.key_id);
+    if args.json {
+        crate::output::print_json(&serde_json::json!({
+            "home": abs_home,
+            "store": store,
+            "trusted_pub": abs_home.join(TRUSTED_PUB_FILE),
+            "key_id": key_id,
+        }))?;
+    } else {
+        println!("initialised {}", abs_home.display());
+        println!("  store        {store}");
+        println!(
+            "  trusted key  {} (0600, never leaves this host)",
+            abs_home.join(TRUSTED_KEY_FILE).display()
+        );
+        println!(
+            "  public key   {} (give this to workers)",
+            abs_home.join(TRUSTED_PUB_FILE).display()
+        );
+        println!("  key id       {key_id}");
+    }
+    Ok(Outcome::Ok)
+}
+
+/// A home directory made by [`create_home`].
+pub struct Created {
+    /// Absolute path.
+    pub dir: PathBuf,
+    /// Store URL.
+    pub store: String,
+    /// Key id of the new trusted key.
+    pub key_id: String,
+}
+
+/// Creates a home directory with config and a fresh trusted keypair (no output).
+pub fn create_home(home: &Path, store_url: Option<&str>) -> Result<Created> {
     if home.join(CONFIG_FILE).exists() || home.join(TRUSTED_KEY_FILE).exists() {
         bail!(
             "{}: already initialised (config or key exists); refusing to overwrite a trusted key",
@@ -112,8 +148,8 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<Outcome> {
         );
     }
     let abs_home = absolute(home)?;
-    let store = match &args.store {
-        Some(s) => s.clone(),
+    let store = match store_url {
+        Some(s) => s.to_owned(),
         None => {
             let dir = abs_home.join("store");
             url::Url::from_directory_path(&dir)
@@ -155,28 +191,11 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<Outcome> {
         std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create store"))?;
     }
 
-    let key_id = key.public().key_id();
-    if args.json {
-        crate::output::print_json(&serde_json::json!({
-            "home": abs_home,
-            "store": store,
-            "trusted_pub": abs_home.join(TRUSTED_PUB_FILE),
-            "key_id": key_id,
-        }))?;
-    } else {
-        println!("initialised {}", abs_home.display());
-        println!("  store        {store}");
-        println!(
-            "  trusted key  {} (0600, never leaves this host)",
-            abs_home.join(TRUSTED_KEY_FILE).display()
-        );
-        println!(
-            "  public key   {} (give this to workers)",
-            abs_home.join(TRUSTED_PUB_FILE).display()
-        );
-        println!("  key id       {key_id}");
-    }
-    Ok(Outcome::Ok)
+    Ok(Created {
+        dir: abs_home,
+        store,
+        key_id: key.public().key_id(),
+    })
 }
 
 /// Makes a path absolute against the current directory (without resolving links).

@@ -15,6 +15,7 @@
 
 mod cli;
 mod config;
+mod demo;
 mod exit;
 mod fetch;
 mod gate;

@@ -67,6 +67,34 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
     let key = home.signing_key()?;
     let store = Store::open(&home.config.store)?;
+    let out = submit_job(&store, &key, args, global.quiet || args.json)?;
+    if args.json {
+        crate::output::print_json(&out)?;
+    } else {
+        println!("job {}", out.job);
+        println!(
+            "  bundle   sha256:{} ({} files)",
+            out.pack.bundle_sha256, out.pack.files
+        );
+        println!(
+            "  expires  {}",
+            airlock_core::jobid::rfc3339_utc(out.expires_at)
+        );
+        match &out.token_file {
+            Some(p) => println!("  token    written to {} (0600)", p.display()),
+            None => println!("  token    {}", out.token),
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Packs, uploads, records and mints; see the module doc.
+pub fn submit_job(
+    store: &Store,
+    key: &SigningKey,
+    args: &SubmitArgs,
+    quiet: bool,
+) -> Result<Submitted> {
     let ttl = parse_duration(&args.ttl)?;
     if ttl == 0 || ttl > airlock_core::token::MAX_LIFETIME_SECS {
         bail!("--ttl must be between 1s and 24h");
@@ -94,10 +122,10 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
         redact: args.pack.redact,
         max_file_bytes: args.pack.max_file_bytes,
         job: job.clone(),
-        quiet: global.quiet || args.json,
+        quiet,
     };
     let staging = tempfile::tempdir().context("cannot create a staging directory")?;
-    let summary = pack::pack_bundle(&opts, &key, staging.path())?;
+    let summary = pack::pack_bundle(&opts, key, staging.path())?;
 
     // Upload bundle, then its envelope; then the record; the token last.
     store.put_file(&layout::inbox_bundle(&job), &summary.bundle_path)?;
@@ -127,7 +155,7 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
         PREDICATE_JOB_RECORD,
         serde_json::to_value(&record)?,
     );
-    let envelope = dsse::sign_statement(&statement, &key).to_json_pretty();
+    let envelope = dsse::sign_statement(&statement, key).to_json_pretty();
     if !store.put_new(&layout::job_record(&job), &envelope)? {
         bail!("job {job}: a record already exists (job ids are random: this should not happen)");
     }
@@ -162,12 +190,12 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
         job_key: JobKey::from_signing_key(&job_key),
         limits: request.limits.clone(),
     };
-    let token = mint_token(&key, &claims, issued_at, ttl).context("cannot mint the job token")?;
+    let token = mint_token(key, &claims, issued_at, ttl).context("cannot mint the job token")?;
     drop(job_key);
 
     crate::ledger::append(
-        &store,
-        &key,
+        store,
+        key,
         &job,
         crate::ledger::Event::Submit {
             prompt_sha256: record.prompt_sha256,
@@ -188,28 +216,13 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
         }
         None => None,
     };
-    let out = Submitted {
+    Ok(Submitted {
         job: job.to_string(),
         token: token.expose().to_owned(),
         expires_at,
         token_file,
         pack: summary,
-    };
-    if args.json {
-        crate::output::print_json(&out)?;
-    } else {
-        println!("job {}", out.job);
-        println!(
-            "  bundle   sha256:{} ({} files)",
-            out.pack.bundle_sha256, out.pack.files
-        );
-        println!("  expires  {}", airlock_core::jobid::rfc3339_utc(expires_at));
-        match &out.token_file {
-            Some(p) => println!("  token    written to {} (0600)", p.display()),
-            None => println!("  token    {}", out.token),
-        }
-    }
-    Ok(Outcome::Ok)
+    })
 }
 
 /// Writes a secret file: created new, mode 0600.
@@ -227,4 +240,3 @@ pub fn write_secret(path: &std::path::Path, text: &str) -> Result<()> {
     f.sync_all()?;
     Ok(())
 }
-
