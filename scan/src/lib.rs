@@ -42,12 +42,15 @@
 
 pub mod allow;
 mod builtin;
+pub mod config;
 mod engine;
 mod error;
+pub mod gitleaks;
 mod redact;
 pub mod rule;
 pub mod testgen;
 
+pub use config::MAX_CONFIG_BYTES;
 pub use engine::{
     is_binary, Finding, ScanReport, Scanner, SkipReason, SkippedFile, BINARY_SNIFF_BYTES,
     DEFAULT_MAX_FILE_BYTES, INLINE_ALLOW, MAX_REGEX_LEN, REGEX_SIZE_LIMIT, WINDOW_BACK,

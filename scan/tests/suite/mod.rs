@@ -4,6 +4,8 @@
 mod benign;
 /// Helpers shared by the suite.
 pub mod common;
+/// airlock TOML config and gitleaks import.
+mod config;
 /// Generated corpus (fixed seed): random instances of every rule in realistic files.
 mod corpus;
 /// Engine: parallel file scanning, skips, long lines, positions.
