@@ -48,6 +48,7 @@ mod error;
 pub mod gitleaks;
 mod redact;
 pub mod rule;
+pub mod sarif;
 pub mod testgen;
 
 pub use config::MAX_CONFIG_BYTES;

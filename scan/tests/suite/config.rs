@@ -201,7 +201,10 @@ fn gitleaks_allowlists_apply() {
     ] {
         let r = rendered(text, 9);
         // (The built-in generic rule may still see an api-key assignment; not this rule.)
-        assert!(!ids(&s, "a.py", &r.text).contains(&"acme-api-key".to_string()), "{why}");
+        assert!(
+            !ids(&s, "a.py", &r.text).contains(&"acme-api-key".to_string()),
+            "{why}"
+        );
     }
     let r = rendered("ACME_API_KEY = \"acme_{{l:32}}\"\n", 9);
     assert!(

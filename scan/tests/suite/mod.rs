@@ -16,3 +16,5 @@ mod redaction;
 mod rules;
 /// scan/RULES.md lists every rule (regenerate with AIRLOCK_UPDATE_RULES_MD=1).
 mod rules_md;
+/// SARIF output validates against the SARIF 2.1.0 JSON schema.
+mod sarif;
