@@ -2,3 +2,9 @@
 
 /// `airlock init` and `airlock pack`: selection, scanning, redaction, determinism, bad input.
 mod pack;
+/// Hostile worker: crafted artifacts signed with a real job key; `gate` must reject each (exit 4).
+mod hostile_worker;
+/// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.
+mod worker;
+/// submit -> worker -> gate end to end: decisions, review branch content, checkout untouched.
+mod gate;

