@@ -163,19 +163,20 @@ pub fn is_full_oid(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// Checks that `repo` is a git repository holding commit `revision`. An absent revision is an
-/// error telling the user to fetch it (exit 1), not a verdict.
-pub fn check_revision(repo: &Path, revision: &str) -> Result<()> {
+/// Checks that `repo` is a git repository holding commit `revision`, and returns its object
+/// directory (for [`apply_check`]). An absent revision is an error telling the user to fetch
+/// it (exit 1), not a verdict.
+pub fn check_revision(repo: &Path, revision: &str) -> Result<PathBuf> {
     if !is_full_oid(revision) {
         bail!("job record revision {revision:?} is not a full commit id");
     }
+    let objects = objects_dir(repo)
+        .with_context(|| format!("{}: not a git repository (--repo)", repo.display()))?;
     let git = Git {
         repo: repo.to_owned(),
         index: None,
         objects: None,
     };
-    git.run(&["rev-parse", "--git-dir"], None)
-        .map_err(|e| anyhow::anyhow!("{}: not a git repository (--repo): {e}", repo.display()))?;
     let spec = format!("{revision}^{{commit}}");
     if git.run(&["cat-file", "-e", &spec], None).is_err() {
         bail!(
@@ -183,7 +184,7 @@ pub fn check_revision(repo: &Path, revision: &str) -> Result<()> {
             repo.display()
         );
     }
-    Ok(())
+    Ok(objects)
 }
 
 /// One changed path as git applied it.
@@ -198,10 +199,10 @@ pub struct AppliedFile {
 /// The result of [`apply_check`].
 #[derive(Debug)]
 pub enum ApplyOutcome {
-    /// Git applied the patch exactly as the gate reads it. `tree` is the resulting tree id.
+    /// Git applied the patch exactly as the gate reads it.
     Applied {
-        /// Tree id after the patch.
-        tree: String,
+        /// Tree id after the patch, when asked for (`want_tree`).
+        tree: Option<String>,
         /// Both sides of every changed path.
         files: BTreeMap<String, AppliedFile>,
     },
@@ -231,13 +232,16 @@ fn objects_dir(repo: &Path) -> Result<PathBuf> {
 }
 
 /// Step 8: applies `patch_bytes` (already parsed as `patch`) to `revision` in a temporary index
-/// with temporary objects, then cross-checks every changed file against the exact applier.
+/// with temporary objects (`repo_objects`, from [`check_revision`], is only read, as an
+/// alternate), then cross-checks every changed file against the exact applier. With
+/// `want_tree`, also returns the resulting tree id (for the review branch to compare against).
 pub fn apply_check(
     repo: &Path,
+    repo_objects: &Path,
     job_dir: &Path,
     revision: &str,
-    patch_bytes: &[u8],
-    patch: &ParsedPatch,
+    (patch_bytes, patch): (&[u8], &ParsedPatch),
+    want_tree: bool,
 ) -> Result<ApplyOutcome> {
     let dir = scratch(job_dir, ".apply-")?;
     let objects = dir.path().join("objects");
@@ -245,7 +249,7 @@ pub fn apply_check(
     let git = Git {
         repo: repo.to_owned(),
         index: Some(dir.path().join("index")),
-        objects: Some((objects, objects_dir(repo)?)),
+        objects: Some((objects, repo_objects.to_owned())),
     };
     git.run_ok(&["read-tree", revision], None)?;
     if !patch.files.is_empty() {
@@ -262,7 +266,11 @@ pub fn apply_check(
             return Ok(ApplyOutcome::Failed(format!("git apply: {e}")));
         }
     }
-    let tree = stdout_line(&git.run_ok(&["write-tree"], None)?);
+    let tree = if want_tree {
+        Some(stdout_line(&git.run_ok(&["write-tree"], None)?))
+    } else {
+        None
+    };
     let raw = git.run_ok(
         &[
             "diff-index",

@@ -182,6 +182,8 @@ fn judge(
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
+    // (8, early) the revision must be in the local repository: an error, not a verdict
+    let repo_objects = review::check_revision(&opts.repo, &record.revision)?;
     // 2. the manifest
     let Some(bundle) = read_bundle(store, job_dir, record, report)? else {
         return Ok(None);
@@ -242,22 +244,27 @@ fn judge(
         report.push(r);
     }
     // 8. apply with real git
-    review::check_revision(&opts.repo, &record.revision)?;
-    let applied =
-        match review::apply_check(&opts.repo, job_dir, &record.revision, &patch_bytes, &patch)? {
-            ApplyOutcome::Applied { tree, files } => Some((tree, files)),
-            ApplyOutcome::Failed(why) => {
-                report.push(Reason::new(
-                    super::policy::ReasonCode::ApplyFailed.code(),
-                    Verdict::Reject,
-                    format!(
-                        "the patch does not apply to revision {}: {why}",
-                        record.revision
-                    ),
-                ));
-                None
-            }
-        };
+    let applied = match review::apply_check(
+        &opts.repo,
+        &repo_objects,
+        job_dir,
+        &record.revision,
+        (&patch_bytes, &patch),
+        opts.review_branch,
+    )? {
+        ApplyOutcome::Applied { tree, files } => Some((tree, files)),
+        ApplyOutcome::Failed(why) => {
+            report.push(Reason::new(
+                super::policy::ReasonCode::ApplyFailed.code(),
+                Verdict::Reject,
+                format!(
+                    "the patch does not apply to revision {}: {why}",
+                    record.revision
+                ),
+            ));
+            None
+        }
+    };
     // 9. secret scan
     let scanner = airlock_scan::Scanner::with_default_rules()
         .context("secret scanner rules")?
@@ -286,7 +293,7 @@ fn judge(
     Ok(Some(Judged {
         diff_sha256,
         patch_bytes,
-        tree: applied.map(|(t, _)| t),
+        tree: applied.and_then(|(t, _)| t),
     }))
 }
 
