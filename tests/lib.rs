@@ -162,3 +162,6 @@ pub mod planted {
     pub const RSA_BODY_LINE: &str =
         "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun";
 }
+
+/// An in-process S3 server (s3s + s3s-fs, SigV4 enforced) with fault injection.
+pub mod s3;

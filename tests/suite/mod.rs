@@ -8,3 +8,5 @@ mod hostile_worker;
 mod worker;
 /// submit -> worker -> gate end to end: decisions, review branch content, checkout untouched.
 mod gate;
+/// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
+mod store;

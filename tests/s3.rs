@@ -1,0 +1,497 @@
+//! A real S3 implementation over HTTP for the store tests and the benchmark: `s3s` + `s3s-fs`
+//! served in-process on `127.0.0.1:<ephemeral>`, path-style, with SigV4 enforced (without
+//! `set_auth`, s3s skips access checks entirely, so it is always set).
+//!
+//! In front of s3s sits a tiny fault injector: a rule matches a method and a key suffix and
+//! answers in place of the server for its next N matching requests (an HTTP status, a dropped
+//! connection, a body cut short, an outage that kills every connection and resets the next
+//! ones, or a hard stop that closes the listening socket until [`S3Server::restart`]). Every
+//! request and what it got is logged, so a test asserts what the real server answered.
+//!
+//! Test-only: no home-made server is ever used in production (see `docs/STORES.md`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use hyper::body::{Body as HttpBody, Frame, Incoming};
+use hyper::{Request, Response};
+use object_store::ObjectStore;
+
+/// The access key id the server accepts (a test value, not shaped like a cloud key).
+pub const ACCESS_KEY: &str = "airlock-test-access";
+/// The secret the server accepts.
+pub const SECRET_KEY: &str = "airlock-test-secret-0123456789";
+/// The region every client signs for.
+pub const REGION: &str = "us-east-1";
+/// The bucket created at start.
+pub const BUCKET: &str = "airlock";
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a fault rule does in place of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultAction {
+    /// Read the whole request body, then answer this HTTP status with an S3 error body.
+    Status(u16),
+    /// Close the connection without an answer (after reading the body).
+    Drop,
+    /// Pass the first `n` body bytes to s3s, then fail the body and close the connection:
+    /// the upload dies mid-stream.
+    Truncate(usize),
+    /// The server "crashes" during this request: every open connection is closed, and the
+    /// next `resets` connections are reset on accept (the server restarting); then it serves
+    /// again with the same data.
+    Outage {
+        /// New connections reset before it is back.
+        resets: u32,
+    },
+    /// The server stops: the listening socket is closed (connections are refused) and every
+    /// open connection dropped, until [`S3Server::restart`].
+    Stop,
+}
+
+/// A fault rule: the next `times` requests with this method whose path ends with `suffix`.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    /// HTTP method (`PUT`, `GET`, ...).
+    pub method: &'static str,
+    /// Path suffix (e.g. `/artifact.tar.gz`).
+    pub suffix: String,
+    /// What to do.
+    pub action: FaultAction,
+    /// How many matching requests it applies to.
+    pub times: u32,
+}
+
+/// One request the server saw and what it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logged {
+    /// HTTP method.
+    pub method: String,
+    /// Path (no query).
+    pub path: String,
+    /// Whether the query carried a presigned signature (`X-Amz-Signature`).
+    pub presigned: bool,
+    /// Whether an `Authorization` header was sent (the trusted side's SDK signing).
+    pub authorization: bool,
+    /// The answer: an HTTP status, or `None` when the connection was dropped.
+    pub status: Option<u16>,
+    /// Set when a fault rule answered instead of s3s.
+    pub injected: Option<FaultAction>,
+}
+
+struct Shared {
+    faults: Mutex<Vec<Fault>>,
+    log: Mutex<Vec<Logged>>,
+    /// Bumped to close every open connection (and, with `stopped`, the listener).
+    generation: tokio::sync::watch::Sender<u64>,
+    /// New connections to reset before serving again.
+    resets_left: Mutex<u32>,
+    stopped: Mutex<bool>,
+}
+
+impl Shared {
+    fn take_fault(&self, method: &str, path: &str) -> Option<FaultAction> {
+        let mut faults = self.faults.lock().unwrap();
+        let i = faults
+            .iter()
+            .position(|f| f.times > 0 && f.method == method && path.ends_with(&f.suffix))?;
+        faults[i].times -= 1;
+        let action = faults[i].action;
+        if faults[i].times == 0 {
+            faults.remove(i);
+        }
+        Some(action)
+    }
+
+    fn record(&self, entry: Logged) {
+        self.log.lock().unwrap().push(entry);
+    }
+
+    fn kill_connections(&self) {
+        self.generation.send_modify(|g| *g += 1);
+    }
+}
+
+/// The in-process S3 server. Dropping it stops it and removes its data.
+pub struct S3Server {
+    port: u16,
+    root: PathBuf,
+    _dir: Option<tempfile::TempDir>,
+    rt: tokio::runtime::Runtime,
+    shared: Arc<Shared>,
+    service: s3s::service::S3Service,
+}
+
+impl S3Server {
+    /// Starts a server on `127.0.0.1:0` with a fresh data directory holding [`BUCKET`].
+    pub fn start() -> S3Server {
+        let dir = tempfile::tempdir().expect("s3 data dir");
+        let root = dir.path().join("s3");
+        let mut s = S3Server::start_in(&root, 0);
+        s._dir = Some(dir);
+        s
+    }
+
+    /// Starts a server on `127.0.0.1:port` (0: any) serving the data under `root`
+    /// (`root/<bucket>` is created). The caller keeps `root`.
+    pub fn start_in(root: &Path, port: u16) -> S3Server {
+        std::fs::create_dir_all(root.join(BUCKET)).expect("bucket dir");
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("s3 runtime");
+        let fs = s3s_fs::FileSystem::new(root).expect("s3s-fs");
+        let mut builder = s3s::service::S3ServiceBuilder::new(fs);
+        builder.set_auth(s3s::auth::SimpleAuth::from_single(
+            ACCESS_KEY,
+            SECRET_KEY.to_owned(),
+        ));
+        let service = builder.build();
+        let (generation, _) = tokio::sync::watch::channel(0u64);
+        let shared = Arc::new(Shared {
+            faults: Mutex::new(Vec::new()),
+            log: Mutex::new(Vec::new()),
+            generation,
+            resets_left: Mutex::new(0),
+            stopped: Mutex::new(false),
+        });
+        let mut server = S3Server {
+            port,
+            root: root.to_owned(),
+            _dir: None,
+            rt,
+            shared,
+            service,
+        };
+        server.port = server.listen();
+        server
+    }
+
+    fn listen(&self) -> u16 {
+        let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
+        let listener = self.rt.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+            socket.set_reuseaddr(true).expect("reuseaddr");
+            socket.bind(addr).expect("bind 127.0.0.1");
+            socket.listen(1024).expect("listen")
+        });
+        let port = listener.local_addr().expect("local addr").port();
+        *self.shared.stopped.lock().unwrap() = false;
+        let shared = self.shared.clone();
+        let service = self.service.clone();
+        self.rt.spawn(accept_loop(listener, shared, service));
+        port
+    }
+
+    /// The port it listens on (kept across [`S3Server::restart`]).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The data directory (s3s-fs keeps one directory per bucket in it).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `s3://BUCKET/prefix` (or `s3://BUCKET` for an empty prefix).
+    pub fn store_url(&self, prefix: &str) -> String {
+        if prefix.is_empty() {
+            format!("s3://{BUCKET}")
+        } else {
+            format!("s3://{BUCKET}/{prefix}")
+        }
+    }
+
+    /// The environment the trusted side's `object_store` reads (`AmazonS3Builder::from_env`).
+    pub fn aws_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY.to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.to_owned()),
+            ("AWS_REGION", REGION.to_owned()),
+            ("AWS_ENDPOINT", self.endpoint()),
+            ("AWS_ALLOW_HTTP", "true".to_owned()),
+        ]
+    }
+
+    /// An `object_store` client for the whole bucket, with the trusted credentials.
+    pub fn client(&self) -> Arc<object_store::aws::AmazonS3> {
+        Arc::new(
+            object_store::aws::AmazonS3Builder::new()
+                .with_endpoint(self.endpoint())
+                .with_allow_http(true)
+                .with_bucket_name(BUCKET)
+                .with_region(REGION)
+                .with_access_key_id(ACCESS_KEY)
+                .with_secret_access_key(SECRET_KEY)
+                .build()
+                .expect("s3 client"),
+        )
+    }
+
+    /// Every object in the bucket under `prefix` ("" for all): key -> size, via the S3 API.
+    pub fn list(&self, prefix: &str) -> BTreeMap<String, u64> {
+        use futures::StreamExt;
+        let client = self.client();
+        let p = (!prefix.is_empty()).then(|| object_store::path::Path::from(prefix));
+        self.rt.block_on(async {
+            let mut out = BTreeMap::new();
+            let mut stream = client.list(p.as_ref());
+            while let Some(m) = stream.next().await {
+                let m = m.expect("list");
+                out.insert(m.location.to_string(), m.size);
+            }
+            out
+        })
+    }
+
+    /// Reads an object through the S3 API (trusted credentials); `None` if absent.
+    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+        use object_store::ObjectStoreExt;
+        let client = self.client();
+        let path = object_store::path::Path::from(key);
+        self.rt.block_on(async {
+            match client.get(&path).await {
+                Ok(r) => Some(r.bytes().await.expect("read body").to_vec()),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => panic!("get {key}: {e}"),
+            }
+        })
+    }
+
+    /// Adds a fault rule.
+    pub fn inject(&self, method: &'static str, suffix: &str, action: FaultAction, times: u32) {
+        self.shared.faults.lock().unwrap().push(Fault {
+            method,
+            suffix: suffix.to_owned(),
+            action,
+            times,
+        });
+    }
+
+    /// Fault rules not yet used up.
+    pub fn pending_faults(&self) -> Vec<Fault> {
+        self.shared.faults.lock().unwrap().clone()
+    }
+
+    /// Everything logged so far.
+    pub fn log(&self) -> Vec<Logged> {
+        self.shared.log.lock().unwrap().clone()
+    }
+
+    /// Logged requests whose path ends with `suffix`.
+    pub fn log_for(&self, method: &str, suffix: &str) -> Vec<Logged> {
+        self.log()
+            .into_iter()
+            .filter(|l| l.method == method && l.path.ends_with(suffix))
+            .collect()
+    }
+
+    /// Closes the listening socket and every open connection (clients get refused).
+    pub fn stop(&self) {
+        *self.shared.stopped.lock().unwrap() = true;
+        self.shared.kill_connections();
+    }
+
+    /// Whether the server is stopped.
+    pub fn is_stopped(&self) -> bool {
+        *self.shared.stopped.lock().unwrap()
+    }
+
+    /// Listens again on the same port with the same data.
+    pub fn restart(&self) {
+        assert!(self.is_stopped(), "restart of a running server");
+        let port = self.listen();
+        assert_eq!(port, self.port, "restarted on another port");
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        self.shared.kill_connections();
+        *self.shared.stopped.lock().unwrap() = true;
+        self.shared.kill_connections();
+    }
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    service: s3s::service::S3Service,
+) {
+    let mut gen = shared.generation.subscribe();
+    loop {
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(_) => continue,
+            },
+            changed = gen.changed() => {
+                if changed.is_err() || *shared.stopped.lock().unwrap() {
+                    return; // the listener is dropped: connections are refused
+                }
+                continue;
+            }
+        };
+        {
+            let mut resets = shared.resets_left.lock().unwrap();
+            if *resets > 0 {
+                *resets -= 1;
+                // Reset (RST) rather than a clean close: what a crashed server looks like.
+                let _ = stream.set_zero_linger();
+                drop(stream);
+                continue;
+            }
+        }
+        let shared = shared.clone();
+        let service = service.clone();
+        tokio::spawn(async move {
+            let mut gen = shared.generation.subscribe();
+            let svc_shared = shared.clone();
+            let svc = hyper::service::service_fn(move |req| {
+                handle(svc_shared.clone(), service.clone(), req)
+            });
+            let builder =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
+            tokio::select! {
+                _ = conn => {}
+                _ = gen.changed() => {} // dropped: the socket closes
+            }
+        });
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    service: s3s::service::S3Service,
+    req: Request<Incoming>,
+) -> Result<Response<s3s::Body>, BoxError> {
+    let method = req.method().as_str().to_owned();
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or_default();
+    let presigned = query.contains("X-Amz-Signature=");
+    let authorization = req.headers().contains_key("authorization");
+    let mut entry = Logged {
+        method: method.clone(),
+        path: path.clone(),
+        presigned,
+        authorization,
+        status: None,
+        injected: None,
+    };
+    let Some(action) = shared.take_fault(&method, &path) else {
+        let resp = service.call(req.map(s3s::Body::from)).await;
+        entry.status = resp.as_ref().ok().map(|r| r.status().as_u16());
+        shared.record(entry);
+        return resp.map_err(|e| -> BoxError { format!("s3s: {e:?}").into() });
+    };
+    entry.injected = Some(action);
+    match action {
+        FaultAction::Status(code) => {
+            drain(req.into_body()).await;
+            entry.status = Some(code);
+            shared.record(entry);
+            let body = format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InjectedFault</Code>\
+                 <Message>fault injected by the test ({code})</Message></Error>"
+            );
+            Ok(Response::builder()
+                .status(code)
+                .header("content-type", "application/xml")
+                .body(s3s::Body::from(body))?)
+        }
+        FaultAction::Drop => {
+            drain(req.into_body()).await;
+            shared.record(entry);
+            Err("fault injected: connection dropped".into())
+        }
+        FaultAction::Truncate(n) => {
+            let req = req.map(|b| {
+                s3s::Body::http_body(Truncated {
+                    inner: b,
+                    left: n,
+                    failed: false,
+                })
+            });
+            let _ = service.call(req).await;
+            shared.record(entry);
+            Err("fault injected: upload cut short".into())
+        }
+        FaultAction::Outage { resets } => {
+            *shared.resets_left.lock().unwrap() = resets;
+            shared.record(entry);
+            shared.kill_connections();
+            Err("fault injected: server crashed".into())
+        }
+        FaultAction::Stop => {
+            *shared.stopped.lock().unwrap() = true;
+            shared.record(entry);
+            shared.kill_connections();
+            Err("fault injected: server stopped".into())
+        }
+    }
+}
+
+async fn drain(mut body: Incoming) {
+    use http_body_util::BodyExt;
+    while let Some(frame) = body.frame().await {
+        if frame.is_err() {
+            break;
+        }
+    }
+}
+
+/// A request body that yields its first `left` bytes, then an error.
+struct Truncated {
+    inner: Incoming,
+    left: usize,
+    failed: bool,
+}
+
+impl HttpBody for Truncated {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.failed {
+            return Poll::Ready(None);
+        }
+        if self.left == 0 {
+            self.failed = true;
+            return Poll::Ready(Some(Err("fault injected: body cut short".into())));
+        }
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(mut data) => {
+                    if data.len() > self.left {
+                        data.truncate(self.left);
+                    }
+                    self.left -= data.len();
+                    Poll::Ready(Some(Ok(Frame::data(data))))
+                }
+                Err(frame) => Poll::Ready(Some(Ok(frame))),
+            },
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => {
+                self.failed = true;
+                Poll::Ready(Some(Err("fault injected: body cut short".into())))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
