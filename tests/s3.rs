@@ -270,6 +270,18 @@ impl S3Server {
         })
     }
 
+    /// Every object in the bucket with its bytes (small buckets only): the trusted side's
+    /// complete view, to compare before and after an attempt.
+    pub fn contents(&self) -> BTreeMap<String, Vec<u8>> {
+        self.list("")
+            .into_keys()
+            .map(|k| {
+                let v = self.get(&k).unwrap_or_default();
+                (k, v)
+            })
+            .collect()
+    }
+
     /// Adds a fault rule.
     pub fn inject(&self, method: &'static str, suffix: &str, action: FaultAction, times: u32) {
         self.shared.faults.lock().unwrap().push(Fault {
@@ -494,4 +506,95 @@ impl HttpBody for Truncated {
             Poll::Pending => Poll::Pending,
         }
     }
+}
+
+/// What a raw HTTP request got: status, S3 error code (if any) and body text.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// HTTP status; 0 when no answer came (connection failed).
+    pub status: u16,
+    /// `<Code>` of an S3 error body.
+    pub code: String,
+    /// The body (lossy UTF-8, first 4 KiB).
+    pub body: String,
+}
+
+/// Sends `method url` with `headers` and `body` exactly as a token holder could: no
+/// credentials, just the URL. Never retries, never follows redirects.
+pub fn raw_request(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(std::time::Duration::from_secs(30)))
+        .build()
+        .into();
+    let uri: ureq::http::Uri = url.parse().expect("url");
+    let mut req = ureq::http::Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let result = if matches!(method, "GET" | "HEAD" | "DELETE") && body.is_empty() {
+        agent.run(req.body(()).expect("request"))
+    } else {
+        agent.run(req.body(body.to_vec()).expect("request"))
+    };
+    match result {
+        Ok(mut resp) => {
+            let status = resp.status().as_u16();
+            let text = resp
+                .body_mut()
+                .with_config()
+                .limit(4096)
+                .read_to_string()
+                .unwrap_or_default();
+            let code = text
+                .split_once("<Code>")
+                .and_then(|(_, r)| r.split_once("</Code>"))
+                .map(|(c, _)| c.to_owned())
+                .unwrap_or_default();
+            Answer {
+                status,
+                code,
+                body: text,
+            }
+        }
+        Err(e) => Answer {
+            status: 0,
+            code: String::new(),
+            body: e.to_string(),
+        },
+    }
+}
+
+/// `url` with its path replaced by `/BUCKET/key` (query, and so the signature, kept).
+pub fn with_key(url: &str, key: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let scheme_end = base.find("://").expect("scheme") + 3;
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    format!("{}/{BUCKET}/{key}?{query}", &base[..host_end])
+}
+
+/// `url` with its path replaced by `path` verbatim (query kept).
+pub fn with_path(url: &str, path: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let scheme_end = base.find("://").expect("scheme") + 3;
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    format!("{}{path}?{query}", &base[..host_end])
+}
+
+/// The object key (below the bucket) a presigned URL is for.
+pub fn key_of(url: &str) -> String {
+    let base = url.split_once('?').map_or(url, |(b, _)| b);
+    let scheme_end = base.find("://").expect("scheme") + 3;
+    let path = base[scheme_end..]
+        .find('/')
+        .map_or("", |i| &base[scheme_end + i..]);
+    path.trim_start_matches('/')
+        .strip_prefix(&format!("{BUCKET}/"))
+        .expect("path-style URL in the bucket")
+        .to_owned()
 }

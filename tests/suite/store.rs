@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use airlock_core::token::{mint_token, verify_token, JobClaims};
-use airlock_tests::s3::{FaultAction, S3Server, BUCKET};
+use airlock_tests::s3::{
+    key_of, raw_request, with_key, with_path, Answer, FaultAction, S3Server, BUCKET,
+};
 use airlock_tests::*;
 
 const CALC_PY: &str = "def add(a, b):\n    return a + b\n";
@@ -301,4 +303,590 @@ fn s3_submit_worker_fetch_gate_end_to_end_with_a_credential_free_worker() {
     assert_eq!(v[0]["decision"], "queue", "{v:#}");
     let out = run(env.airlock().args(["audit", "verify"]));
     assert!(out.status.success(), "{}", show(&out));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scope: what a token holder can do with the URLs it holds, asked of the real server
+
+/// Asserts the server refused with 403 and one of the S3 codes for a refused signature.
+#[track_caller]
+fn assert_forbidden(what: &str, a: &Answer) {
+    assert_eq!(a.status, 403, "{what}: the server did not refuse: {a:?}");
+    assert!(
+        ["AccessDenied", "SignatureDoesNotMatch"].contains(&a.code.as_str()),
+        "{what}: unexpected S3 code: {a:?}"
+    );
+}
+
+#[test]
+fn sigv4_is_enforced_unsigned_and_badly_signed_requests_are_refused() {
+    let env = S3Env::new();
+    let job = env.submit("20m");
+    let key = env.key(&format!("inbox/{}/bundle.tar.gz", job.id));
+    let url = format!("{}/{BUCKET}/{key}", env.s3.endpoint());
+    let a = raw_request("GET", &url, &[], &[]);
+    assert_eq!((a.status, a.code.as_str()), (403, "AccessDenied"), "{a:?}");
+    let a = raw_request("PUT", &url, &[], b"x");
+    assert_eq!((a.status, a.code.as_str()), (403, "AccessDenied"), "{a:?}");
+    let a = raw_request(
+        "GET",
+        &format!("{}/{BUCKET}?list-type=2", env.s3.endpoint()),
+        &[],
+        &[],
+    );
+    assert_eq!((a.status, a.code.as_str()), (403, "AccessDenied"), "{a:?}");
+    // A client with the right key id but the wrong secret.
+    let bad = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(env.s3.endpoint())
+        .with_allow_http(true)
+        .with_bucket_name(BUCKET)
+        .with_region(airlock_tests::s3::REGION)
+        .with_access_key_id(airlock_tests::s3::ACCESS_KEY)
+        .with_secret_access_key("not-the-secret")
+        .with_retry(object_store::RetryConfig {
+            max_retries: 0,
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let err = rt
+        .block_on(object_store::ObjectStoreExt::get(
+            &bad,
+            &object_store::path::Path::from(key.as_str()),
+        ))
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("403") || err.to_string().contains("SignatureDoesNotMatch"),
+        "{err}"
+    );
+}
+
+#[test]
+fn token_holder_cannot_list_read_other_jobs_or_write_outside_its_drop() {
+    let env = S3Env::new();
+    let a = env.submit("20m");
+    let b = env.submit("20m");
+    let ca = env.claims(&a);
+    let cb = env.claims(&b);
+    let (ida, idb) = (a.id.as_str(), b.id.as_str());
+    let before = env.s3.contents();
+
+    let get = ca.bundle.url.clone();
+    let put = ca.drop.checkpoint.clone();
+    let put_new = ca.drop.artifact.clone();
+    let once = [("if-none-match", "*")];
+    let cases: Vec<(&str, Answer)> = vec![
+        // List: the bucket, the prefix, the job's own inbox "directory".
+        (
+            "list the bucket with the bundle URL's signature",
+            raw_request("GET", &with_path(&get, &format!("/{BUCKET}")), &[], &[]),
+        ),
+        (
+            "list-type=2 added to the bundle URL",
+            raw_request(
+                "GET",
+                &format!("{}&list-type=2", with_path(&get, &format!("/{BUCKET}"))),
+                &[],
+                &[],
+            ),
+        ),
+        (
+            "list the job's own inbox prefix",
+            raw_request(
+                "GET",
+                &with_key(&get, &env.key(&format!("inbox/{ida}/"))),
+                &[],
+                &[],
+            ),
+        ),
+        // Read another job's objects.
+        (
+            "read job B's bundle with A's GET URL",
+            raw_request(
+                "GET",
+                &with_key(&get, &env.key(&format!("inbox/{idb}/bundle.tar.gz"))),
+                &[],
+                &[],
+            ),
+        ),
+        (
+            "read job B's record",
+            raw_request(
+                "GET",
+                &with_key(&get, &env.key(&format!("records/{idb}.dsse.json"))),
+                &[],
+                &[],
+            ),
+        ),
+        (
+            "read the ledger",
+            raw_request(
+                "GET",
+                &with_key(&get, &env.key("ledger/000000000001.dsse.json")),
+                &[],
+                &[],
+            ),
+        ),
+        // Write another job's keys.
+        (
+            "write job B's checkpoint with A's PUT URL",
+            raw_request(
+                "PUT",
+                &with_key(&put, &key_of(&cb.drop.checkpoint)),
+                &[],
+                b"forged",
+            ),
+        ),
+        (
+            "write job B's artifact with A's write-once URL",
+            raw_request(
+                "PUT",
+                &with_key(&put_new, &key_of(&cb.drop.artifact)),
+                &once,
+                b"forged",
+            ),
+        ),
+        // Write keys of its own job that are not in its token.
+        (
+            "overwrite its own bundle",
+            raw_request(
+                "PUT",
+                &with_key(&put, &env.key(&format!("inbox/{ida}/bundle.tar.gz"))),
+                &[],
+                b"forged",
+            ),
+        ),
+        (
+            "write its own job record",
+            raw_request(
+                "PUT",
+                &with_key(&put, &env.key(&format!("records/{ida}.dsse.json"))),
+                &[],
+                b"forged",
+            ),
+        ),
+        (
+            "write a ledger entry",
+            raw_request(
+                "PUT",
+                &with_key(&put, &env.key("ledger/000000000099.dsse.json")),
+                &[],
+                b"forged",
+            ),
+        ),
+        (
+            "write another name in its own drop",
+            raw_request(
+                "PUT",
+                &with_key(&put, &env.key(&format!("drop/{ida}/extra.tar.gz"))),
+                &[],
+                b"forged",
+            ),
+        ),
+        (
+            "write outside the prefix",
+            raw_request("PUT", &with_key(&put, "elsewhere/x"), &[], b"forged"),
+        ),
+        // Methods other than the one signed.
+        (
+            "PUT with the bundle's GET URL",
+            raw_request("PUT", &get, &[], b"forged"),
+        ),
+        (
+            "DELETE with the bundle's GET URL",
+            raw_request("DELETE", &get, &[], &[]),
+        ),
+        (
+            "GET with the checkpoint's PUT URL",
+            raw_request("GET", &put, &[], &[]),
+        ),
+        (
+            "DELETE with the checkpoint's PUT URL",
+            raw_request("DELETE", &put, &[], &[]),
+        ),
+        (
+            "HEAD with the checkpoint's PUT URL",
+            raw_request("HEAD", &put, &[], &[]),
+        ),
+        // The signed parts edited.
+        (
+            "expiry stretched in the URL",
+            raw_request(
+                "GET",
+                &edit_param(&get, "X-Amz-Expires", "604800"),
+                &[],
+                &[],
+            ),
+        ),
+        (
+            "signature edited",
+            raw_request(
+                "GET",
+                &edit_param(&get, "X-Amz-Signature", &"0".repeat(64)),
+                &[],
+                &[],
+            ),
+        ),
+        // The write-once condition is signed: dropping it voids the URL.
+        (
+            "the artifact URL without if-none-match",
+            raw_request("PUT", &put_new, &[], b"forged"),
+        ),
+    ];
+    for (what, answer) in &cases {
+        if what.starts_with("HEAD") {
+            // A HEAD answer has no body to carry the S3 code.
+            assert_eq!(answer.status, 403, "{what}: {answer:?}");
+        } else {
+            assert_forbidden(what, answer);
+        }
+    }
+    // Every one of them logged as a 403 from s3s itself (no fault injected).
+    let refused = env
+        .s3
+        .log()
+        .iter()
+        .filter(|l| l.status == Some(403) && l.injected.is_none())
+        .count();
+    assert_eq!(refused, cases.len());
+    assert_eq!(env.s3.contents(), before, "the trusted side's view changed");
+
+    // What the token does allow still works, exactly once for the final artifact.
+    let ok = raw_request("GET", &get, &[], &[]);
+    assert_eq!(ok.status, 200, "{ok:?}");
+    let first = raw_request("PUT", &put_new, &once, b"first");
+    assert_eq!(first.status, 200, "{first:?}");
+    let second = raw_request("PUT", &put_new, &once, b"second");
+    assert_eq!(
+        (second.status, second.code.as_str()),
+        (412, "PreconditionFailed"),
+        "{second:?}"
+    );
+    assert_eq!(
+        env.s3.get(&key_of(&put_new)).as_deref(),
+        Some(&b"first"[..])
+    );
+}
+
+/// `url` with query parameter `name` set to `value`.
+fn edit_param(url: &str, name: &str, value: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap();
+    let q: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k == name => format!("{k}={value}"),
+            _ => kv.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", q.join("&"))
+}
+
+#[test]
+fn worker_reports_the_stores_refusal_of_a_doctored_token_and_writes_nothing() {
+    let env = S3Env::new();
+    let a = env.submit("20m");
+    let b = env.submit("20m");
+    let ca = env.claims(&a);
+    let cb = env.claims(&b);
+    let before = env.s3.contents();
+
+    // The bundle URL points at job B's bundle (A's signature): the GET is refused.
+    let mut claims = ca.clone();
+    claims.bundle.url = with_key(&ca.bundle.url, &key_of(&cb.bundle.url));
+    let forged = env.forged_token(&claims, "forged-read");
+    let out = env.worker(&forged, "docstring.sh");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("HTTP 403") && err.contains("transfer.forbidden"),
+        "{err}"
+    );
+
+    // The artifact URL points at job B's drop: the generator runs, the upload is refused.
+    let mut claims = ca.clone();
+    claims.drop.artifact = with_key(&ca.drop.artifact, &key_of(&cb.drop.artifact));
+    let forged = env.forged_token(&claims, "forged-write");
+    let out = env.worker(&forged, "docstring.sh");
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(1) && err.contains("sandbox") && err.contains("unavailable") {
+        eprintln!("SKIP (write half): the worker cannot sandbox here: {err}");
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        assert!(
+            err.contains("HTTP 403") && err.contains("transfer.forbidden"),
+            "{err}"
+        );
+        let refused = env
+            .s3
+            .log_for("PUT", &format!("drop/{}/artifact.tar.gz", b.id));
+        assert!(
+            !refused.is_empty() && refused.iter().all(|l| l.status == Some(403)),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(env.s3.contents(), before, "the trusted side's view changed");
+    let out = run(env.airlock().args(["fetch", &b.id]));
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no artifact yet"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn every_url_is_refused_after_the_token_expires() {
+    let env = S3Env::new();
+    let out = run(env
+        .airlock()
+        .args(["submit", "--json", "--ttl", "2s", "--repo"])
+        .arg(&env.repo)
+        .arg("--prompt-file")
+        .arg({
+            let p = env.root.join("p.txt");
+            std::fs::write(&p, "x\n").unwrap();
+            p
+        })
+        .arg("--token-out")
+        .arg(env.root.join("short-token")));
+    assert!(out.status.success(), "{}", show(&out));
+    let v = json(&out);
+    let job = Job {
+        id: v["job"].as_str().unwrap().to_owned(),
+        token_file: env.root.join("short-token"),
+    };
+    let expires_at = v["expires_at"].as_u64().unwrap();
+    let claims = env.claims(&job);
+    let once = [("if-none-match", "*")];
+    // Before expiry the bundle URL works (so what follows is the clock, not a bad URL).
+    assert_eq!(raw_request("GET", &claims.bundle.url, &[], &[]).status, 200);
+
+    while now_unix() <= expires_at + 1 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let before = env.s3.contents();
+    for (what, a) in [
+        (
+            "GET bundle",
+            raw_request("GET", &claims.bundle.url, &[], &[]),
+        ),
+        (
+            "GET bundle envelope",
+            raw_request("GET", &claims.bundle_envelope_url, &[], &[]),
+        ),
+        (
+            "PUT checkpoint",
+            raw_request("PUT", &claims.drop.checkpoint, &[], b"late"),
+        ),
+        (
+            "PUT checkpoint envelope",
+            raw_request("PUT", &claims.drop.checkpoint_envelope, &[], b"late"),
+        ),
+        (
+            "PUT artifact",
+            raw_request("PUT", &claims.drop.artifact, &once, b"late"),
+        ),
+        (
+            "PUT artifact envelope",
+            raw_request("PUT", &claims.drop.artifact_envelope, &once, b"late"),
+        ),
+    ] {
+        assert_eq!(
+            (a.status, a.code.as_str()),
+            (403, "AccessDenied"),
+            "{what}: {a:?}"
+        );
+        assert!(a.body.contains("expired"), "{what}: {a:?}");
+    }
+    // The worker refuses the expired token itself, before any request.
+    let seen = env.s3.log().len();
+    let out = env.worker(&job, "docstring.sh");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("token.expired"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(
+        env.s3.log().len(),
+        seen,
+        "the worker sent requests with an expired token"
+    );
+    // Re-signed with a fresh expiry, its URLs are still dead: the store's answer is reported.
+    let forged = env.forged_token(&claims, "refreshed");
+    let out = env.worker(&forged, "docstring.sh");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("HTTP 403") && err.contains("expired"), "{err}");
+    assert_eq!(env.s3.contents(), before, "the trusted side's view changed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults: the server misbehaves while the worker moves bytes
+
+fn statuses(env: &S3Env, method: &str, suffix: &str) -> Vec<(Option<u16>, Option<FaultAction>)> {
+    env.s3
+        .log_for(method, suffix)
+        .into_iter()
+        .map(|l| (l.status, l.injected))
+        .collect()
+}
+
+#[test]
+fn worker_retries_through_503s_and_the_job_completes() {
+    let env = S3Env::new();
+    let job = env.submit("20m");
+    let id = &job.id;
+    env.s3.inject(
+        "GET",
+        &format!("inbox/{id}/bundle.tar.gz"),
+        FaultAction::Status(503),
+        2,
+    );
+    env.s3.inject(
+        "PUT",
+        &format!("drop/{id}/artifact.tar.gz"),
+        FaultAction::Status(503),
+        3,
+    );
+    if !env.work(&job, "docstring.sh") {
+        return;
+    }
+    assert!(
+        env.s3.pending_faults().is_empty(),
+        "{:?}",
+        env.s3.pending_faults()
+    );
+    let f = Some(FaultAction::Status(503));
+    assert_eq!(
+        statuses(&env, "GET", &format!("inbox/{id}/bundle.tar.gz")),
+        vec![(Some(503), f), (Some(503), f), (Some(200), None)]
+    );
+    assert_eq!(
+        statuses(&env, "PUT", &format!("drop/{id}/artifact.tar.gz")),
+        vec![
+            (Some(503), f),
+            (Some(503), f),
+            (Some(503), f),
+            (Some(200), None)
+        ]
+    );
+    let out = env.gate(id);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(json(&out)["decision"], "queue");
+}
+
+#[test]
+fn worker_retries_after_uploads_cut_short_and_a_server_crash_and_the_job_completes() {
+    let env = S3Env::new();
+    let job = env.submit("20m");
+    let id = &job.id;
+    // The bundle download loses its connection once; the artifact upload is cut off
+    // mid-body twice; the envelope upload crashes the server, which resets the next two
+    // connections while it "restarts" (same data, same port).
+    env.s3.inject(
+        "GET",
+        &format!("inbox/{id}/bundle.tar.gz"),
+        FaultAction::Drop,
+        1,
+    );
+    env.s3.inject(
+        "PUT",
+        &format!("drop/{id}/artifact.tar.gz"),
+        FaultAction::Truncate(64),
+        2,
+    );
+    env.s3.inject(
+        "PUT",
+        &format!("drop/{id}/artifact.dsse.json"),
+        FaultAction::Outage { resets: 2 },
+        1,
+    );
+    if !env.work(&job, "docstring.sh") {
+        return;
+    }
+    assert!(
+        env.s3.pending_faults().is_empty(),
+        "{:?}",
+        env.s3.pending_faults()
+    );
+    let cut = Some(FaultAction::Truncate(64));
+    assert_eq!(
+        statuses(&env, "PUT", &format!("drop/{id}/artifact.tar.gz")),
+        vec![(None, cut), (None, cut), (Some(200), None)]
+    );
+    // The crash request plus the one that got through; the two reset connections never
+    // reached HTTP.
+    assert_eq!(
+        statuses(&env, "PUT", &format!("drop/{id}/artifact.dsse.json")),
+        vec![
+            (None, Some(FaultAction::Outage { resets: 2 })),
+            (Some(200), None)
+        ]
+    );
+    // No partial object survived the cut uploads: fetch verifies the signed digest.
+    let out = run(env.airlock().args(["fetch", id, "--json"]));
+    assert!(out.status.success(), "{}", show(&out));
+    let out = env.gate(id);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+#[test]
+fn server_gone_mid_upload_fails_the_worker_clearly_and_fetch_accepts_nothing_partial() {
+    let env = S3Env::new();
+    let job = env.submit("20m");
+    let id = &job.id;
+    // The tarball lands; the server stops dead when the envelope is sent, and stays down
+    // for longer than the worker retries.
+    env.s3.inject(
+        "PUT",
+        &format!("drop/{id}/artifact.dsse.json"),
+        FaultAction::Stop,
+        1,
+    );
+    let out = env.worker(&job, "docstring.sh");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    if err.contains("sandbox") && err.contains("unavailable") {
+        eprintln!("SKIP: the worker cannot sandbox here: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(err.contains("gave up after 5 attempts"), "{err}");
+    assert!(env.s3.is_stopped());
+
+    env.s3.restart();
+    let bucket = env.bucket();
+    assert!(bucket.contains_key(&env.key(&format!("drop/{id}/artifact.tar.gz"))));
+    assert!(!bucket.contains_key(&env.key(&format!("drop/{id}/artifact.dsse.json"))));
+    // Half a result is no result: fetch and gate find nothing to judge (an error, not a
+    // verdict), status does not call it landed, and the ledger records no fetch.
+    let out = run(env.airlock().args(["fetch", id]));
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no artifact yet"),
+        "{}",
+        show(&out)
+    );
+    let out = env.gate(id);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let out = run(env.airlock().args(["status", id, "--json"]));
+    assert_eq!(json(&out)[0]["state"], "packed", "{}", show(&out));
+    let out = run(env.airlock().args(["audit", "show", id, "--json"]));
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("\"fetch\""),
+        "{}",
+        show(&out)
+    );
+    assert!(!env
+        .home
+        .join("jobs")
+        .join(id)
+        .join("artifact.tar.gz")
+        .exists());
 }
