@@ -1,6 +1,7 @@
-//! Runs one untrusted generator confined on Linux (no network, writes only to its workdir
-//! and a private tmp, limited resources, a capped log, a wall clock that kills the whole
-//! process tree), and refuses to run it at all when the kernel cannot confine it.
+//! Runs one untrusted generator confined on Linux (no network, or only an allowlisted
+//! egress proxy; writes only to its workdir and a private tmp, limited resources, a capped
+//! log, a wall clock that kills the whole process tree), and refuses to run it at all when
+//! the kernel cannot confine it.
 //!
 //! # Layers, in the order they are applied
 //!
@@ -14,7 +15,9 @@
 //! 3. **Namespaces** (namespace mode): new user, mount, pid, ipc, uts and network
 //!    namespaces; the network namespace is empty (loopback down, no route anywhere); the uid
 //!    and gid maps contain only the sandbox identity; mounts are made private; the hostname
-//!    is `airlock`.
+//!    is `airlock`. With [`Network::Egress`] the loopback comes up with one listener,
+//!    `127.0.0.1:`[`EGRESS_PROXY_PORT`], handed to the supervisor and served there by the
+//!    [`EgressProxy`] (see [`egress`]); nothing inside the sandbox holds it.
 //! 4. **/proc** of the new pid namespace, mounted fresh by its init (pid 1), which then
 //!    forks the generator (pid 2), so that killing init kills every process in the sandbox.
 //! 5. **Capabilities** dropped: bounding set (where permitted), ambient, effective,
@@ -23,11 +26,13 @@
 //! 7. **rlimits**: CPU seconds, address space, file size, open files, processes; core 0.
 //! 8. **Landlock** (ABI 6): read and execute the readable roots (the system by default,
 //!    see [`DEFAULT_READABLE`]) and the generator program; read and write the workdir and
-//!    private tmp only; `/dev/null` and `/dev/zero` read-write; no TCP bind or connect;
-//!    signals and abstract unix sockets scoped to the sandbox. Anything but
+//!    private tmp only; `/dev/null` and `/dev/zero` read-write; no TCP bind or connect
+//!    (with egress: connect to [`EGRESS_PROXY_PORT`] only); signals and abstract unix
+//!    sockets scoped to the sandbox. Anything but
 //!    `FullyEnforced` is an error unless the spec sets `allow_partial_landlock`.
 //! 9. **Seccomp**: no `socket()` at all and no `socketpair()` but `AF_UNIX` (network
-//!    denied), no `io_uring`, `ptrace`, `process_vm_*`, keyring, `bpf`, `perf_event_open`,
+//!    denied; with egress, TCP stream sockets only: no UDP, DNS, raw, packet, netlink or
+//!    unix socket), no `io_uring`, `ptrace`, `process_vm_*`, keyring, `bpf`, `perf_event_open`,
 //!    `userfaultfd`, no new namespaces; in the fallback also no `setsid`/`setpgid`; other
 //!    architectures' syscalls kill. Read back as filter mode.
 //! 10. **Descriptors**: everything above stderr is close-on-exec; then `execve` with exactly
@@ -37,6 +42,13 @@
 //! (`landlock+seccomp`, the reason in [`Outcome::fallback_reason`]), else fails with
 //! [`SandboxError::Unavailable`]. [`Mode::Unsandboxed`] builds only the runner (plus
 //! rlimits) and reports `none`. The outcome always says which kind ran.
+//!
+//! Egress ([`spawn_with_egress`]) needs the network namespace: the landlock+seccomp
+//! fallback refuses it before anything starts, and `Mode::Auto` does not fall back with it
+//! ([`SandboxError::Unavailable`]), because without a namespace nothing can restrict the
+//! generator's TCP connects to the proxy's *address* (landlock names ports only, seccomp
+//! cannot read `connect()`'s address). In `Mode::Unsandboxed` the generator is pointed at
+//! the proxy (on the host's loopback) and its attempts are logged, but nothing is enforced.
 //!
 //! # Guarantees
 //! - Fails closed: a layer that fails, or that the kernel reports as not in force, stops
@@ -48,6 +60,11 @@
 //!   (fallback). When the generator's main process ends, whatever it left behind is killed
 //!   too, and waits return only once no process of the sandbox is left.
 //! - The log never exceeds `max_bytes`, and a flood never blocks the generator.
+//! - With egress (namespace mode), the only thing the generator can connect to is the
+//!   proxy, which admits `CONNECT` to allowlisted `host:port` only, refuses destinations
+//!   that resolve to loopback, link-local (metadata), private, reserved or this host's
+//!   addresses, and logs every attempt; when the run ends the proxy's tunnels are closed and
+//!   its log is final ([`EgressProxy::log`]).
 //!
 //! # Not guaranteed
 //! - In [`Mode::Unsandboxed`] nothing is confined, and a process that calls `setsid` escapes
@@ -99,6 +116,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod egress;
 mod error;
 mod outcome;
 mod proto;
@@ -109,17 +127,18 @@ mod linux;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
 
+pub use egress::{EgressLog, EgressProxy, EgressRule, ProxyConfig};
 pub use error::SandboxError;
 pub use outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
 pub use spec::{
     LogSink, Mode, Network, Rlimits, SandboxSpec, DEFAULT_READABLE, DEFAULT_UNPRIVILEGED_ID,
-    READ_WRITE_DEVICES,
+    EGRESS_PROXY_PORT, READ_WRITE_DEVICES,
 };
 
 #[cfg(target_os = "linux")]
-pub use linux::{spawn, Running};
+pub use linux::{spawn, spawn_with_egress, Running};
 #[cfg(not(target_os = "linux"))]
-pub use unsupported::{spawn, Running};
+pub use unsupported::{spawn, spawn_with_egress, Running};
 
 /// The hidden subcommand a host binary dispatches to [`child_main`].
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";

@@ -37,6 +37,8 @@ pub(crate) enum Report {
     /// A layer failed; the generator will not run. `layer` is `unavailable` when the kernel
     /// lacks the feature, `exec` when only the final exec failed.
     Error { layer: String, detail: String },
+    /// Egress: the proxy's listening socket travels with this message (`SCM_RIGHTS`).
+    EgressListener {},
     /// Namespace mode: the generator's `execve` succeeded.
     Started {},
     /// Namespace mode: the generator's raw wait status, from the pid namespace's init.
@@ -88,6 +90,7 @@ mod tests {
                 layer: "landlock".into(),
                 detail: "x".into(),
             },
+            Report::EgressListener {},
             Report::Started {},
             Report::Status { raw: 9 },
         ] {

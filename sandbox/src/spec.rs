@@ -124,7 +124,27 @@ pub enum Network {
     /// No network at all: an empty network namespace (namespace mode), no socket other than
     /// an `AF_UNIX` `socketpair` (seccomp), no TCP bind or connect (landlock).
     Deny,
+    /// Egress through an [`EgressProxy`](crate::EgressProxy) only; start the sandbox with
+    /// [`spawn_with_egress`](crate::spawn_with_egress). Namespace mode: the network
+    /// namespace's loopback comes up with one listener, `127.0.0.1:`[`EGRESS_PROXY_PORT`],
+    /// whose connections the proxy (outside the sandbox) accepts; seccomp allows TCP stream
+    /// sockets and nothing else (no UDP, so no DNS); landlock allows a TCP connect to that
+    /// port only and no bind. The generator's environment gets `HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `https_proxy` and `http_proxy` = `http://127.0.0.1:<port>` (overriding the spec's,
+    /// and `NO_PROXY`/`no_proxy` removed).
+    ///
+    /// Refused in the landlock+seccomp fallback (and `Mode::Auto` does not fall back with
+    /// it): without a network namespace the generator shares the host's network, landlock's
+    /// TCP rules name a port but no address, and seccomp cannot read `connect()`'s address,
+    /// so "only the proxy" cannot be enforced: any host listening on the proxy's port
+    /// would be reachable. In `Mode::Unsandboxed` the listener is on the host's loopback
+    /// (ephemeral port) and nothing is enforced.
+    Egress,
 }
+
+/// The proxy's port on the sandbox's own loopback (namespace mode; the network namespace
+/// is empty, so the port is always free).
+pub const EGRESS_PROXY_PORT: u16 = 3128;
 
 /// Which sandbox to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,6 +26,17 @@ pub fn spawn(
     })
 }
 
+/// Always `SandboxError::Unavailable`: only Linux is supported.
+pub fn spawn_with_egress(
+    host_exe: &Path,
+    hidden_args: &[&str],
+    spec: &SandboxSpec,
+    log: &LogSink,
+    _proxy: &crate::egress::EgressProxy,
+) -> Result<Running, SandboxError> {
+    spawn(host_exe, hidden_args, spec, log)
+}
+
 pub(crate) fn child_main() -> ! {
     eprintln!("airlock-sandbox: the sandbox is implemented for Linux only");
     std::process::exit(127)

@@ -3,8 +3,12 @@
 //!
 //! Process shapes (all in the one process group the supervisor created):
 //! - landlock+seccomp and none: `helper` applies the layers to itself and execs the generator.
+//!   With egress (none only; the fallback refuses it) `helper` first listens on the host's
+//!   loopback (ephemeral port) and hands the socket to the supervisor.
 //! - namespaces: `helper` (host namespaces; writes the uid/gid maps) -> `ns` (unshares the
-//!   user, mount, pid, ipc, uts and network namespaces) -> `init` (pid 1 of the new pid
+//!   user, mount, pid, ipc, uts and network namespaces; with egress, brings the namespace's
+//!   loopback up, listens on `127.0.0.1:EGRESS_PROXY_PORT` and hands the socket to the
+//!   supervisor, keeping no copy) -> `init` (pid 1 of the new pid
 //!   namespace; mounts a fresh /proc, drops capabilities, reaps, reports the generator's
 //!   status) -> the generator (applies no_new_privs, rlimits, landlock, seccomp; execs).
 //!   Killing `init` kills everything in the pid namespace, whatever its process group.
@@ -19,6 +23,7 @@
 use std::convert::Infallible;
 use std::ffi::CString;
 use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -27,11 +32,12 @@ use std::path::{Path, PathBuf};
 
 use super::identity::{self, Identity};
 use super::landlock_layer::{self, LandlockFailure};
+use super::runner::EGRESS_NEEDS_NAMESPACES;
 use super::seccomp::{self, FilterOptions};
 use super::sys::{self, ExecImage, Forked};
 use crate::outcome::SandboxKind;
 use crate::proto::{HelperInput, Report, MAX_SPEC_BYTES};
-use crate::spec::{Mode, Rlimits, SandboxSpec};
+use crate::spec::{Mode, Network, Rlimits, SandboxSpec, EGRESS_PROXY_PORT};
 
 /// `PATH` used to find a bare program name when the spec's environment has none.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -40,6 +46,18 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 const NS_HELPER_PROCESSES: u64 = 2;
 
 const CAP_SETPCAP: u32 = 8;
+
+/// Proxy variables replaced (or removed) in the generator's environment when egress is on.
+const PROXY_VARS: &[&str] = &[
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
 
 /// A layer that failed, reported to the supervisor as `Report::Error`.
 struct Fail {
@@ -132,27 +150,43 @@ fn run(chan: &Chan, input: HelperInput) -> Result<Infallible, Fail> {
     spec.validate()
         .map_err(|e| Fail::new("helper", e.to_string()))?;
     let program = resolve_program(&spec)?;
-    let image = exec_image(&spec, &program)?;
+    let egress = spec.network == Network::Egress;
     match spec.mode {
         Mode::Unsandboxed => {
             chan.send(&kind(SandboxKind::None));
+            let port = if egress {
+                Some(host_egress_listener(chan)?)
+            } else {
+                None
+            };
+            let image = exec_image(&spec, &program, port)?;
             unconfined_exec(&spec, &image)
         }
+        Mode::LandlockSeccomp if egress => Err(Fail::new(
+            "unavailable",
+            format!("landlock+seccomp: {EGRESS_NEEDS_NAMESPACES}"),
+        )),
         Mode::LandlockSeccomp => {
+            let image = exec_image(&spec, &program, None)?;
             let id = identity::prepare(&spec).map_err(|d| Fail::new("identity", d))?;
             chan.send(&kind(SandboxKind::LandlockSeccomp));
             fallback(chan, &spec, id, input.parent_pid, &program, &image)
         }
         Mode::Namespaces | Mode::Auto => {
+            let image = exec_image(&spec, &program, egress.then_some(EGRESS_PROXY_PORT))?;
             let id = identity::prepare(&spec).map_err(|d| Fail::new("identity", d))?;
             match namespaces(chan, &spec, id, &program, &image) {
                 Ok(never) => match never {},
                 Err(NsError::Fail(f)) => Err(f),
-                Err(NsError::Unavailable(reason)) if spec.mode == Mode::Auto => {
+                Err(NsError::Unavailable(reason)) if spec.mode == Mode::Auto && !egress => {
                     chan.send(&Report::Fallback { reason });
                     chan.send(&kind(SandboxKind::LandlockSeccomp));
                     fallback(chan, &spec, id, input.parent_pid, &program, &image)
                 }
+                Err(NsError::Unavailable(reason)) if egress => Err(Fail::new(
+                    "unavailable",
+                    format!("user namespaces: {reason}; {EGRESS_NEEDS_NAMESPACES}"),
+                )),
                 Err(NsError::Unavailable(reason)) => Err(Fail::new(
                     "unavailable",
                     format!("user namespaces: {reason}"),
@@ -222,7 +256,45 @@ fn cstring(what: &str, bytes: Vec<u8>) -> Result<CString, Fail> {
     CString::new(bytes).map_err(|_| Fail::new("helper", format!("{what} contains a NUL byte")))
 }
 
-fn exec_image(spec: &SandboxSpec, program: &Path) -> Result<ExecImage, Fail> {
+/// Hands the egress listener to the supervisor (the socket travels with the report).
+fn send_listener(chan: &Chan, listener: &TcpListener) -> Result<(), Fail> {
+    sys::send_with_fd(
+        chan.0.as_fd(),
+        &Report::EgressListener {}.encode(),
+        listener.as_fd(),
+    )
+    .map_err(fail("egress", "hand the proxy listener to the supervisor"))
+}
+
+/// `Mode::Unsandboxed` with egress: a listener on the host's loopback (nothing is enforced;
+/// the generator is only pointed at the proxy). Returns its port.
+fn host_egress_listener(chan: &Chan) -> Result<u16, Fail> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(fail("egress", "listen on the host's loopback"))?;
+    let port = l
+        .local_addr()
+        .map_err(fail("egress", "listener address"))?
+        .port();
+    send_listener(chan, &l)?;
+    Ok(port)
+}
+
+/// Namespace mode with egress, in `ns` (inside the new network namespace, still holding
+/// `CAP_NET_ADMIN` over it): loopback up, the one listener, handed over, no copy kept.
+fn namespace_egress_listener(chan: &Chan) -> Result<(), Fail> {
+    sys::loopback_up().map_err(fail("egress", "bring the namespace's loopback up"))?;
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, EGRESS_PROXY_PORT))
+        .map_err(fail("egress", "listen on the namespace's loopback"))?;
+    send_listener(chan, &l)
+}
+
+/// The generator's image. With an egress port, the proxy variables point at
+/// `http://127.0.0.1:<port>` (replacing the spec's) and `NO_PROXY` is dropped.
+fn exec_image(
+    spec: &SandboxSpec,
+    program: &Path,
+    proxy_port: Option<u16>,
+) -> Result<ExecImage, Fail> {
     let path = cstring("program", program.as_os_str().as_bytes().to_vec())?;
     let mut argv = vec![cstring(
         "program",
@@ -231,9 +303,20 @@ fn exec_image(spec: &SandboxSpec, program: &Path) -> Result<ExecImage, Fail> {
     for a in &spec.args {
         argv.push(cstring("argument", a.as_bytes().to_vec())?);
     }
-    let mut envp = Vec::with_capacity(spec.env.len());
+    let mut envp = Vec::with_capacity(spec.env.len() + 4);
     for (k, v) in &spec.env {
+        if proxy_port.is_some() && PROXY_VARS.contains(&k.as_str()) {
+            continue;
+        }
         envp.push(cstring("environment", format!("{k}={v}").into_bytes())?);
+    }
+    if let Some(port) = proxy_port {
+        for k in &PROXY_VARS[..4] {
+            envp.push(cstring(
+                "environment",
+                format!("{k}=http://127.0.0.1:{port}").into_bytes(),
+            )?);
+        }
     }
     Ok(ExecImage::new(path, argv, envp))
 }
@@ -282,6 +365,7 @@ fn fallback(
         Confine {
             pin_process_group: true,
             nproc_extra: 0,
+            tcp_connect_port: None,
         },
     )
 }
@@ -296,6 +380,9 @@ fn switch_identity(id: Identity) -> Result<(), Fail> {
 struct Confine {
     pin_process_group: bool,
     nproc_extra: u64,
+    /// Egress (namespace mode): the proxy's port, the only TCP connect landlock allows; also
+    /// lets seccomp allow TCP stream sockets.
+    tcp_connect_port: Option<u16>,
 }
 
 /// The last layers, in the documented order, then `execve`. Runs in the process that
@@ -317,7 +404,7 @@ fn confine_and_exec(
         ));
     }
     apply_rlimits(&spec.rlimits, how.nproc_extra)?;
-    match landlock_layer::restrict(spec, program) {
+    match landlock_layer::restrict(spec, program, how.tcp_connect_port) {
         Ok(None) => {}
         Ok(Some(what)) => chan.send(&Report::Degraded { what }),
         Err(LandlockFailure::Unavailable(d)) => return Err(Fail::new("unavailable", d)),
@@ -325,6 +412,7 @@ fn confine_and_exec(
     }
     seccomp::install(FilterOptions {
         pin_process_group: how.pin_process_group,
+        allow_tcp: how.tcp_connect_port.is_some(),
     })
     .map_err(|e| match e {
         seccomp::SeccompFailure::Unavailable(d) => Fail::new("unavailable", d),
@@ -580,6 +668,12 @@ fn ns_main(
     wait_go(&to_ns);
     drop(to_ns);
     drop(from_ns);
+    if spec.network == Network::Egress {
+        if let Err(f) = namespace_egress_listener(chan) {
+            chan.send(&f.report());
+            sys::exit(127);
+        }
+    }
     match sys::fork() {
         Err(e) => {
             chan.send(&Fail::new("namespaces", format!("fork init: {e}")).report());
@@ -631,6 +725,7 @@ fn init_main(chan: &Chan, spec: &SandboxSpec, program: &Path, image: &ExecImage)
             let how = Confine {
                 pin_process_group: false,
                 nproc_extra: NS_HELPER_PROCESSES,
+                tcp_connect_port: (spec.network == Network::Egress).then_some(EGRESS_PROXY_PORT),
             };
             let f = match confine_and_exec(chan, spec, program, image, how) {
                 Ok(never) => match never {},

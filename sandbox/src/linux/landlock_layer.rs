@@ -1,6 +1,8 @@
 //! The landlock layer: read (and execute) the system, read and write only the workdir and
-//! the private tmp; no TCP bind or connect; no signals to, and no abstract unix sockets of,
-//! processes outside the sandbox.
+//! the private tmp; no TCP bind, and no TCP connect but to the egress proxy's port when
+//! egress is granted (namespace mode only, where that port on the namespace's loopback is
+//! the only thing to connect to); no signals to, and no abstract unix sockets of, processes
+//! outside the sandbox.
 //!
 //! Guards against: writes anywhere but the two writable roots (the host's /tmp, $HOME, the
 //! token file, the worker binary), reads outside the readable roots (the token file, the
@@ -14,8 +16,9 @@
 use std::path::Path;
 
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, PathBeneath,
-    PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, NetPort,
+    PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
+    Scope, ABI,
 };
 
 use crate::spec::{SandboxSpec, READ_WRITE_DEVICES};
@@ -38,9 +41,11 @@ fn failed(what: &str) -> impl FnOnce(landlock::RulesetError) -> LandlockFailure 
 
 /// Builds and applies the ruleset to the calling thread (inherited across `fork`/`execve`).
 /// `program` is the resolved generator path, made readable and executable.
+/// `tcp_connect_port`: the one TCP port the generator may connect to (the egress proxy's).
 pub(crate) fn restrict(
     spec: &SandboxSpec,
     program: &Path,
+    tcp_connect_port: Option<u16>,
 ) -> Result<Option<String>, LandlockFailure> {
     let all = AccessFs::from_all(TARGET_ABI);
     let read = AccessFs::from_read(TARGET_ABI);
@@ -72,6 +77,11 @@ pub(crate) fn restrict(
     }
     rs = add(rs, &spec.workdir, all, Missing::Fail)?;
     rs = add(rs, &spec.private_tmp, all, Missing::Fail)?;
+    if let Some(port) = tcp_connect_port {
+        rs = rs
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| LandlockFailure::Failed(format!("rule for TCP port {port}: {e}")))?;
+    }
 
     let status = rs
         .restrict_self()

@@ -2,7 +2,7 @@
 //! the layers they apply.
 
 #[allow(unsafe_code)]
-mod sys;
+pub(crate) mod sys;
 
 mod helper;
 mod identity;
@@ -17,6 +17,7 @@ mod seccomp;
 mod seccomp {
     pub(crate) struct FilterOptions {
         pub(crate) pin_process_group: bool,
+        pub(crate) allow_tcp: bool,
     }
     pub(crate) enum SeccompFailure {
         Unavailable(String),
@@ -31,4 +32,4 @@ mod seccomp {
 }
 
 pub(crate) use helper::child_main;
-pub use runner::{spawn, Running};
+pub use runner::{spawn, spawn_with_egress, Running};

@@ -6,15 +6,17 @@
 //! generator never blocks), process trees outliving the run (the group is killed when the
 //! main process ends, on timeout, and on drop; `wait` returns only once no member is
 //! left), signalling a recycled process group (the helper is reaped only after its group
-//! has been killed), a helper that never reports (setup deadline), and a broken report
-//! channel (fail closed).
+//! has been killed), a helper that never reports (setup deadline), a broken report
+//! channel (fail closed), egress combinations that cannot be enforced (refused before
+//! fork), and an egress run starting without its proxy listener (fail closed).
 //! On `Ok` from [`spawn`]: the generator has been exec'd with every layer of the reported
 //! sandbox kind in force.
 //! Does not check: what the generator writes; the worker diffs the workdir afterwards.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, PipeReader, PipeWriter, Read, Write};
-use std::net::Shutdown;
+use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::net::{Shutdown, TcpListener};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
@@ -25,10 +27,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::sys;
+use crate::egress::{EgressProxy, Serving};
 use crate::error::SandboxError;
 use crate::outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
 use crate::proto::{HelperInput, Report, MAX_LINE_BYTES};
-use crate::spec::{LogSink, SandboxSpec};
+use crate::spec::{LogSink, Mode, Network, SandboxSpec};
 
 /// How long the helper may take to build the sandbox and exec the generator.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,7 +45,7 @@ const DRAIN_AFTER_STOP_BYTES: u64 = 1 << 20;
 pub struct Running {
     pid: libc::pid_t,
     pidfd: OwnedFd,
-    chan: BufReader<UnixStream>,
+    chan: ReportChan,
     program: String,
     kind: Option<SandboxKind>,
     fallback_reason: Option<String>,
@@ -50,19 +53,114 @@ pub struct Running {
     started: Instant,
     pump: Option<JoinHandle<PumpStats>>,
     stop_pump: Option<PipeWriter>,
+    /// The proxy serving this sandbox's egress listener; dropped when the run ends.
+    egress: Option<Serving>,
     outcome: Option<Outcome>,
+}
+
+/// Why egress cannot be granted without a network namespace.
+pub(crate) const EGRESS_NEEDS_NAMESPACES: &str =
+    "egress needs the network namespace: without it the generator shares the host's network, \
+     landlock's TCP rules name a port but no address and seccomp cannot read connect()'s \
+     address, so every host listening on the proxy's port would be reachable";
+
+/// The helper's report channel: lines, and the descriptors that arrive with them.
+#[derive(Debug)]
+struct ReportChan {
+    sock: UnixStream,
+    buf: Vec<u8>,
+    eof: bool,
+    fds: VecDeque<OwnedFd>,
+}
+
+impl ReportChan {
+    /// One line without its newline (over-long or unterminated lines are returned as they
+    /// are, for `Report::decode` to refuse); `None` at end-of-file.
+    fn read_line(&mut self) -> io::Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
+                let mut line: Vec<u8> = self.buf.drain(..=pos).collect();
+                line.pop();
+                return Ok(Some(line));
+            }
+            if self.buf.len() > MAX_LINE_BYTES || (self.eof && !self.buf.is_empty()) {
+                return Ok(Some(std::mem::take(&mut self.buf)));
+            }
+            if self.eof {
+                return Ok(None);
+            }
+            let mut chunk = [0u8; 4096];
+            let (n, fds) = sys::recv_with_fds(self.sock.as_fd(), &mut chunk)?;
+            self.fds.extend(fds);
+            if n == 0 {
+                self.eof = true;
+            } else {
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
 }
 
 /// Starts `host_exe hidden_args...` as the sandbox helper (which must call
 /// [`crate::child_main`]) and waits until the generator has been exec'd inside the sandbox
-/// or a layer has failed.
+/// or a layer has failed. The spec's network must be [`Network::Deny`].
 pub fn spawn(
     host_exe: &Path,
     hidden_args: &[&str],
     spec: &SandboxSpec,
     log: &LogSink,
 ) -> Result<Running, SandboxError> {
+    spawn_inner(host_exe, hidden_args, spec, log, None)
+}
+
+/// [`spawn`] for a spec whose network is [`Network::Egress`]: the sandbox's proxy listener
+/// is served by `proxy` (outside the sandbox) until the run ends, after which `proxy`'s log
+/// is final for this run. Refused before anything starts in the landlock+seccomp fallback
+/// (`SandboxError::Unavailable`; see [`Network::Egress`] for why), and `Mode::Auto` does not
+/// fall back with egress.
+pub fn spawn_with_egress(
+    host_exe: &Path,
+    hidden_args: &[&str],
+    spec: &SandboxSpec,
+    log: &LogSink,
+    proxy: &EgressProxy,
+) -> Result<Running, SandboxError> {
+    spawn_inner(host_exe, hidden_args, spec, log, Some(proxy))
+}
+
+/// Refuses network settings that cannot be honoured, before anything is created.
+fn check_network(spec: &SandboxSpec, proxy: bool) -> Result<(), SandboxError> {
+    let mismatch = |reason: &str| SandboxError::Spec {
+        field: "network".into(),
+        rule: "sandbox.spec.egress-proxy",
+        reason: reason.into(),
+    };
+    match (spec.network, proxy) {
+        (Network::Deny, false) => Ok(()),
+        (Network::Deny, true) => Err(mismatch(
+            "an egress proxy was given but the spec denies the network",
+        )),
+        (Network::Egress, false) => Err(mismatch(
+            "network egress needs spawn_with_egress and an EgressProxy",
+        )),
+        (Network::Egress, true) if spec.mode == Mode::LandlockSeccomp => {
+            Err(SandboxError::Unavailable {
+                reason: format!("landlock+seccomp: {EGRESS_NEEDS_NAMESPACES}"),
+            })
+        }
+        (Network::Egress, true) => Ok(()),
+    }
+}
+
+fn spawn_inner(
+    host_exe: &Path,
+    hidden_args: &[&str],
+    spec: &SandboxSpec,
+    log: &LogSink,
+    proxy: Option<&EgressProxy>,
+) -> Result<Running, SandboxError> {
     spec.validate()?;
+    check_network(spec, proxy.is_some())?;
     let input = serde_json::to_vec(&HelperInput {
         spec: spec.clone(),
         parent_pid: std::process::id(),
@@ -117,7 +215,12 @@ pub fn spawn(
     let mut running = Running {
         pid,
         pidfd,
-        chan: BufReader::new(ours),
+        chan: ReportChan {
+            sock: ours,
+            buf: Vec::new(),
+            eof: false,
+            fds: VecDeque::new(),
+        },
         program: spec.program.display().to_string(),
         kind: None,
         fallback_reason: None,
@@ -125,6 +228,7 @@ pub fn spawn(
         started: Instant::now(),
         pump: None,
         stop_pump: Some(stop_w),
+        egress: None,
         outcome: None,
     };
     // From here on, returning early drops `running`, which kills and reaps the group.
@@ -135,7 +239,7 @@ pub fn spawn(
             .spawn(move || pump(log_r, file, max, stop_r))
             .map_err(SandboxError::io("start the log pump"))?,
     );
-    running.handshake(&input)?;
+    running.handshake(&input, proxy)?;
     Ok(running)
 }
 
@@ -219,12 +323,12 @@ impl Running {
     }
 
     /// Sends the spec, then reads reports until the generator runs or a layer fails.
-    fn handshake(&mut self, input: &[u8]) -> Result<(), SandboxError> {
+    fn handshake(&mut self, input: &[u8], proxy: Option<&EgressProxy>) -> Result<(), SandboxError> {
         let sent = (|| {
-            let mut s = self.chan.get_ref();
+            let mut s = &self.chan.sock;
             s.write_all(input)?;
             s.shutdown(Shutdown::Write)?;
-            self.chan.get_ref().set_read_timeout(Some(SETUP_TIMEOUT))
+            self.chan.sock.set_read_timeout(Some(SETUP_TIMEOUT))
         })();
         if let Err(e) = sent {
             return Err(SandboxError::Protocol {
@@ -238,7 +342,7 @@ impl Running {
                     // The helper (or its generator) closed the channel: in the direct modes
                     // that is the close-on-exec of a successful execve.
                     return match self.kind {
-                        Some(k) if k != SandboxKind::Namespaces => Ok(()),
+                        Some(k) if k != SandboxKind::Namespaces => self.egress_ready(proxy),
                         _ => Err(SandboxError::Protocol {
                             detail: "the helper exited before starting the generator".into(),
                         }),
@@ -258,7 +362,17 @@ impl Running {
                     self.fallback_reason = Some(reason);
                 }
                 Report::Degraded { what } => self.degraded = Some(what),
-                Report::Started {} if self.kind == Some(SandboxKind::Namespaces) => return Ok(()),
+                Report::EgressListener {} if self.egress.is_none() => {
+                    let Some(proxy) = proxy else {
+                        return Err(SandboxError::Protocol {
+                            detail: "egress listener for a run without egress".into(),
+                        });
+                    };
+                    self.egress = Some(self.serve_listener(proxy)?);
+                }
+                Report::Started {} if self.kind == Some(SandboxKind::Namespaces) => {
+                    return self.egress_ready(proxy)
+                }
                 Report::Error { layer, detail } => {
                     return Err(match layer.as_str() {
                         "unavailable" => SandboxError::Unavailable { reason: detail },
@@ -278,22 +392,49 @@ impl Running {
         }
     }
 
+    /// The listening socket that arrived with `Report::EgressListener`, served by `proxy`.
+    fn serve_listener(&mut self, proxy: &EgressProxy) -> Result<Serving, SandboxError> {
+        let fd = self
+            .chan
+            .fds
+            .pop_front()
+            .ok_or_else(|| SandboxError::Protocol {
+                detail: "the egress listener report arrived without a socket".into(),
+            })?;
+        let listener = TcpListener::from(fd);
+        match listener.local_addr() {
+            Ok(a) if a.ip().is_loopback() => {}
+            other => {
+                return Err(SandboxError::Protocol {
+                    detail: format!("the egress listener is not a loopback TCP socket ({other:?})"),
+                })
+            }
+        }
+        proxy.serve(listener)
+    }
+
+    /// At the end of the handshake: with egress, the proxy must be serving.
+    fn egress_ready(&mut self, proxy: Option<&EgressProxy>) -> Result<(), SandboxError> {
+        self.chan.fds.clear();
+        if proxy.is_some() && self.egress.is_none() {
+            return Err(SandboxError::Protocol {
+                detail: "the helper started the generator without handing over the egress \
+                         listener"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     /// One report line, `None` at end-of-file.
     fn read_report(&mut self) -> Result<Option<Report>, SandboxError> {
-        let mut line = Vec::new();
-        let n = (&mut self.chan)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(|e| SandboxError::Protocol {
-                detail: format!("reading the helper's reports: {e}"),
-            })?;
-        if n == 0 {
-            return Ok(None);
+        let line = self.chan.read_line().map_err(|e| SandboxError::Protocol {
+            detail: format!("reading the helper's reports: {e}"),
+        })?;
+        match line {
+            None => Ok(None),
+            Some(line) => Report::decode(&line).map(Some),
         }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        Report::decode(&line).map(Some)
     }
 
     /// The generator's process has ended (or was killed): kill the rest of the group, reap
@@ -306,6 +447,8 @@ impl Running {
         let elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let helper_status = reaped.map_or(0, |(_, st)| st);
         self.wait_group_gone();
+        // Nothing of the sandbox is left: close its listener and tunnels, finalising the log.
+        drop(self.egress.take());
         let (log_bytes, log_truncated) = self.stop_log_pump();
         let raw = self.generator_status().unwrap_or(helper_status);
         let status = if timed_out {
@@ -372,7 +515,7 @@ impl Running {
         // Every holder of the channel is gone: this reads to end-of-file without blocking.
         let _ = self
             .chan
-            .get_ref()
+            .sock
             .set_read_timeout(Some(Duration::from_secs(1)));
         let mut status = None;
         while let Ok(Some(r)) = self.read_report() {

@@ -3,7 +3,11 @@
 //!
 //! Guards against, with network denied: any `socket()` (TCP, UDP, DNS, raw, packet,
 //! netlink, vsock, and `AF_UNIX` sockets that could reach a host daemon such as a container
-//! runtime's socket), `socketpair()` other than `AF_UNIX`; `io_uring` (its operations bypass
+//! runtime's socket); with egress granted, every `socket()` but a TCP stream socket
+//! (`AF_INET`/`AF_INET6`, `SOCK_STREAM`, protocol 0 or TCP: the network namespace holds
+//! only the proxy's loopback port, and landlock allows connecting to that port alone), so
+//! still no UDP (DNS), raw, packet, netlink or unix socket; `socketpair()` other than
+//! `AF_UNIX`; `io_uring` (its operations bypass
 //! seccomp); `ptrace` and cross-process memory access; the kernel keyring (in the fallback
 //! the worker's session keyring is shared); `bpf`, `perf_event_open`, `userfaultfd`;
 //! creating or entering namespaces (`unshare`, `setns`, `clone` with namespace flags;
@@ -22,6 +26,9 @@ use super::sys;
 pub(crate) struct FilterOptions {
     /// Refuse `setsid`/`setpgid` (no pid namespace to contain escapees).
     pub(crate) pin_process_group: bool,
+    /// Allow TCP stream sockets (egress through the proxy's loopback port, namespace mode
+    /// only); every other `socket()` stays refused.
+    pub(crate) allow_tcp: bool,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -34,6 +41,7 @@ const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
 #[cfg(target_arch = "x86_64")]
 const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
 const JSET_K: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+const AND_K: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
 const RET_K: u16 = 0x06; // BPF_RET | BPF_K
 
 const OFF_NR: u32 = 0;
@@ -43,6 +51,11 @@ const OFF_ARCH: u32 = 4;
 const OFF_ARG0_LO: u32 = 16;
 #[cfg(target_endian = "big")]
 const OFF_ARG0_LO: u32 = 20;
+/// Low 32 bits of `args[1]` and `args[2]`.
+const OFF_ARG1_LO: u32 = OFF_ARG0_LO + 8;
+const OFF_ARG2_LO: u32 = OFF_ARG0_LO + 16;
+/// `SOCK_TYPE_MASK`: the socket type without `SOCK_NONBLOCK`/`SOCK_CLOEXEC`.
+const SOCK_TYPE_MASK: u32 = 0xf;
 
 const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
 const KILL: u32 = libc::SECCOMP_RET_KILL_PROCESS;
@@ -81,8 +94,11 @@ fn nr(n: libc::c_long) -> u32 {
 /// The syscalls refused outright, with the return they get.
 fn refused(opts: FilterOptions) -> Vec<(libc::c_long, u32)> {
     let eperm = errno(libc::EPERM);
-    let mut v = vec![
-        (libc::SYS_socket, errno(libc::EACCES)),
+    let mut v = Vec::new();
+    if !opts.allow_tcp {
+        v.push((libc::SYS_socket, errno(libc::EACCES)));
+    }
+    v.extend([
         (libc::SYS_io_uring_setup, errno(libc::ENOSYS)),
         (libc::SYS_io_uring_enter, errno(libc::ENOSYS)),
         (libc::SYS_io_uring_register, errno(libc::ENOSYS)),
@@ -98,7 +114,7 @@ fn refused(opts: FilterOptions) -> Vec<(libc::c_long, u32)> {
         (libc::SYS_unshare, eperm),
         (libc::SYS_setns, eperm),
         (libc::SYS_clone3, errno(libc::ENOSYS)),
-    ];
+    ]);
     if opts.pin_process_group {
         v.push((libc::SYS_setsid, eperm));
         v.push((libc::SYS_setpgid, eperm));
@@ -123,6 +139,22 @@ pub(crate) fn filter(opts: FilterOptions) -> Vec<libc::sock_filter> {
     for (n, ret) in refused(opts) {
         p.push(jump(JEQ_K, nr(n), 0, 1));
         p.push(stmt(RET_K, ret));
+    }
+    if opts.allow_tcp {
+        // socket: AF_INET or AF_INET6, SOCK_STREAM (any flags), protocol 0 or IPPROTO_TCP.
+        let eacces = errno(libc::EACCES);
+        p.push(jump(JEQ_K, nr(libc::SYS_socket), 0, 11));
+        p.push(stmt(LD_W_ABS, OFF_ARG0_LO));
+        p.push(jump(JEQ_K, libc::AF_INET as u32, 1, 0));
+        p.push(jump(JEQ_K, libc::AF_INET6 as u32, 0, 6));
+        p.push(stmt(LD_W_ABS, OFF_ARG1_LO));
+        p.push(stmt(AND_K, SOCK_TYPE_MASK));
+        p.push(jump(JEQ_K, libc::SOCK_STREAM as u32, 0, 3));
+        p.push(stmt(LD_W_ABS, OFF_ARG2_LO));
+        p.push(jump(JEQ_K, 0, 2, 0));
+        p.push(jump(JEQ_K, libc::IPPROTO_TCP as u32, 1, 0));
+        p.push(stmt(RET_K, eacces));
+        p.push(stmt(RET_K, ALLOW));
     }
     // socketpair: AF_UNIX only.
     p.push(jump(JEQ_K, nr(libc::SYS_socketpair), 0, 4));
@@ -177,10 +209,16 @@ mod tests {
     /// A tiny classic-BPF interpreter for the instructions the filter uses, so the program's
     /// decisions can be checked without installing it.
     fn run(prog: &[libc::sock_filter], arch: u32, nr: u32, arg0: u64) -> u32 {
+        run3(prog, arch, nr, [arg0, 0, 0])
+    }
+
+    fn run3(prog: &[libc::sock_filter], arch: u32, nr: u32, args: [u64; 3]) -> u32 {
         let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_ne_bytes());
         data[4..8].copy_from_slice(&arch.to_ne_bytes());
-        data[16..24].copy_from_slice(&arg0.to_ne_bytes());
+        for (i, a) in args.iter().enumerate() {
+            data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
+        }
         let load = |off: u32| {
             let o = off as usize;
             u32::from_ne_bytes([data[o], data[o + 1], data[o + 2], data[o + 3]])
@@ -191,6 +229,7 @@ mod tests {
             pc += 1;
             match i.code {
                 LD_W_ABS => a = load(i.k),
+                AND_K => a &= i.k,
                 RET_K => return i.k,
                 JEQ_K => pc += usize::from(if a == i.k { i.jt } else { i.jf }),
                 0x35 => pc += usize::from(if a >= i.k { i.jt } else { i.jf }),
@@ -202,6 +241,12 @@ mod tests {
 
     const OPTS: FilterOptions = FilterOptions {
         pin_process_group: true,
+        allow_tcp: false,
+    };
+
+    const EGRESS: FilterOptions = FilterOptions {
+        pin_process_group: false,
+        allow_tcp: true,
     };
 
     #[test]
@@ -305,8 +350,66 @@ mod tests {
         );
         let free = filter(FilterOptions {
             pin_process_group: false,
+            allow_tcp: false,
         });
         assert_eq!(run(&free, AUDIT_ARCH, nr(libc::SYS_setsid), 0), ALLOW);
+    }
+
+    #[test]
+    fn egress_allows_tcp_stream_sockets_only() {
+        let p = filter(EGRESS);
+        let socket = nr(libc::SYS_socket);
+        let tcp = |fam: i32, typ: i32, proto: i32| {
+            run3(
+                &p,
+                AUDIT_ARCH,
+                socket,
+                [fam as u64, typ as u64, proto as u64],
+            )
+        };
+        let cloexec = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+        for fam in [libc::AF_INET, libc::AF_INET6] {
+            assert_eq!(tcp(fam, libc::SOCK_STREAM, 0), ALLOW);
+            assert_eq!(tcp(fam, cloexec, libc::IPPROTO_TCP), ALLOW);
+            // UDP (DNS), raw, ICMP datagrams, SCTP or MPTCP over a stream: refused.
+            for (typ, proto) in [
+                (libc::SOCK_DGRAM, 0),
+                (libc::SOCK_DGRAM, libc::IPPROTO_UDP),
+                (libc::SOCK_RAW, libc::IPPROTO_ICMP),
+                (libc::SOCK_DGRAM, libc::IPPROTO_ICMP),
+                (libc::SOCK_SEQPACKET, 0),
+                (libc::SOCK_STREAM, libc::IPPROTO_SCTP),
+                (libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
+            ] {
+                assert_eq!(
+                    tcp(fam, typ, proto),
+                    errno(libc::EACCES),
+                    "{fam} {typ} {proto}"
+                );
+            }
+        }
+        for fam in [
+            libc::AF_UNIX,
+            libc::AF_PACKET,
+            libc::AF_NETLINK,
+            libc::AF_VSOCK,
+        ] {
+            assert_eq!(tcp(fam, libc::SOCK_STREAM, 0), errno(libc::EACCES), "{fam}");
+        }
+        // Everything else the filter refuses stays refused with egress.
+        assert_eq!(
+            run(&p, AUDIT_ARCH, nr(libc::SYS_io_uring_setup), 0),
+            errno(libc::ENOSYS)
+        );
+        assert_eq!(
+            run(
+                &p,
+                AUDIT_ARCH,
+                nr(libc::SYS_socketpair),
+                libc::AF_INET as u64
+            ),
+            errno(libc::EACCES)
+        );
     }
 
     #[test]

@@ -442,3 +442,148 @@ impl ExecImage {
         io::Error::last_os_error()
     }
 }
+
+/// Room for the control message of one descriptor, aligned for `cmsghdr`.
+#[repr(C, align(8))]
+struct ControlBuf([u8; 64]);
+
+/// Sends `data` on the unix stream socket `sock` with the descriptor `fd` attached
+/// (`SCM_RIGHTS`): the receiver gets its own copy of `fd`.
+pub(crate) fn send_with_fd(
+    sock: BorrowedFd<'_>,
+    data: &[u8],
+    fd: BorrowedFd<'_>,
+) -> io::Result<()> {
+    let mut control = ControlBuf([0; 64]);
+    let fd_len = std::mem::size_of::<RawFd>() as libc::c_uint;
+    // SAFETY: CMSG_SPACE is pure arithmetic on its argument.
+    let space = unsafe { libc::CMSG_SPACE(fd_len) } as usize;
+    if space > control.0.len() {
+        return Err(io::Error::other("control buffer too small"));
+    }
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr().cast_mut().cast(),
+        iov_len: data.len(),
+    };
+    // SAFETY: msghdr is a plain C struct for which all-zero is a valid (empty) value; the
+    // fields differ between libcs, so it is zeroed and then filled in by name.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: `msg` describes `control`, which is live, aligned and at least CMSG_SPACE(fd)
+    // long, so the first header and its data lie inside it; the kernel only reads `msg`,
+    // `iov` (pointing at `data`, live for the call) and `control`.
+    let sent = unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() {
+            return Err(io::Error::other("no room for the control message"));
+        }
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(fd_len) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
+        loop {
+            let r = libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
+            if r == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break r;
+        }
+    };
+    if sent == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    if sent as usize != data.len() {
+        return Err(io::Error::other("short send with a descriptor attached"));
+    }
+    Ok(())
+}
+
+/// `recvmsg(2)` on the unix stream socket `sock` into `buf`, retried on `EINTR`: the bytes
+/// read and every descriptor that arrived with them (close-on-exec, owned by the caller).
+/// `Ok((0, _))` at end-of-file. The socket's read timeout applies.
+pub(crate) fn recv_with_fds(
+    sock: BorrowedFd<'_>,
+    buf: &mut [u8],
+) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut control = ControlBuf([0; 64]);
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: as in `send_with_fd`: all-zero is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control.0.len() as _;
+    let n = loop {
+        // SAFETY: `msg` points at `iov` (describing the live, writable `buf`) and at the live,
+        // aligned, writable `control`; the kernel writes at most their lengths.
+        let r = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if r == -1 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        break r as usize;
+    };
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled `control` with `msg_controllen` bytes of well-formed control
+    // messages; CMSG_FIRSTHDR/NXTHDR stay inside that range and return null at its end. Each
+    // SCM_RIGHTS payload is an array of descriptors the kernel just installed in this process
+    // (owned by nobody else), read unaligned from the byte buffer.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let header = libc::CMSG_LEN(0) as usize;
+                let len = ((*cmsg).cmsg_len as usize).saturating_sub(header);
+                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                for i in 0..len / std::mem::size_of::<RawFd>() {
+                    let fd = std::ptr::read_unaligned(data.add(i));
+                    fds.push(OwnedFd::from_raw_fd(fd));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok((n, fds))
+}
+
+/// Brings the loopback interface of the current network namespace up (`SIOCSIFFLAGS` on
+/// `lo`). Needs `CAP_NET_ADMIN` over the namespace (the new user namespace's owner has it).
+pub(crate) fn loopback_up() -> io::Result<()> {
+    // SAFETY: plain integers; the returned descriptor is owned below.
+    let raw =
+        check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: the kernel just returned this descriptor and nothing else owns it.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ifreq is a plain C struct (name array and a union of plain fields); all-zero
+    // is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in ifr.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: `ifr` is a live, writable ifreq for the duration of each call; SIOCGIFFLAGS
+    // and SIOCSIFFLAGS read and write only `ifr_flags` of the union, which is initialised
+    // (zeroed, then filled by the kernel) before it is read.
+    unsafe {
+        check(libc::ioctl(
+            sock.as_raw_fd(),
+            libc::SIOCGIFFLAGS as libc::Ioctl,
+            &mut ifr,
+        ))?;
+        ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        check(libc::ioctl(
+            sock.as_raw_fd(),
+            libc::SIOCSIFFLAGS as libc::Ioctl,
+            &mut ifr,
+        ))?;
+    }
+    Ok(())
+}

@@ -7,6 +7,8 @@
 
 mod support;
 
+/// The egress proxy: allowlist, address checks, limits, log; the only way out of a sandbox.
+mod egress;
 /// Filesystem probes (writes outside the workdir, the token file, the worker binary).
 mod filesystem;
 /// Resource limits: fork bomb, memory hog, CPU, file size.

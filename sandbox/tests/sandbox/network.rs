@@ -1,12 +1,103 @@
+//! Every probe runs three ways: namespace mode and the forced landlock+seccomp fallback
+//! with the network denied, and namespace mode with egress GRANTED (a proxy allowing one
+//! destination): granting egress must not open any of these paths, and none of the probes
+//! may even reach the proxy.
+
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 
-use airlock_sandbox::Mode;
+use airlock_sandbox::egress::{EgressRule, ProxyConfig};
+use airlock_sandbox::{EgressProxy, Mode, Network, SandboxSpec};
 
 use crate::support::*;
 
-crate::in_both_modes!(
+/// How a probe runs: the mode, and the egress proxy when egress is granted.
+struct Net {
+    mode: Mode,
+    proxy: Option<EgressProxy>,
+}
+
+impl Net {
+    fn deny(mode: Mode) -> Net {
+        Net { mode, proxy: None }
+    }
+
+    fn egress(mode: Mode) -> Net {
+        let proxy = EgressProxy::start(
+            vec![EgressRule::new("api.test.invalid", 443)],
+            ProxyConfig::default(),
+        )
+        .unwrap();
+        Net {
+            mode,
+            proxy: Some(proxy),
+        }
+    }
+
+    fn with_network(&self, mut s: SandboxSpec) -> SandboxSpec {
+        if self.proxy.is_some() {
+            s.network = Network::Egress;
+        }
+        s
+    }
+
+    fn python(&self, f: &Fixture, code: &str) -> SandboxSpec {
+        self.with_network(f.python(self.mode, code))
+    }
+
+    fn spec(&self, f: &Fixture, program: &str, args: &[&str]) -> SandboxSpec {
+        self.with_network(f.spec(self.mode, program, args))
+    }
+
+    /// A blocked probe; with egress, the proxy must not have seen it either.
+    fn expect_blocked(&self, f: &Fixture, spec: &SandboxSpec, what: &str) -> String {
+        let log = f.expect_blocked_with(spec, what, self.proxy.as_ref());
+        if let Some(p) = &self.proxy {
+            let l = p.log();
+            assert!(l.attempts.is_empty(), "{what}: reached the proxy: {l:?}");
+        }
+        log
+    }
+}
+
+/// One `#[test]` per probe and way: `namespaces::`, `fallback::`, `namespaces_with_egress::`.
+macro_rules! network_probes {
+    ($($attack:ident),* $(,)?) => {
+        mod namespaces {
+            $(
+                #[test]
+                fn $attack() {
+                    if let Some(m) = $crate::support::require(airlock_sandbox::Mode::Namespaces) {
+                        super::$attack(&super::Net::deny(m));
+                    }
+                }
+            )*
+        }
+        mod fallback {
+            $(
+                #[test]
+                fn $attack() {
+                    if let Some(m) = $crate::support::require(airlock_sandbox::Mode::LandlockSeccomp) {
+                        super::$attack(&super::Net::deny(m));
+                    }
+                }
+            )*
+        }
+        mod namespaces_with_egress {
+            $(
+                #[test]
+                fn $attack() {
+                    if let Some(m) = $crate::support::require(airlock_sandbox::Mode::Namespaces) {
+                        super::$attack(&super::Net::egress(m));
+                    }
+                }
+            )*
+        }
+    };
+}
+
+network_probes!(
     blocks_tcp_to_host_loopback,
     blocks_tcp_to_metadata_endpoint,
     blocks_dns_lookup,
@@ -33,12 +124,13 @@ print("CONNECTED")
     )
 }
 
-fn blocks_tcp_to_host_loopback(mode: Mode) {
+fn blocks_tcp_to_host_loopback(net: &Net) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let f = Fixture::new();
-    let log = f.expect_blocked(
-        &f.python(mode, &tcp_probe("127.0.0.1", port)),
+    let log = net.expect_blocked(
+        &f,
+        &net.python(&f, &tcp_probe("127.0.0.1", port)),
         "tcp to host loopback",
     );
     assert!(log.contains("blocked:"), "{log}");
@@ -50,16 +142,17 @@ fn blocks_tcp_to_host_loopback(mode: Mode) {
     );
 }
 
-fn blocks_tcp_to_metadata_endpoint(mode: Mode) {
+fn blocks_tcp_to_metadata_endpoint(net: &Net) {
     let f = Fixture::new();
-    let log = f.expect_blocked(
-        &f.python(mode, &tcp_probe("169.254.169.254", 80)),
+    let log = net.expect_blocked(
+        &f,
+        &net.python(&f, &tcp_probe("169.254.169.254", 80)),
         "metadata endpoint",
     );
     assert!(log.contains("blocked:"), "{log}");
 }
 
-fn blocks_dns_lookup(mode: Mode) {
+fn blocks_dns_lookup(net: &Net) {
     let f = Fixture::new();
     let code = r#"
 import socket, sys
@@ -69,11 +162,11 @@ except OSError as e:
     print("blocked:", e)
     sys.exit(3)
 "#;
-    let log = f.expect_blocked(&f.python(mode, code), "dns lookup");
+    let log = net.expect_blocked(&f, &net.python(&f, code), "dns lookup");
     assert!(log.contains("blocked:"), "{log}");
 }
 
-fn blocks_udp_to_host_loopback(mode: Mode) {
+fn blocks_udp_to_host_loopback(net: &Net) {
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = sock.local_addr().unwrap().port();
     let f = Fixture::new();
@@ -88,13 +181,13 @@ except OSError as e:
     sys.exit(3)
 "#
     );
-    f.expect_blocked(&f.python(mode, &code), "udp to host loopback");
+    net.expect_blocked(&f, &net.python(&f, &code), "udp to host loopback");
     sock.set_nonblocking(true).unwrap();
     let mut buf = [0u8; 16];
     assert!(matches!(sock.recv_from(&mut buf), Err(e) if e.kind() == ErrorKind::WouldBlock));
 }
 
-fn blocks_raw_and_packet_sockets(mode: Mode) {
+fn blocks_raw_and_packet_sockets(net: &Net) {
     let f = Fixture::new();
     let code = r#"
 import socket, sys
@@ -114,11 +207,11 @@ if opened:
     print("OPENED", opened)
 sys.exit(0 if opened else 3)
 "#;
-    let log = f.expect_blocked(&f.python(mode, code), "raw/packet socket");
+    let log = net.expect_blocked(&f, &net.python(&f, code), "raw/packet socket");
     assert!(!log.contains("OPENED"), "{log}");
 }
 
-fn blocks_netlink_socket(mode: Mode) {
+fn blocks_netlink_socket(net: &Net) {
     let f = Fixture::new();
     let code = r#"
 import socket, sys
@@ -128,10 +221,10 @@ except OSError as e:
     print("blocked:", e)
     sys.exit(3)
 "#;
-    f.expect_blocked(&f.python(mode, code), "netlink socket");
+    net.expect_blocked(&f, &net.python(&f, code), "netlink socket");
 }
 
-fn blocks_curl_and_wget(mode: Mode) {
+fn blocks_curl_and_wget(net: &Net) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let f = Fixture::new();
@@ -193,9 +286,19 @@ fn blocks_curl_and_wget(mode: Mode) {
             println!("SKIPPED: {tool} not installed");
             continue;
         }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        f.expect_blocked(
-            &f.spec(mode, tool, &args),
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if net.proxy.is_some() {
+            // Direct attempts here; going through the proxy is tested in `egress`.
+            let direct: &[&str] = if tool.ends_with("curl") {
+                &["--noproxy", "*"]
+            } else {
+                &["--no-proxy"]
+            };
+            args.splice(0..0, direct.iter().copied());
+        }
+        net.expect_blocked(
+            &f,
+            &net.spec(&f, tool, &args),
             &format!("{tool} {}", args.join(" ")),
         );
         ran += 1;
@@ -207,7 +310,7 @@ fn blocks_curl_and_wget(mode: Mode) {
 
 /// A daemon's unix socket (standing for a container runtime's) is out of reach, even with
 /// permissions that would let anyone connect.
-fn blocks_unix_socket_to_a_host_daemon(mode: Mode) {
+fn blocks_unix_socket_to_a_host_daemon(net: &Net) {
     use std::os::unix::fs::PermissionsExt;
     let f = Fixture::new();
     let path = f.path("daemon.sock");
@@ -226,13 +329,13 @@ print("CONNECTED")
 "#,
         path.display().to_string()
     );
-    f.expect_blocked(&f.python(mode, &code), "unix socket of a host daemon");
+    net.expect_blocked(&f, &net.python(&f, &code), "unix socket of a host daemon");
     listener.set_nonblocking(true).unwrap();
     assert!(matches!(listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
 }
 
 /// io_uring operations are not seen by seccomp: the ring itself must not be available.
-fn blocks_io_uring_setup(mode: Mode) {
+fn blocks_io_uring_setup(net: &Net) {
     let f = Fixture::new();
     let code = r#"
 import ctypes, sys
@@ -242,6 +345,6 @@ fd = libc.syscall(425, 8, params)  # io_uring_setup, same number on x86_64 and a
 print("io_uring_setup ->", fd, "errno", ctypes.get_errno())
 sys.exit(0 if fd >= 0 else 3)
 "#;
-    let log = f.expect_blocked(&f.python(mode, code), "io_uring_setup");
+    let log = net.expect_blocked(&f, &net.python(&f, code), "io_uring_setup");
     assert!(log.contains(&format!("errno {}", libc::ENOSYS)), "{log}");
 }

@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use airlock_sandbox::{
-    spawn, LogSink, Mode, Outcome, Running, SandboxError, SandboxSpec, HELPER_SUBCOMMAND,
+    spawn, spawn_with_egress, EgressProxy, LogSink, Mode, Outcome, Running, SandboxError,
+    SandboxSpec, HELPER_SUBCOMMAND,
 };
 
 pub const PYTHON: &str = "/usr/bin/python3";
@@ -86,14 +87,35 @@ impl Fixture {
     }
 
     pub fn start(&self, spec: &SandboxSpec) -> Result<(Running, PathBuf), SandboxError> {
+        self.start_with(spec, None)
+    }
+
+    /// Starts with `spawn_with_egress` when a proxy is given.
+    pub fn start_with(
+        &self,
+        spec: &SandboxSpec,
+        proxy: Option<&EgressProxy>,
+    ) -> Result<(Running, PathBuf), SandboxError> {
         let sink = self.log_sink(1 << 20);
-        let r = spawn(host(), &[HELPER_SUBCOMMAND], spec, &sink)?;
+        let r = match proxy {
+            Some(p) => spawn_with_egress(host(), &[HELPER_SUBCOMMAND], spec, &sink, p)?,
+            None => spawn(host(), &[HELPER_SUBCOMMAND], spec, &sink)?,
+        };
         Ok((r, sink.path))
     }
 
     /// Runs to completion; returns the outcome and the log.
     pub fn run(&self, spec: &SandboxSpec) -> Result<(Outcome, String), SandboxError> {
-        let (mut r, log) = self.start(spec)?;
+        self.run_with(spec, None)
+    }
+
+    /// [`Fixture::run`], with egress through `proxy` when given.
+    pub fn run_with(
+        &self,
+        spec: &SandboxSpec,
+        proxy: Option<&EgressProxy>,
+    ) -> Result<(Outcome, String), SandboxError> {
+        let (mut r, log) = self.start_with(spec, proxy)?;
         let o = r.wait_until(Instant::now() + SAFETY_DEADLINE)?;
         let text = String::from_utf8_lossy(&std::fs::read(log).unwrap()).into_owned();
         Ok((o, text))
@@ -101,8 +123,18 @@ impl Fixture {
 
     /// Runs a probe that must be blocked: a probe exiting 0 is a breach.
     pub fn expect_blocked(&self, spec: &SandboxSpec, what: &str) -> String {
+        self.expect_blocked_with(spec, what, None)
+    }
+
+    /// [`Fixture::expect_blocked`], with egress through `proxy` when given.
+    pub fn expect_blocked_with(
+        &self,
+        spec: &SandboxSpec,
+        what: &str,
+        proxy: Option<&EgressProxy>,
+    ) -> String {
         let (o, log) = self
-            .run(spec)
+            .run_with(spec, proxy)
             .unwrap_or_else(|e| panic!("{what}: sandbox error: {e}"));
         assert!(
             !o.status.success(),
@@ -198,3 +230,57 @@ macro_rules! in_both_modes {
         }
     };
 }
+
+/// A stand-in for an API endpoint on the host's loopback: answers every chunk it reads with
+/// the chunk uppercased, and counts the connections it accepted.
+pub struct Endpoint {
+    pub addr: std::net::SocketAddr,
+    accepted: std::sync::Arc<AtomicU64>,
+}
+
+impl Endpoint {
+    pub fn start() -> Endpoint {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = std::sync::Arc::new(AtomicU64::new(0));
+        let count = std::sync::Arc::clone(&accepted);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        if n == 0 || conn.write_all(&buf[..n].to_ascii_uppercase()).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Endpoint { addr, accepted }
+    }
+
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+/// Python run as the generator: `connect(dest)` sends `CONNECT dest` to the proxy named by
+/// `HTTPS_PROXY` and returns `(socket, status)`.
+pub const PY_CONNECT: &str = r#"
+import os, socket, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+def connect(dest):
+    s = socket.create_connection((proxy.hostname, proxy.port), timeout=20)
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (dest, dest)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        if not c:
+            break
+        head += c
+    status = head.split(b" ")[1].decode() if head.count(b" ") else "EOF"
+    return s, status
+"#;
