@@ -9,7 +9,7 @@
 //! the whole match for key blocks); every keyword of a `Line`/`Block` rule occurs inside
 //! the text its regex matches (tests check every example with and without the prefilter).
 
-use crate::rule::{Allowlist, Check, Rule, RuleSource, Span, Target};
+use crate::rule::{Allowlist, Check, Condition, Rule, RuleSource, Span, Target};
 use crate::testgen::{Format, Sample};
 
 /// A line separator inside a key block: a real newline, or `\n` escaped in a JSON/ENV
@@ -109,7 +109,7 @@ const BASE: Def = Def {
 };
 
 /// Values that are defaults or documentation, not secrets, when they are a whole password.
-const PLACEHOLDER_PASSWORDS: &str = r"(?i)^(?:password[0-9]*|passw0rd|p@ssw0rd|pass|passwd|pwd|secret[0-9]*|changeme[0-9]*|admin[0-9]*|root|guest|test[0-9]*|testing|user|username|postgres|mysql|default|dbpass|qwerty[0-9]*|letmein)$";
+const PLACEHOLDER_PASSWORDS: &str = r"(?i)^(?:password[0-9]*|passw0rd|p@ssw0rd|pass[0-9]*|passwd|pwd|x{3,}|\*+|secret[0-9]*|changeme[0-9]*|admin[0-9]*|root|guest|test[0-9]*|testing|user|username|postgres|mysql|default|dbpass|qwerty[0-9]*|letmein)$";
 
 /// Names (the start of a match) that hold identifiers, digests, public values or
 /// settings rather than secrets.
@@ -121,6 +121,16 @@ const WEAK_NAMES: &str = concat!(
     r"|count|index|endpoint|reset|placeholder))",
     r#"["']?[ \t]*(?:=|:=|:|=>|\?=)"#
 );
+
+/// Source files of languages where an unquoted value after `=`/`:` is an expression
+/// (shell is not among them: there `TOKEN=abc` is a literal).
+const CODE_FILES: &str = r"(?i)\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|rb|go|java|kt|kts|scala|rs|php|cs|swift|c|h|cc|cpp|hpp|m|mm|pl|pm|lua|dart|ex|exs|erl|hs|clj|groovy|gradle|tf|hcl)$";
+
+/// The end of a generic match whose value is an unquoted identifier or member access
+/// (`= credentials`, `= win32api.RegOpenKeyEx`), ended by whitespace or punctuation but not
+/// by a quote (`"host=db password=abc"` inside a string is still reported).
+const UNQUOTED_IDENTIFIER: &str =
+    r"[=:>][ \t]*[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*[\s;,)\]}>]?$";
 
 static DEFS: &[Def] = &[
     // ---------------------------------------------------------------- private keys
@@ -1423,6 +1433,7 @@ static DEFS: &[Def] = &[
         keywords: &["password"],
         regex: r"(?m)^[ \t]*password[ \t]*[=:][ \t]*([^\s#;][^\r\n]*[^\s])",
         context: Some(r"(?m)^\[(?:pypi|testpypi|distutils)\]"),
+        allow: &[(Target::Secret, PLACEHOLDER_PASSWORDS)],
         examples: &["[distutils]\nindex-servers =\n    pypi\n\n[pypi]\nusername = __token__\npassword = {{a:24}}\n"],
         false_positives: &[
             "[pypi]\nusername = __token__\npassword = ${PYPI_TOKEN}\n",
@@ -1473,7 +1484,7 @@ static DEFS: &[Def] = &[
         id: "netrc-credentials",
         description: ".netrc machine password",
         keywords: &["machine"],
-        regex: r"(?:^|\s)machine[ \t\r\n]+\S+[ \t\r\n]+(?:login[ \t\r\n]+\S+[ \t\r\n]+)?password[ \t\r\n]+(\S+)",
+        regex: r#"(?:^|\s)machine[ \t\r\n]+\S+[ \t\r\n]+(?:login[ \t\r\n]+\S+[ \t\r\n]+)?password[ \t\r\n]+"?([^\s"]+)"?"#,
         span: Span::Block,
         allow: &[(Target::Secret, PLACEHOLDER_PASSWORDS)],
         examples: &[
@@ -1600,6 +1611,7 @@ static DEFS: &[Def] = &[
             "api_key = config.api_key\n",
             "authorization_url = \"https://auth.example.org/oauth/authorize\"\n",
             "ssh_key: AAAAC3NzaC1lZDI1NTE5AAAAI{{~b64:43}}\n",
+            "@path=distutils/msvccompiler.py\nRegOpenKeyEx = win32api.RegOpenKeyEx\n",
         ],
         sample: S::Assign("api_key", "{{a:32}}"),
         ..BASE
@@ -1616,7 +1628,12 @@ static DEFS: &[Def] = &[
         fallback: true,
         checks: &[Check::DottedIdentifier, Check::WordLikeMulti],
         allow: &[(Target::Secret, PLACEHOLDER_PASSWORDS), (Target::Match, WEAK_NAMES)],
-        examples: &["DB_PASSWORD={{a:16}}\n", "password: \"{{a:12}}!\"\n", r#"{"adminPassword": "{{a:20}}"}"#],
+        examples: &[
+            "DB_PASSWORD={{a:16}}\n",
+            "password: \"{{a:12}}!\"\n",
+            r#"{"adminPassword": "{{a:20}}"}"#,
+            "@path=app/db.py\nconn = connect(\"host=db user=app password={{a:16}}\")\n",
+        ],
         false_positives: &[
             "password = os.getenv(\"DB_PASSWORD\")\n",
             "password: \"{{ vault_db_password }}\"\n",
@@ -1626,6 +1643,7 @@ static DEFS: &[Def] = &[
             "password_field = \"confirm_password\"\n",
             "password: ********\n",
             "password = self.password\n",
+            "@path=logging/handlers.py\nself.username, self.password = credentials\n",
         ],
         sample: S::Assign("db_password", "{{a:20}}"),
         ..BASE
@@ -1656,6 +1674,16 @@ fn to_rule(d: &Def) -> Rule {
                 ..Allowlist::default()
             });
         }
+    }
+    if d.fallback {
+        allowlists.push(Allowlist {
+            description: "in source code, an unquoted value is an expression, not a literal".into(),
+            condition: Condition::And,
+            paths: vec![CODE_FILES.into()],
+            regex_target: Target::Match,
+            regexes: vec![UNQUOTED_IDENTIFIER.into()],
+            ..Allowlist::default()
+        });
     }
     let sample = match d.sample {
         S::None => None,

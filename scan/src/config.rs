@@ -35,7 +35,7 @@ use serde::Deserialize;
 use crate::engine::Scanner;
 use crate::error::{ConfigWarning, ScanError};
 use crate::rule::{Allowlist, Check, Condition, Rule, RuleSource, Span, Target};
-use crate::testgen::{render, Rng};
+use crate::testgen::{render, split_path, Rng};
 
 /// Largest accepted config file, in bytes.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
@@ -182,8 +182,10 @@ pub(crate) fn globs_to_regex(rule_id: &str, globs: &[String]) -> Result<Option<S
 /// every true-positive example must be found by its rule, no false positive may be.
 pub(crate) fn check_examples(scanner: &Scanner, ids: &[String]) -> Result<(), ScanError> {
     for rule in scanner.rules().iter().filter(|r| ids.contains(&r.id)) {
-        let path = rule_example_path(rule);
+        let default_path = rule_example_path(rule);
         for (index, ex) in rule.examples.iter().enumerate() {
+            let (p, ex) = split_path(ex);
+            let path = p.map_or_else(|| default_path.clone(), str::to_string);
             let text = render(ex, &mut Rng::new(EXAMPLE_SEED)).text;
             if !scanner
                 .scan(&path, text.as_bytes())
@@ -199,6 +201,8 @@ pub(crate) fn check_examples(scanner: &Scanner, ids: &[String]) -> Result<(), Sc
             }
         }
         for (index, ex) in rule.false_positives.iter().enumerate() {
+            let (p, ex) = split_path(ex);
+            let path = p.map_or_else(|| default_path.clone(), str::to_string);
             let text = render(ex, &mut Rng::new(EXAMPLE_SEED)).text;
             if scanner
                 .scan(&path, text.as_bytes())

@@ -25,9 +25,23 @@
 //! | `bech`| bech32 upper-case alphabet |
 //! | `pem`| N lines of 64 `b64` characters, joined by `\n` |
 //!
-//! Anything else between `{{` and `}}` (a Helm `{{ .Values.x }}`) is literal text.
+//! Anything else between `{{` and `}}` (a Helm `{{ .Values.x }}`) is literal text. A first
+//! line `@path=<path>` names the path the example is scanned under ([`split_path`]).
 
 use serde::{Deserialize, Serialize};
+
+/// An example template may start with a line `@path=<path>` naming the path it is scanned
+/// under (for path-dependent behaviour, e.g. source files). Returns that path, if any, and
+/// the template without the line.
+pub fn split_path(template: &str) -> (Option<&str>, &str) {
+    match template
+        .strip_prefix("@path=")
+        .and_then(|rest| rest.split_once('\n'))
+    {
+        Some((path, body)) => (Some(path), body),
+        None => (None, template),
+    }
+}
 
 /// SplitMix64: small, fast, deterministic; good enough for test data (not for keys).
 #[derive(Debug, Clone)]

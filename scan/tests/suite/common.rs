@@ -1,6 +1,6 @@
 //! Shared helpers: render templates, check coverage of secret parts.
 
-use airlock_scan::testgen::{render, Rendered, Rng};
+use airlock_scan::testgen::{render, split_path, Rendered, Rng};
 use airlock_scan::{Finding, Scanner};
 use std::sync::OnceLock;
 
@@ -10,9 +10,19 @@ pub fn scanner() -> &'static Scanner {
     S.get_or_init(|| Scanner::with_default_rules().expect("default rules compile"))
 }
 
-/// Renders a template with a seed.
+/// Renders a template with a seed (an `@path=` line is dropped; see [`example`]).
 pub fn rendered(template: &str, seed: u64) -> Rendered {
-    render(template, &mut Rng::new(seed))
+    render(split_path(template).1, &mut Rng::new(seed))
+}
+
+/// The path an example is scanned under (its `@path=` line, else `example.txt`) and the
+/// rendered example.
+pub fn example(template: &str, seed: u64) -> (String, Rendered) {
+    let (path, body) = split_path(template);
+    (
+        path.unwrap_or("example.txt").to_string(),
+        render(body, &mut Rng::new(seed)),
+    )
 }
 
 /// Secret parts (8+ bytes) of `r` that no finding of `rule_id` covers.

@@ -137,3 +137,50 @@ fn scanner_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Scanner>();
 }
+
+/// Hostile shapes: each must finish (linear work) and give the obvious answer.
+#[test]
+fn hostile_inputs_stay_linear_and_correct() {
+    let s = scanner();
+    let mut rng = Rng::new(21);
+    // 20k key blocks back to back: one finding each.
+    let mut many = String::new();
+    for _ in 0..20_000 {
+        many.push_str(
+            &render(
+                "-----BEGIN RSA PRIVATE KEY-----\n{{b64:40}}\n-----END RSA PRIVATE KEY-----\n",
+                &mut rng,
+            )
+            .text,
+        );
+    }
+    assert_eq!(s.scan("keys.pem", many.as_bytes()).len(), 20_000);
+    // 50k headers with no body: nothing.
+    let headers = "-----BEGIN RSA PRIVATE KEY-----\n".repeat(50_000);
+    assert!(s.scan("h.txt", headers.as_bytes()).is_empty());
+    // Keyword soup without values.
+    let soup = "ghp_ key= token: secret password= AKIA sk_live_ eyJ. -----BEGIN ".repeat(40_000);
+    assert!(s.scan("soup.txt", soup.as_bytes()).is_empty());
+    // Unclosed marker openers everywhere.
+    let markers = "[REDACTED:".repeat(100_000);
+    assert!(s.scan("m.txt", markers.as_bytes()).is_empty());
+    // Random printable bytes, 2 MiB, no NUL: whatever is found, no panic and sane ranges.
+    let noise: Vec<u8> = (0..2 << 20)
+        .map(|_| 1 + (rng.next_u64() % 255) as u8)
+        .collect();
+    for f in s.scan("noise.bin", &noise) {
+        assert!(f.start < f.end && f.end <= noise.len());
+    }
+}
+
+#[test]
+fn keywords_at_the_edges_of_the_file() {
+    let s = scanner();
+    let r = rendered("ghp_{{a:36}}", 1);
+    assert_eq!(s.scan("a", r.text.as_bytes()).len(), 1);
+    let r = rendered("x=1\npassword={{a:20}}", 2);
+    let f = s.scan("a", r.text.as_bytes());
+    assert_eq!((f.len(), f[0].line), (1, 2));
+    assert!(s.scan("a", b"").is_empty());
+    assert!(s.scan("a", b"ghp_").is_empty());
+}

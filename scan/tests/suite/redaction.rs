@@ -1,4 +1,4 @@
-use super::common::{describe, rendered, scanner};
+use super::common::{describe, example, rendered, scanner};
 use airlock_scan::redact;
 
 #[test]
@@ -6,8 +6,8 @@ fn redaction_keeps_line_count_and_removes_every_secret_part() {
     let s = scanner();
     for rule in s.rules() {
         for (i, ex) in rule.examples.iter().enumerate() {
-            let r = rendered(ex, 77);
-            let findings = s.scan("f", r.text.as_bytes());
+            let (path, r) = example(ex, 77);
+            let findings = s.scan(&path, r.text.as_bytes());
             let out = redact(r.text.as_bytes(), &findings);
             let out = String::from_utf8(out).expect("redaction of UTF-8 stays UTF-8");
             assert_eq!(
@@ -37,9 +37,9 @@ fn redacted_output_rescans_clean() {
     let s = scanner();
     for rule in s.rules() {
         for (i, ex) in rule.examples.iter().enumerate() {
-            let r = rendered(ex, 78);
-            let out = redact(r.text.as_bytes(), &s.scan("f", r.text.as_bytes()));
-            let again = s.scan("f", &out);
+            let (path, r) = example(ex, 78);
+            let out = redact(r.text.as_bytes(), &s.scan(&path, r.text.as_bytes()));
+            let again = s.scan(&path, &out);
             assert!(
                 again.is_empty(),
                 "{} example #{i}: redacted text still reports [{}]",
@@ -91,10 +91,10 @@ fn findings_never_show_the_value() {
     let s = scanner();
     for rule in s.rules() {
         for ex in &rule.examples {
-            let r = rendered(ex, 79);
-            for f in s.scan("f", r.text.as_bytes()) {
+            let (path, r) = example(ex, 79);
+            for f in s.scan(&path, r.text.as_bytes()) {
                 let shown = format!("{f} {f:?} {}", serde_json::to_string(&f).unwrap());
-                assert_eq!(f.to_string(), format!("f:{}: {}", f.line, f.rule_id));
+                assert_eq!(f.to_string(), format!("{path}:{}: {}", f.line, f.rule_id));
                 for part in &r.secret_parts {
                     assert!(
                         !shown.contains(part.as_str()),

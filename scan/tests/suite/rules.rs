@@ -1,4 +1,4 @@
-use super::common::{describe, rendered, scanner, uncovered};
+use super::common::{describe, example, scanner, uncovered};
 use airlock_scan::{Rule, Scanner, Span};
 
 const SEEDS: [u64; 3] = [1, 42, 0x5eed];
@@ -47,8 +47,8 @@ fn every_true_positive_example_is_found_and_fully_covered() {
     for rule in s.rules() {
         for (i, ex) in rule.examples.iter().enumerate() {
             for seed in SEEDS {
-                let r = rendered(ex, seed);
-                let findings = s.scan("example.txt", r.text.as_bytes());
+                let (path, r) = example(ex, seed);
+                let findings = s.scan(&path, r.text.as_bytes());
                 assert!(
                     findings.iter().any(|f| f.rule_id == rule.id),
                     "{} example #{i} (seed {seed}) not found; got [{}]",
@@ -73,8 +73,8 @@ fn no_false_positive_example_is_reported() {
     for rule in s.rules() {
         for (i, ex) in rule.false_positives.iter().enumerate() {
             for seed in SEEDS {
-                let r = rendered(ex, seed);
-                let findings = s.scan("example.txt", r.text.as_bytes());
+                let (path, r) = example(ex, seed);
+                let findings = s.scan(&path, r.text.as_bytes());
                 // Neither this rule nor any specific rule may report it (a generic
                 // fallback may: `token = "<random>"` is a token, whatever its prefix).
                 let fallback = |id: &str| s.rules().iter().any(|x| x.id == id && x.fallback);
@@ -111,9 +111,9 @@ fn prefilter_windows_match_whole_file_search() {
     let whole = Scanner::new(whole_rules, s.global_allowlists().to_vec()).unwrap();
     for rule in s.rules() {
         for ex in rule.examples.iter().chain(&rule.false_positives) {
-            let r = rendered(ex, 9);
-            let a = s.scan("x", r.text.as_bytes());
-            let b = whole.scan("x", r.text.as_bytes());
+            let (path, r) = example(ex, 9);
+            let a = s.scan(&path, r.text.as_bytes());
+            let b = whole.scan(&path, r.text.as_bytes());
             assert_eq!(a, b, "{}: windowed and whole-file results differ", rule.id);
         }
     }
