@@ -115,11 +115,6 @@ impl Format {
     }
 }
 
-/// Whether `path` is a manifest this module reads.
-pub fn is_manifest(path: &str) -> bool {
-    ecosystem_of(path).is_some()
-}
-
 /// section -> name -> spec.
 type Table = BTreeMap<String, BTreeMap<String, String>>;
 
@@ -618,7 +613,8 @@ mkdocs = "*"
         assert!(new_dependencies("package.json", Some(b"{}"), None)
             .unwrap()
             .is_empty());
-        assert!(is_manifest("a/requirements.in") && is_manifest("requirements.txt"));
-        assert!(!is_manifest("requirements.md"));
+        assert!(ecosystem_of("a/requirements.in").is_some());
+        assert!(ecosystem_of("requirements.txt").is_some());
+        assert!(ecosystem_of("requirements.md").is_none());
     }
 }

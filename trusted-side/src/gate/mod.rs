@@ -9,5 +9,6 @@ pub mod report;
 pub mod review;
 pub mod run;
 
+#[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use report::{print, GateReport};
 pub use run::{run_gate, GateOptions};

@@ -213,11 +213,6 @@ impl GateReport {
         self.reasons.push(reason);
     }
 
-    /// Whether some reason rejects.
-    pub fn rejected(&self) -> bool {
-        self.reasons.iter().any(|r| r.verdict == Verdict::Reject)
-    }
-
     /// Recomputes the decision and the per-bucket views from `reasons` and `files`.
     pub fn conclude(&mut self) {
         self.decision = decide(&self.reasons);

@@ -575,3 +575,30 @@ fn model_name_with_a_newline_cannot_forge_a_trailer() {
     assert_eq!(reported, "model-b?Airlock-Decision: queue");
     let _ = &f.root;
 }
+
+#[test]
+fn policy_file_decides_and_stale_rules_are_warned_about() {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(CI_EDIT));
+    let policy = Policy::from_toml(
+        "[buckets]\nci = \"queue\"\n[[paths]]\nglob = \"src/**\"\nverdict = \"reject\"\nreason = \"frozen\"\n[[paths]]\nglob = \"nothing/**\"\nverdict = \"human\"\nreason = \"stale\"\n",
+    )
+    .unwrap();
+    let opts = GateOptions {
+        repo: f.repo.clone(),
+        policy: policy.clone(),
+        review_branch: false,
+    };
+    let r = run_gate(&f.home, &f.store, &f.key, &claims.job, &opts).unwrap();
+    assert_eq!(r.decision, Verdict::Queue, "ci = queue in this policy");
+    assert_eq!(r.bom.policy_sha256, Some(policy.digest()));
+    assert!(
+        r.warnings.iter().any(|w| w.contains("nothing/**")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("src/**")),
+        "src/** matches packed files"
+    );
+}
