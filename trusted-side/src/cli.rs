@@ -70,12 +70,20 @@ pub enum Command {
     /// Exit 0 queue, 3 needs a human, 4 reject. Nothing is ever applied to your branch;
     /// --review-branch commits the result on airlock/<job> for review.
     Gate(GateArgs),
+    /// Scan files (a directory, a file, or a git revision with --rev) for secrets, with the
+    /// engine pack and gate use. Findings print `path:line: rule` and a short fingerprint,
+    /// never the value. Exit 0 clean, 4 findings.
+    Scan(ScanArgs),
     /// What the gate would say about these paths under the policy (paths from stdin if none).
     Classify(ClassifyArgs),
     /// Every job's state, read from the store alone: packed, running, landed, gated, expired.
     Status(StatusArgs),
     /// Delete inbox and drop objects of gated or expired jobs; records and ledger stay.
     Gc(GcArgs),
+    /// Fetch and gate artifacts as they land (notify on file:// stores, listing with backoff
+    /// on remote ones), a few at a time. A job already gated (per the ledger) is never gated
+    /// again, so a restarted watch picks up where it stopped.
+    Watch(WatchArgs),
     /// Run the whole valve on an example, with no setup: three jobs through the real worker
     /// (queue, human, reject), in a fresh temp dir. Needs airlock-worker beside this binary.
     Demo,
@@ -105,6 +113,28 @@ pub struct GateArgs {
     /// Also write a pull-request body (Markdown) to FILE.
     #[arg(long, value_name = "FILE")]
     pub md: Option<PathBuf>,
+}
+
+/// `airlock scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// A directory or file (default: the current directory); with --rev, the repository.
+    pub path: Option<PathBuf>,
+    /// Scan this git revision's tree instead of the files on disk.
+    #[arg(long)]
+    pub rev: Option<String>,
+    /// Rules and allowlists from an airlock scanner config (TOML; extends the built-ins).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Import a gitleaks config (unsupported fields are reported, not ignored).
+    #[arg(long, value_name = "FILE")]
+    pub gitleaks_config: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write SARIF 2.1.0 to FILE (for code-scanning UIs).
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
 }
 
 /// `airlock classify`.
@@ -140,6 +170,36 @@ pub struct GcArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Gate at most this many jobs at once.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub jobs: usize,
+    /// Process what has landed, then exit (exit 1 if a job could not be gated).
+    #[arg(long)]
+    pub once: bool,
+    /// Exit after gating this many jobs.
+    #[arg(long, value_name = "N")]
+    pub max_jobs: Option<u64>,
+    /// Longest wait between two listings of a remote store (the first is 0.5 s, doubling
+    /// while nothing lands); on file:// stores, how often to rescan besides notifications.
+    #[arg(long, default_value = "30s", value_name = "DUR")]
+    pub poll_max: String,
+    /// The local repository holding the packed revisions.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Policy file (TOML, see docs/CLASSIFY.md); default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Commit each result on refs/heads/airlock/<job> (as `airlock gate --review-branch`).
+    #[arg(long)]
+    pub review_branch: bool,
+    /// Print each report as JSON (one document per job).
     #[arg(long)]
     pub json: bool,
 }
@@ -212,8 +272,39 @@ pub struct PackInputs {
     /// Files larger than this are left out (rule pack.too-large).
     #[arg(long, default_value_t = 8 * 1024 * 1024, value_name = "BYTES")]
     pub max_file_bytes: u64,
+    /// Let the generator reach HOST:PORT through the worker's egress proxy (repeatable), e.g.
+    /// `--egress api.openai.com:443`. Recorded in the signed request; the worker logs every
+    /// attempt into the packet. Default: no network at all.
+    #[arg(long = "egress", value_name = "HOST:PORT", value_parser = parse_egress)]
+    pub egress: Vec<airlock_core::format::EgressRule>,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// `HOST:PORT` -> an egress rule: the host lowercased, then held to `request.egress` (a DNS
+/// name of `a-z 0-9 . -`, at most 253 bytes, no wildcard) and a port from 1 to 65535.
+fn parse_egress(s: &str) -> Result<airlock_core::format::EgressRule, String> {
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{s:?}: expected HOST:PORT (request.egress)"))?;
+    let host = host.to_ascii_lowercase();
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("{s:?}: port must be 1 to 65535 (request.egress)"))?;
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-');
+    if !ok {
+        return Err(format!(
+            "{s:?}: host must be a DNS name of a-z 0-9 . - (no wildcard, at most 253 bytes) \
+             (request.egress)"
+        ));
+    }
+    Ok(airlock_core::format::EgressRule { host, port })
 }
 
 /// `airlock pack`.
@@ -306,12 +397,14 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Submit(args) => crate::submit::run(&cli.global, &args),
         Command::Fetch(args) => crate::fetch::run(&cli.global, &args),
         Command::Gate(args) => gate(&cli.global, &args),
+        Command::Scan(args) => crate::scan_cmd::run(&args, cli.global.quiet),
         Command::Classify(args) => {
             crate::gate::classify::run_classify(args.paths, args.json, args.policy.as_deref())?;
             Ok(Outcome::Ok)
         }
         Command::Status(args) => crate::status::run(&cli.global, &args),
         Command::Gc(args) => crate::gc::run(&cli.global, &args),
+        Command::Watch(args) => crate::watch::run(&cli.global, &args),
         Command::Audit(cmd) => audit(&cli.global, cmd),
         Command::Demo => crate::demo::run(&cli.global),
     }

@@ -24,9 +24,11 @@ mod git;
 mod ledger;
 mod output;
 mod pack;
+mod scan_cmd;
 mod status;
 mod store;
 mod submit;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,230 @@
+//! `airlock scan [PATH | --rev R]`: the secret scanner on its own, for CI. The same engine
+//! and rules `pack` and `gate` use.
+//!
+//! Guards against: printing a secret (findings carry rule, place and a short fingerprint,
+//! never the value), following links out of the scanned tree (directory walk lists regular
+//! files only, without following symlinks), and silently skipping files (binary and oversize
+//! files are counted and listed).
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
+
+use airlock_scan::{ScanReport, Scanner, SkipReason, SkippedFile};
+use anyhow::{bail, Context, Result};
+
+use crate::cli::ScanArgs;
+use crate::exit::Outcome;
+
+/// Builds the scanner from the built-in rules, an airlock TOML config, or a gitleaks config.
+pub fn scanner(config: Option<&Path>, gitleaks: Option<&Path>) -> Result<Scanner> {
+    let read = |p: &Path| -> Result<String> {
+        let meta = std::fs::metadata(p).with_context(|| format!("{}: cannot read", p.display()))?;
+        if meta.len() > airlock_scan::MAX_CONFIG_BYTES as u64 {
+            bail!(
+                "{}: config larger than {} bytes",
+                p.display(),
+                airlock_scan::MAX_CONFIG_BYTES
+            );
+        }
+        std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))
+    };
+    let (scanner, warnings) = match (config, gitleaks) {
+        (Some(_), Some(_)) => bail!("--config and --gitleaks-config are exclusive"),
+        (Some(p), None) => {
+            Scanner::from_config_toml(&read(p)?).with_context(|| format!("{}", p.display()))?
+        }
+        (None, Some(p)) => {
+            Scanner::from_gitleaks_toml(&read(p)?).with_context(|| format!("{}", p.display()))?
+        }
+        (None, None) => (Scanner::with_default_rules()?, Vec::new()),
+    };
+    for w in warnings {
+        tracing::warn!("{w}");
+        eprintln!("warning: {w}");
+    }
+    Ok(scanner)
+}
+
+/// Regular files below `root` (relative display paths), skipping `.git/`, never following links.
+fn walk(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let meta = std::fs::symlink_metadata(root)
+        .with_context(|| format!("{}: cannot read", root.display()))?;
+    if meta.is_file() {
+        return Ok(vec![(root.display().to_string(), root.to_owned())]);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .with_context(|| format!("{}: cannot list", dir.display()))?
+            .collect::<std::io::Result<_>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let ty = e.file_type()?;
+            let path = e.path();
+            if ty.is_dir() {
+                if e.file_name() != ".git" {
+                    stack.push(path);
+                }
+            } else if ty.is_file() {
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                out.push((rel.to_string_lossy().into_owned(), path));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Scans a git revision's tree, streaming blobs from one `git cat-file --batch`.
+fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
+    let repo = crate::git::Repo::open(repo)?;
+    let (commit, _) = repo.resolve(rev)?;
+    let max = scanner.max_file_bytes();
+    let mut report = ScanReport::default();
+    let mut blobs = Vec::new();
+    for e in repo.list_tree(&commit)? {
+        let path = String::from_utf8_lossy(&e.path).into_owned();
+        if e.kind != "blob" || e.mode == "120000" {
+            continue;
+        }
+        if e.size > max {
+            report.skipped.push(SkippedFile {
+                path,
+                reason: SkipReason::TooLarge {
+                    size: e.size,
+                    limit: max,
+                },
+            });
+            continue;
+        }
+        blobs.push((path, e.oid));
+    }
+    let (mut requests, mut responses) = repo.blobs()?.split()?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let blobs = &blobs;
+    let results: Result<Vec<ScanReport>> = std::thread::scope(|s| {
+        s.spawn(move || {
+            for (_, oid) in blobs {
+                if requests.request(oid).is_err() {
+                    break;
+                }
+            }
+        });
+        let (tx, rx) = sync_channel::<(usize, Vec<u8>)>(16);
+        let rx = Arc::new(Mutex::new(rx));
+        let reader = s.spawn(move || -> Result<()> {
+            for (i, (_, oid)) in blobs.iter().enumerate() {
+                let mut buf = Vec::new();
+                responses.next_blob(oid, max, &mut buf)?;
+                if tx.send((i, buf)).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let rx = Arc::clone(&rx);
+                s.spawn(move || {
+                    let mut part = ScanReport::default();
+                    loop {
+                        let next = rx.lock().map(|r| r.recv());
+                        let Ok(Ok((i, content))) = next else { break };
+                        let path = &blobs[i].0;
+                        if airlock_scan::is_binary(&content) {
+                            part.skipped.push(SkippedFile {
+                                path: path.clone(),
+                                reason: SkipReason::Binary,
+                            });
+                            continue;
+                        }
+                        part.files_scanned += 1;
+                        part.bytes_scanned += content.len() as u64;
+                        part.findings.extend(scanner.scan(path, &content));
+                    }
+                    part
+                })
+            })
+            .collect();
+        reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("blob reader panicked"))??;
+        let mut parts = Vec::new();
+        for w in workers {
+            parts.push(w.join().map_err(|_| anyhow::anyhow!("scanner panicked"))?);
+        }
+        Ok(parts)
+    });
+    for part in results? {
+        report.findings.extend(part.findings);
+        report.files_scanned += part.files_scanned;
+        report.bytes_scanned += part.bytes_scanned;
+        report.skipped.extend(part.skipped);
+    }
+    report
+        .findings
+        .sort_by(|a, b| (&a.path, a.start).cmp(&(&b.path, b.start)));
+    report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(report)
+}
+
+/// `airlock scan`.
+pub fn run(args: &ScanArgs, quiet: bool) -> Result<Outcome> {
+    let scanner = scanner(args.config.as_deref(), args.gitleaks_config.as_deref())?;
+    let report = match (&args.rev, &args.path) {
+        (Some(rev), _) => scan_rev(
+            &scanner,
+            args.path.as_deref().unwrap_or(Path::new(".")),
+            rev,
+        )?,
+        (None, path) => {
+            let root = path.clone().unwrap_or_else(|| PathBuf::from("."));
+            let files = walk(&root)?;
+            scanner.scan_files_parallel(files, 0)?
+        }
+    };
+    if let Some(sarif_path) = &args.sarif {
+        let doc =
+            airlock_scan::sarif::to_sarif(&report.findings, scanner.rules(), airlock_scan::VERSION);
+        std::fs::write(sarif_path, serde_json::to_vec_pretty(&doc)?)
+            .with_context(|| format!("{}: cannot write", sarif_path.display()))?;
+    }
+    if args.json {
+        crate::output::print_json(&report)?;
+    } else {
+        print_human(&report, quiet);
+    }
+    Ok(if report.findings.is_empty() {
+        Outcome::Ok
+    } else {
+        Outcome::Reject
+    })
+}
+
+fn print_human(report: &ScanReport, quiet: bool) {
+    for f in &report.findings {
+        println!("{f} (column {}, fingerprint {})", f.column, f.fingerprint);
+    }
+    if quiet {
+        return;
+    }
+    let mut binary = 0;
+    let mut other = 0;
+    for s in &report.skipped {
+        tracing::info!("{s}");
+        match s.reason {
+            SkipReason::Binary => binary += 1,
+            _ => other += 1,
+        }
+    }
+    eprintln!(
+        "{} finding(s); scanned {} file(s), {:.1} MiB; skipped {} binary and {} other file(s) (-v lists them)",
+        report.findings.len(),
+        report.files_scanned,
+        report.bytes_scanned as f64 / (1024.0 * 1024.0),
+        binary,
+        other
+    );
+}
