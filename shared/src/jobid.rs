@@ -13,7 +13,9 @@ const LEN: usize = TIME_LEN + 1 + RANDOM_BYTES * 2;
 
 /// Why a string is not a job id.
 #[derive(Debug, thiserror::Error)]
-#[error("job id {shown:?} is malformed (jobid.shape): expected YYYYMMDDTHHMMSSZ-<20 lowercase hex>")]
+#[error(
+    "job id {shown:?} is malformed (jobid.shape): expected YYYYMMDDTHHMMSSZ-<20 lowercase hex>"
+)]
 pub struct JobIdError {
     /// The offending value, truncated to 64 characters.
     pub shown: String,

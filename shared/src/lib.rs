@@ -19,8 +19,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod digest;
 pub mod diff;
+pub mod digest;
 pub mod dsse;
 pub mod error;
 pub mod fileurl;

@@ -111,7 +111,10 @@ fn classify(e: &serde_json::Error) -> String {
     // and, for unknown/missing fields, the field name, which is schema text, not data.
     let msg = e.to_string();
     if msg.starts_with("unknown field") || msg.starts_with("missing field") {
-        msg.split(", expected").next().unwrap_or("schema").to_owned()
+        msg.split(", expected")
+            .next()
+            .unwrap_or("schema")
+            .to_owned()
     } else {
         format!("{:?}", e.classify()).to_lowercase()
     }

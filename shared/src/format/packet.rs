@@ -130,8 +130,7 @@ impl Packet {
         let p: Packet = parse_json(bytes, MAX_PACKET_BYTES, "packet.json")?;
         check_tag("packet.json", &p.format, PACKET_FORMAT)?;
         let run_ok = p.run_id.len() == 16
-            && p
-                .run_id
+            && p.run_id
                 .bytes()
                 .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
         if !run_ok {

@@ -63,9 +63,9 @@ impl Request {
         for e in &r.egress {
             let ok = !e.host.is_empty()
                 && e.host.len() <= 253
-                && e.host
-                    .bytes()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-')
+                && e.host.bytes().all(|c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-'
+                })
                 && e.port != 0;
             if !ok {
                 return Err(FormatError::Field {
