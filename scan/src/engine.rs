@@ -569,6 +569,20 @@ impl Scanner {
         &self.rules
     }
 
+    /// Every rule's regex as one alternation, `(?-u)(?:r1)|(?:r2)|…`, for comparing with
+    /// a plain regex tool (e.g. `rg -e "$(…)"`) in benchmarks. ASCII classes, like the
+    /// scanner. It has no keyword gating, allowlists or capture semantics: a baseline, not
+    /// a substitute.
+    pub fn regex_alternation(&self) -> String {
+        let parts: Vec<String> = self
+            .rules
+            .iter()
+            .filter_map(|r| r.regex.as_ref())
+            .map(|r| format!("(?:{r})"))
+            .collect();
+        format!("(?-u){}", parts.join("|"))
+    }
+
     /// The global allowlists.
     pub fn global_allowlists(&self) -> &[Allowlist] {
         &self.global_source

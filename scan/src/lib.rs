@@ -7,6 +7,11 @@
 //! is scanned with one keyword pass (Aho-Corasick) and regexes only around keyword hits;
 //! [`Scanner::scan_files_parallel`] spreads files over all cores.
 //!
+//! Modules: [`rule`] (what a detector is), [`config`] (airlock's TOML), [`gitleaks`]
+//! (import of a gitleaks config), [`sarif`] (SARIF 2.1.0 output), [`allow`] (built-in
+//! allowlist checks), [`testgen`] (fake secrets and realistic files for tests and
+//! benchmarks). The rule table is in `scan/RULES.md`.
+//!
 //! # Guarantees
 //! - A [`Finding`] never holds the secret value: rule id, path, position, byte range and a
 //!   short fingerprint. Its `Display` is `path:line: rule-id`.

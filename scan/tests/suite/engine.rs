@@ -184,3 +184,15 @@ fn keywords_at_the_edges_of_the_file() {
     assert!(s.scan("a", b"").is_empty());
     assert!(s.scan("a", b"ghp_").is_empty());
 }
+
+#[test]
+fn regex_alternation_compiles_as_one_pattern() {
+    let alt = scanner().regex_alternation();
+    // Byte-oriented, like the scanner and like ripgrep.
+    let re = regex_automata::meta::Builder::new()
+        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+        .build(&alt);
+    assert!(re.is_ok(), "the alternation does not compile");
+    let r = rendered("t = ghp_{{a:36}}", 1);
+    assert!(re.unwrap().is_match(r.text.as_bytes()));
+}

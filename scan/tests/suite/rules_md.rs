@@ -14,6 +14,23 @@ const ALLOWLISTS: &str = r#"
   paths, hashes or public keys.
 - An `airlock:allow` comment on a finding's line suppresses it (callers can turn this off).
 - Path globs in the config's `[allowlist]` skip whole files (reported as skipped).
+
+## Configuration
+
+- airlock TOML (`Scanner::from_config_toml`, format in `src/config.rs`): `[scan]`
+  (`use_default_rules`, `disabled_rules`, `max_file_bytes`, `inline_allow`), `[allowlist]`
+  (`paths` globs, `path_regexes`, `regexes` + `regex_target`, `stopwords`, `condition`) and
+  `[[rules]]` (`id`, `description`, `regex`, `keywords`, `secret_group`, `entropy`, `paths`,
+  `path_regex`, `context`, `scope`, `fallback`, `tags`, `examples`, `false_positives`,
+  `[[rules.allowlists]]`). Unknown fields are errors; each rule's examples are checked when
+  the config loads.
+- gitleaks v8 TOML (`Scanner::from_gitleaks_toml`): `[[rules]]` `id`, `description`, `regex`,
+  `secretGroup`, `entropy`, `path`, `keywords`, `tags`, `[rules.allowlist]`,
+  `[[rules.allowlists]]`; `[allowlist]` / `[[allowlists]]` (`targetRules`) with `regexes`,
+  `regexTarget`, `stopwords`, `paths`, `condition`; `[extend] useDefault` (airlock's rules
+  stand in for gitleaks' defaults) and `disabledRules`. Anything else (`commits`,
+  `[extend] path`, `skipReport`, `[[rules.required]]`, unknown keys) is returned as a warning
+  naming the field. A regex the Rust engine cannot compile is an error naming the rule.
 "#;
 
 fn render_rules_md() -> String {
