@@ -91,6 +91,7 @@ pub fn run(global: &GlobalArgs) -> Result<Outcome> {
                 exclude: vec![],
                 redact: false,
                 max_file_bytes: 8 * 1024 * 1024,
+                egress: Vec::new(),
                 limits: LimitArgs {
                     wall_clock_secs: 60,
                     checkpoint_secs: 30,

@@ -110,6 +110,7 @@ pub fn submit_job(
     let job = pack::new_job_id()?;
     let request = Request {
         limits: args.pack.limits.to_job_limits(),
+        egress: args.pack.egress.clone(),
         ..Request::new(prompt, args.pack.model.clone())
     };
     let opts = PackOptions {

@@ -110,6 +110,7 @@ fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
                 exclude: Vec::new(),
                 redact,
                 max_file_bytes: 8 * 1024 * 1024,
+                egress: Vec::new(),
                 limits: LimitArgs {
                     wall_clock_secs: 60,
                     checkpoint_secs: 30,

@@ -128,6 +128,7 @@ pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
         repo_name,
         request: Request {
             limits: args.limits.to_job_limits(),
+            egress: args.egress.clone(),
             ..Request::new(prompt, args.model.clone())
         },
         include: &args.include,
