@@ -761,7 +761,7 @@ impl Scanner {
                         m: (m.start(), m.end()),
                         s: (secret.start, secret.end),
                     };
-                    if !self.keep(ri, rule, comp, path, &cand) {
+                    if !self.keep(rule, comp, path, &cand) {
                         continue;
                     }
                     if let Some(ctx) = &comp.context {
@@ -782,14 +782,7 @@ impl Scanner {
     }
 
     /// Entropy, marker, allowlists, inline allow. True: report it.
-    fn keep(
-        &self,
-        _ri: usize,
-        rule: &Rule,
-        comp: &CompiledRule,
-        path: &str,
-        cand: &Candidate<'_>,
-    ) -> bool {
+    fn keep(&self, rule: &Rule, comp: &CompiledRule, path: &str, cand: &Candidate<'_>) -> bool {
         let secret = cand.secret();
         if let Some(min) = rule.entropy {
             if allow::shannon_entropy(secret) < min {
