@@ -1,6 +1,8 @@
 //! End to end: `airlock submit` -> `airlock-worker run` (the example generators) -> `airlock
 //! gate`, on a local `file://` store with real git: the decision, the review branch's content
 //! (equal to what the generator produced), and the user's checkout, HEAD and branch untouched.
+// Test helpers outside #[test] functions: a panic with the value is the wanted failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,8 @@
 //! key, exactly what a compromised worker can do) drops crafted artifacts into the `file://`
 //! store, and `airlock gate` must refuse each with a specific reason, exit 4, write nothing
 //! outside the job's directory, and record the refusal in the ledger.
+// Test helpers outside #[test] functions: a panic with the value is the wanted failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::io::Write;
