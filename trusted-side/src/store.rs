@@ -19,9 +19,7 @@ use anyhow::{bail, Context, Result};
 use futures::StreamExt;
 use object_store::path::Path as ObjPath;
 use object_store::signer::Signer;
-use object_store::{
-    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
 /// Objects larger than this go up as multipart uploads (memory stays at one part).
 const MULTIPART_THRESHOLD: u64 = 8 * 1024 * 1024;
@@ -49,6 +47,15 @@ pub enum Access {
     PutNew,
 }
 
+/// What opening a URL yields: the store, its signer (clouds), its directory (`file://`), and
+/// the key prefix inside the bucket.
+type Opened = (
+    Arc<dyn ObjectStore>,
+    Option<Arc<dyn Signer>>,
+    Option<PathBuf>,
+    ObjPath,
+);
+
 /// An opened store.
 pub struct Store {
     inner: Arc<dyn ObjectStore>,
@@ -57,6 +64,7 @@ pub struct Store {
     prefix: ObjPath,
     rt: tokio::runtime::Runtime,
     url: String,
+    quiet: bool,
 }
 
 impl Store {
@@ -67,12 +75,7 @@ impl Store {
             .enable_all()
             .build()
             .context("cannot start the I/O runtime")?;
-        let (inner, signer, local_root, prefix): (
-            Arc<dyn ObjectStore>,
-            Option<Arc<dyn Signer>>,
-            Option<PathBuf>,
-            ObjPath,
-        ) = match parsed.scheme() {
+        let (inner, signer, local_root, prefix): Opened = match parsed.scheme() {
             "file" => {
                 let root = airlock_core::fileurl::file_url_to_path(url.trim_end_matches('/'))
                     .with_context(|| format!("store URL {url:?}"))?;
@@ -121,6 +124,7 @@ impl Store {
             prefix,
             rt,
             url: url.to_owned(),
+            quiet: false,
         })
     }
 
@@ -140,12 +144,24 @@ impl Store {
                 .enable_all()
                 .build()?,
             url: url.to_owned(),
+            quiet: false,
         })
     }
 
     /// The URL this store was opened with.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The directory behind a `file://` store; `None` for remote and in-memory stores.
+    pub fn local_root(&self) -> Option<&Path> {
+        self.local_root.as_deref()
+    }
+
+    /// Hides upload progress bars (they are already hidden when stderr is not a terminal).
+    #[allow(dead_code)] // for callers with --quiet/--json; bars are hidden off a TTY anyway
+    pub fn set_quiet(&mut self, quiet: bool) {
+        self.quiet = quiet;
     }
 
     fn path(&self, key: &str) -> ObjPath {
@@ -169,7 +185,9 @@ impl Store {
         }
     }
 
-    /// Uploads a local file (multipart above 8 MiB), overwriting.
+    /// Uploads a local file, overwriting. Above 8 MiB it streams as a multipart upload (at
+    /// most a few parts in memory, whatever the size), with a progress bar on a TTY; the
+    /// object appears only when the upload completes, and a failed upload is aborted.
     pub fn put_file(&self, key: &str, src: &Path) -> Result<()> {
         let len = std::fs::metadata(src)
             .with_context(|| format!("{}: cannot read", src.display()))?
@@ -179,24 +197,44 @@ impl Store {
             return self.put_bytes(key, &bytes);
         }
         let path = self.path(key);
-        self.rt.block_on(async {
+        let bar = crate::output::progress(len, "upload", self.quiet);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{msg:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        let result = self.rt.block_on(async {
+            use tokio::io::AsyncReadExt;
             let upload = self.inner.put_multipart(&path).await?;
             let mut w = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
-            let mut f = tokio::fs::File::open(src).await?;
-            let mut buf = vec![0u8; PART_BYTES];
-            loop {
-                use tokio::io::AsyncReadExt;
-                let n = f.read(&mut buf).await?;
-                if n == 0 {
-                    break;
+            let streamed: Result<()> = async {
+                let mut f = tokio::fs::File::open(src).await?;
+                let mut buf = vec![0u8; PART_BYTES];
+                loop {
+                    let n = f.read(&mut buf).await?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    w.wait_for_capacity(2).await?;
+                    w.write(&buf[..n]);
+                    bar.inc(n as u64);
                 }
-                w.wait_for_capacity(2).await?;
-                w.write(&buf[..n]);
             }
-            w.finish().await?;
-            anyhow::Ok(())
-        })
-        .with_context(|| format!("{key}: upload failed"))
+            .await;
+            match streamed {
+                Ok(()) => {
+                    w.finish().await?;
+                    anyhow::Ok(())
+                }
+                Err(e) => {
+                    // Leave no parts behind (a lifecycle rule is the second net).
+                    let _ = w.abort().await;
+                    Err(e)
+                }
+            }
+        });
+        bar.finish_and_clear();
+        result.with_context(|| format!("{key}: upload failed"))
     }
 
     /// Writes a small object, overwriting.
@@ -215,10 +253,10 @@ impl Store {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
-        match self
-            .rt
-            .block_on(self.inner.put_opts(&path, PutPayload::from(bytes.to_vec()), opts))
-        {
+        match self.rt.block_on(
+            self.inner
+                .put_opts(&path, PutPayload::from(bytes.to_vec()), opts),
+        ) {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
             Err(e) => Err(e).with_context(|| format!("{key}: write failed")),
@@ -235,7 +273,12 @@ impl Store {
     }
 
     /// Streams an object of at most `max` bytes into `dest` (created new); `None` if absent.
-    pub fn get_to_file(&self, key: &str, max: u64, dest: &Path) -> Result<Option<(Sha256Digest, u64)>> {
+    pub fn get_to_file(
+        &self,
+        key: &str,
+        max: u64,
+        dest: &Path,
+    ) -> Result<Option<(Sha256Digest, u64)>> {
         let file = std::fs::File::options()
             .write(true)
             .create_new(true)
@@ -272,7 +315,10 @@ impl Store {
                 Err(e) => return Err(anyhow::Error::new(e).context(format!("{key}: read failed"))),
             };
             if got.meta.size > max {
-                bail!("{key}: too large (store.too-large): limit {max} bytes, object is {}", got.meta.size);
+                bail!(
+                    "{key}: too large (store.too-large): limit {max} bytes, object is {}",
+                    got.meta.size
+                );
             }
             let mut stream = got.into_stream();
             let mut n = 0u64;
@@ -368,5 +414,149 @@ impl Store {
                 .with_context(|| format!("{key}: cannot presign"))?
         };
         Ok(url.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory_with_prefix(prefix: &str) -> Store {
+        Store {
+            inner: Arc::new(object_store::memory::InMemory::new()),
+            signer: None,
+            local_root: None,
+            prefix: ObjPath::from(prefix),
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+            url: format!("memory:///{prefix}"),
+            quiet: true,
+        }
+    }
+
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn large_file_goes_up_in_parts_and_comes_back_identical() {
+        let store = Store::open("memory://").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("big");
+        let data = noise(PART_BYTES * 2 + 12_345);
+        std::fs::write(&src, &data).unwrap();
+        store.put_file("inbox/j/bundle.tar.gz", &src).unwrap();
+        let dest = dir.path().join("back");
+        let (digest, n) = store
+            .get_to_file("inbox/j/bundle.tar.gz", u64::MAX, &dest)
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, data.len() as u64);
+        assert_eq!(digest, Sha256Digest::of_bytes(&data));
+        assert_eq!(std::fs::read(&dest).unwrap(), data);
+    }
+
+    #[test]
+    fn reads_over_the_cap_fail_with_store_too_large_and_leave_no_file() {
+        let store = Store::open("memory://").unwrap();
+        store
+            .put_bytes("drop/j/artifact.tar.gz", &[7u8; 100])
+            .unwrap();
+        let err = store
+            .get_bytes("drop/j/artifact.tar.gz", 99)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("store.too-large") && err.contains("99"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("a");
+        assert!(store
+            .get_to_file("drop/j/artifact.tar.gz", 99, &dest)
+            .is_err());
+        assert!(!dest.exists(), "a capped download left a file behind");
+        assert_eq!(store.get_bytes("drop/j/nothing", 99).unwrap(), None);
+    }
+
+    #[test]
+    fn put_new_writes_once() {
+        let store = Store::open("memory://").unwrap();
+        assert!(store.put_new("records/j.dsse.json", b"first").unwrap());
+        assert!(!store.put_new("records/j.dsse.json", b"second").unwrap());
+        assert_eq!(
+            store
+                .get_bytes("records/j.dsse.json", 100)
+                .unwrap()
+                .unwrap(),
+            b"first"
+        );
+    }
+
+    #[test]
+    fn prefix_scopes_every_key_and_a_sibling_prefix_is_invisible() {
+        let store = memory_with_prefix("team/airlock");
+        store.put_bytes("drop/j/artifact.dsse.json", b"x").unwrap();
+        // A neighbour whose prefix starts with ours, written straight to the bucket.
+        let bucket = store.inner.clone();
+        store
+            .rt
+            .block_on(bucket.put(
+                &ObjPath::from("team/airlock-other/drop/k/artifact.dsse.json"),
+                PutPayload::from_static(b"y"),
+            ))
+            .unwrap();
+        let keys: Vec<String> = store
+            .list("drop/")
+            .unwrap()
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        assert_eq!(keys, vec!["drop/j/artifact.dsse.json".to_owned()]);
+        assert_eq!(store.list("").unwrap().len(), 1);
+        store.delete("drop/j/artifact.dsse.json").unwrap();
+        store.delete("drop/j/artifact.dsse.json").unwrap(); // absent is fine
+        assert!(store.list("drop/").unwrap().is_empty());
+    }
+
+    #[test]
+    fn file_store_hands_out_paths_and_memory_store_refuses_worker_urls() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let url = airlock_core::fileurl::path_to_file_url(&root).unwrap();
+        let store = Store::open(&url).unwrap();
+        assert_eq!(store.local_root(), Some(root.as_path()));
+        let u = store
+            .worker_url(
+                "drop/j/artifact.tar.gz",
+                Access::PutNew,
+                Duration::from_secs(60),
+            )
+            .unwrap();
+        assert_eq!(
+            airlock_core::fileurl::file_url_to_path(&u).unwrap(),
+            root.join("drop/j/artifact.tar.gz")
+        );
+        let mem = Store::open("memory://").unwrap();
+        assert!(mem.local_root().is_none());
+        let err = mem
+            .worker_url(
+                "inbox/j/bundle.tar.gz",
+                Access::Get,
+                Duration::from_secs(60),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("memory://"), "{err}");
     }
 }

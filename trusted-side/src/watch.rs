@@ -1,0 +1,383 @@
+//! `airlock watch`: fetch and gate artifacts as they land, with bounded concurrency.
+//!
+//! Loop: list `drop/` for jobs whose `artifact.dsse.json` is present (the worker writes it
+//! last), drop the ones already gated, gate the rest with at most `--jobs N` at once
+//! ([`crate::gate::run_gate`], the same path as `airlock gate`, so every verdict lands in the
+//! ledger), print each report as it finishes, then wait: on a `file://` store for a
+//! filesystem event under `drop/` (notify; a full rescan every `--poll-max` anyway, in case
+//! an event was missed), on remote stores by listing again after a delay that starts at
+//! [`POLL_MIN`] and doubles while nothing lands, up to `--poll-max`.
+//!
+//! Guards against: gating a job twice, also across restarts and hosts (a job with a gate
+//! decision in the ledger, read at start and again whenever new artifacts show up, is
+//! skipped; the ledger is verified in full on each read, so a broken ledger stops the
+//! watch); unbounded parallel work (`--jobs`); hammering a remote store (backoff); a job
+//! that keeps failing (at most [`MAX_ATTEMPTS`] tries per process, then it is left for a
+//! human).
+//! Does not check: anything itself; fetch and gate verify every byte.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
+
+use airlock_core::jobid::JobId;
+use airlock_core::keys::SigningKey;
+use anyhow::{bail, Context, Result};
+
+use crate::cli::{GlobalArgs, WatchArgs};
+use crate::config::Home;
+use crate::exit::Outcome;
+use crate::gate::policy::Verdict;
+use crate::gate::{GateOptions, GateReport};
+use crate::store::Store;
+
+/// First delay between two listings of a remote store (and after anything landed).
+pub const POLL_MIN: Duration = Duration::from_millis(500);
+/// Tries per job and process before it is left alone (it stays `landed` in `status`).
+pub const MAX_ATTEMPTS: u32 = 3;
+/// Most concurrent gates accepted by `--jobs`.
+pub const MAX_CONCURRENCY: usize = 64;
+
+/// What one pass over the drop found and did.
+#[derive(Debug, Default)]
+pub struct Pass {
+    /// Jobs gated in this pass, with their decision.
+    pub gated: Vec<(JobId, Verdict)>,
+    /// Jobs that could not be gated (the error is printed).
+    pub failed: Vec<JobId>,
+}
+
+/// Jobs whose final artifact envelope is in the drop (`drop/<job>/artifact.dsse.json`).
+pub fn landed_jobs(store: &Store) -> Result<BTreeSet<JobId>> {
+    let mut out = BTreeSet::new();
+    for o in store.list("drop/")? {
+        let Some(rest) = o.key.strip_prefix("drop/") else {
+            continue;
+        };
+        let Some((job, name)) = rest.split_once('/') else {
+            continue;
+        };
+        if name != "artifact.dsse.json" {
+            continue;
+        }
+        // Names that are not job ids were not made by `submit`: not ours to gate.
+        if let Ok(job) = JobId::parse(job) {
+            out.insert(job);
+        }
+    }
+    Ok(out)
+}
+
+/// The watcher's memory: what is gated (ledger + this process) and what keeps failing.
+pub struct Watcher {
+    gated: BTreeSet<JobId>,
+    attempts: BTreeMap<JobId, u32>,
+    gave_up: BTreeSet<JobId>,
+}
+
+impl Watcher {
+    /// Starts from the ledger's gate decisions.
+    pub fn new(store: &Store, trusted: &airlock_core::keys::PublicKey) -> Result<Watcher> {
+        let gated = crate::ledger::decisions(store, trusted)
+            .context("watch: cannot read the ledger's decisions")?
+            .into_keys()
+            .collect();
+        Ok(Watcher {
+            gated,
+            attempts: BTreeMap::new(),
+            gave_up: BTreeSet::new(),
+        })
+    }
+
+    /// Landed jobs still to gate. When some look new, the ledger is read again first, so a
+    /// job another host (or an earlier run) gated meanwhile is not gated twice.
+    pub fn pending(
+        &mut self,
+        store: &Store,
+        trusted: &airlock_core::keys::PublicKey,
+    ) -> Result<Vec<JobId>> {
+        let landed = landed_jobs(store)?;
+        let fresh = |w: &Watcher| -> Vec<JobId> {
+            landed
+                .iter()
+                .filter(|j| !w.gated.contains(*j) && !w.gave_up.contains(*j))
+                .cloned()
+                .collect()
+        };
+        if fresh(self).is_empty() {
+            return Ok(Vec::new());
+        }
+        let decisions = crate::ledger::decisions(store, trusted)
+            .context("watch: cannot read the ledger's decisions")?;
+        self.gated.extend(decisions.into_keys());
+        Ok(fresh(self))
+    }
+
+    fn record(&mut self, job: &JobId, ok: bool) {
+        if ok {
+            self.gated.insert(job.clone());
+            self.attempts.remove(job);
+            return;
+        }
+        let n = self.attempts.entry(job.clone()).or_insert(0);
+        *n += 1;
+        if *n >= MAX_ATTEMPTS {
+            tracing::warn!(
+                "job {job}: could not be gated after {MAX_ATTEMPTS} attempts; leaving it \
+                 (run `airlock gate {job}` to see why)"
+            );
+            self.gave_up.insert(job.clone());
+        }
+    }
+}
+
+/// Everything one gate needs, shared by the worker threads.
+struct Ctx<'a> {
+    home: &'a Home,
+    key: &'a SigningKey,
+    opts: &'a GateOptions,
+    /// The one store, when it cannot be opened again per thread (`memory://`).
+    shared: Option<&'a Store>,
+}
+
+/// Gates `jobs` with at most `concurrency` at once; `emit` sees each result as it finishes
+/// (on the calling thread, so output never interleaves).
+fn gate_all(
+    ctx: &Ctx<'_>,
+    jobs: Vec<JobId>,
+    concurrency: usize,
+    mut emit: impl FnMut(&JobId, Result<GateReport>),
+) {
+    let threads = concurrency.clamp(1, MAX_CONCURRENCY).min(jobs.len());
+    let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<_>>());
+    let (tx, rx) = mpsc::channel::<(JobId, Result<GateReport>)>();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let queue = &queue;
+            s.spawn(move || {
+                // One store (and I/O runtime) per thread: no lock held across requests.
+                let own = match ctx.shared {
+                    Some(_) => None,
+                    None => Some(Store::open(&ctx.home.config.store)),
+                };
+                loop {
+                    let Some(job) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                        return;
+                    };
+                    let result = match (&own, ctx.shared) {
+                        (_, Some(store)) => {
+                            crate::gate::run_gate(ctx.home, store, ctx.key, &job, ctx.opts)
+                        }
+                        (Some(Ok(store)), None) => {
+                            crate::gate::run_gate(ctx.home, store, ctx.key, &job, ctx.opts)
+                        }
+                        (Some(Err(e)), None) => {
+                            Err(anyhow::anyhow!("cannot open the store: {e:#}"))
+                        }
+                        (None, None) => Err(anyhow::anyhow!("no store")),
+                    };
+                    if tx.send((job, result)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (job, result) in rx {
+            emit(&job, result);
+        }
+    });
+}
+
+/// One pass: gate everything pending, printing each report.
+fn pass(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    trusted: &airlock_core::keys::PublicKey,
+    watcher: &mut Watcher,
+    args: &WatchArgs,
+    budget: Option<u64>,
+) -> Result<Pass> {
+    let mut jobs = watcher.pending(store, trusted)?;
+    if let Some(b) = budget {
+        jobs.truncate(usize::try_from(b).unwrap_or(usize::MAX));
+    }
+    let mut out = Pass::default();
+    if jobs.is_empty() {
+        return Ok(out);
+    }
+    tracing::info!(
+        "watch: gating {} job(s), {} at a time",
+        jobs.len(),
+        args.jobs
+    );
+    let mut print_err = None;
+    gate_all(ctx, jobs, args.jobs, |job, result| match result {
+        Ok(report) => {
+            watcher.record(job, true);
+            if let Err(e) = crate::gate::print(&report, args.json, None) {
+                print_err.get_or_insert(e);
+            }
+            if !args.json {
+                println!();
+            }
+            out.gated.push((job.clone(), report.decision));
+        }
+        Err(e) => {
+            watcher.record(job, false);
+            eprintln!("error: job {job}: cannot gate: {e:#}");
+            out.failed.push(job.clone());
+        }
+    });
+    match print_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// How the loop waits for the next artifact.
+enum Wake {
+    /// `file://`: filesystem events under `<root>/drop`.
+    Notify {
+        rx: mpsc::Receiver<()>,
+        _watcher: notify::RecommendedWatcher,
+    },
+    /// Remote: list again after `delay` (doubling while idle).
+    Poll { delay: Duration },
+}
+
+impl Wake {
+    fn new(store: &Store) -> Result<Wake> {
+        let Some(root) = store.local_root() else {
+            return Ok(Wake::Poll { delay: POLL_MIN });
+        };
+        use notify::Watcher as _;
+        let drop_dir: PathBuf = root.join("drop");
+        std::fs::create_dir_all(&drop_dir)
+            .with_context(|| format!("{}: cannot create", drop_dir.display()))?;
+        let (tx, rx) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            if ev.is_ok() {
+                let _ = tx.send(());
+            }
+        })
+        .context("watch: cannot start filesystem notifications")?;
+        watcher
+            .watch(&drop_dir, notify::RecursiveMode::Recursive)
+            .with_context(|| format!("{}: cannot watch", drop_dir.display()))?;
+        Ok(Wake::Notify {
+            rx,
+            _watcher: watcher,
+        })
+    }
+
+    /// Waits for a reason to look again; `progressed` says whether the last pass gated.
+    fn wait(&mut self, progressed: bool, max: Duration) {
+        match self {
+            Wake::Notify { rx, .. } => {
+                // An event, or the periodic rescan; then swallow the burst that came with it.
+                let _ = rx.recv_timeout(max);
+                while rx.try_recv().is_ok() {}
+            }
+            Wake::Poll { delay } => {
+                *delay = if progressed {
+                    POLL_MIN
+                } else {
+                    (*delay * 2).min(max.max(POLL_MIN))
+                };
+                std::thread::sleep(*delay);
+            }
+        }
+    }
+}
+
+/// `airlock watch`.
+pub fn run(global: &GlobalArgs, args: &WatchArgs) -> Result<Outcome> {
+    if args.jobs == 0 || args.jobs > MAX_CONCURRENCY {
+        bail!("--jobs must be between 1 and {MAX_CONCURRENCY}");
+    }
+    let poll_max = Duration::from_secs(crate::submit::parse_duration(&args.poll_max)?.max(1));
+    let home = Home::load(&global.home)?;
+    let key = home.signing_key()?;
+    let trusted = key.public();
+    let store = Store::open(&home.config.store)?;
+    let repo = crate::config::absolute(&args.repo)?;
+    let opts = GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
+    let shared = store.url().starts_with("memory:").then_some(&store);
+    let ctx = Ctx {
+        home: &home,
+        key: &key,
+        opts: &opts,
+        shared,
+    };
+    let mut watcher = Watcher::new(&store, &trusted)?;
+    let mut wake = if args.once {
+        None
+    } else {
+        Some(Wake::new(&store)?)
+    };
+    let (mut gated, mut failed) = (0u64, 0u64);
+    loop {
+        let budget = args.max_jobs.map(|m| m.saturating_sub(gated));
+        let p = pass(&ctx, &store, &trusted, &mut watcher, args, budget)?;
+        gated += p.gated.len() as u64;
+        failed += p.failed.len() as u64;
+        let done = args.once || args.max_jobs.is_some_and(|m| gated >= m);
+        if done {
+            break;
+        }
+        if let Some(w) = wake.as_mut() {
+            w.wait(!p.gated.is_empty(), poll_max);
+        }
+    }
+    tracing::info!("watch: gated {gated} job(s), {failed} could not be gated");
+    if !args.json {
+        eprintln!("watch: gated {gated} job(s); {failed} could not be gated");
+    }
+    if failed > 0 && args.once {
+        bail!("watch: {failed} job(s) could not be gated (see the errors above)");
+    }
+    Ok(Outcome::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_jobs_whose_final_envelope_landed_count_as_landed() {
+        let store = Store::open("memory://").unwrap();
+        let a = "20260101T000000Z-00112233445566778899";
+        let b = "20260101T000001Z-00112233445566778899";
+        let c = "20260101T000002Z-00112233445566778899";
+        store
+            .put_bytes(&format!("drop/{a}/artifact.tar.gz"), b"x")
+            .unwrap();
+        store
+            .put_bytes(&format!("drop/{a}/artifact.dsse.json"), b"x")
+            .unwrap();
+        // The tarball without its envelope: still uploading (or died halfway).
+        store
+            .put_bytes(&format!("drop/{b}/artifact.tar.gz"), b"x")
+            .unwrap();
+        // Checkpoints are not results.
+        store
+            .put_bytes(&format!("drop/{c}/checkpoint.dsse.json"), b"x")
+            .unwrap();
+        // Names `submit` never makes.
+        store
+            .put_bytes("drop/not-a-job/artifact.dsse.json", b"x")
+            .unwrap();
+        store
+            .put_bytes(&format!("drop/{c}/nested/artifact.dsse.json"), b"x")
+            .unwrap();
+        let landed: Vec<String> = landed_jobs(&store)
+            .unwrap()
+            .into_iter()
+            .map(|j| j.to_string())
+            .collect();
+        assert_eq!(landed, vec![a.to_owned()]);
+    }
+}
