@@ -75,6 +75,9 @@ pub struct Logged {
     pub method: String,
     /// Path (no query).
     pub path: String,
+    /// Query string without the presigned signature parameters (e.g. `uploads`,
+    /// `partNumber=1&uploadId=…`).
+    pub query: String,
     /// Whether the query carried a presigned signature (`X-Amz-Signature`).
     pub presigned: bool,
     /// Whether an `Authorization` header was sent (the trusted side's SDK signing).
@@ -398,6 +401,11 @@ async fn handle(
     let mut entry = Logged {
         method: method.clone(),
         path: path.clone(),
+        query: query
+            .split('&')
+            .filter(|kv| !kv.is_empty() && !kv.starts_with("X-Amz-"))
+            .collect::<Vec<_>>()
+            .join("&"),
         presigned,
         authorization,
         status: None,

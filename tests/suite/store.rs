@@ -6,6 +6,8 @@
 //! Each scope test asserts the server's own answer (status and S3 error code) and that the
 //! trusted side's view of the bucket did not change. Fault tests put a fault injector in front
 //! of the server (503s, dropped connections, bodies cut short, a crash, a hard stop).
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,7 +49,7 @@ impl Job {
 /// A trusted home whose store is `s3://airlock/team/airlock` on an in-process server, and a
 /// small git repository to pack.
 struct S3Env {
-    s3: S3Server,
+    server: Option<S3Server>,
     _tmp: tempfile::TempDir,
     root: PathBuf,
     home: PathBuf,
@@ -56,7 +58,27 @@ struct S3Env {
 
 impl S3Env {
     fn new() -> S3Env {
-        let s3 = S3Server::start();
+        let env = S3Env::bare(Some(S3Server::start()));
+        let out = run(env
+            .airlock()
+            .args(["init", "--store", &env.s3().store_url(PREFIX)]));
+        assert!(out.status.success(), "init: {}", show(&out));
+        env
+    }
+
+    /// The same with the default `file://` store inside the home directory (no server).
+    fn local() -> S3Env {
+        let env = S3Env::bare(None);
+        let out = run(env.airlock().arg("init"));
+        assert!(out.status.success(), "init: {}", show(&out));
+        env
+    }
+
+    fn s3(&self) -> &S3Server {
+        self.server.as_ref().expect("an S3 environment")
+    }
+
+    fn bare(server: Option<S3Server>) -> S3Env {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
         let home = root.join("home");
@@ -69,26 +91,23 @@ impl S3Env {
                 ("README.md", b"# example\n"),
             ],
         );
-        let env = S3Env {
-            s3,
+        S3Env {
+            server,
             _tmp: tmp,
             root,
             home,
             repo,
-        };
-        let out = run(env
-            .airlock()
-            .args(["init", "--store", &env.s3.store_url(PREFIX)]));
-        assert!(out.status.success(), "init: {}", show(&out));
-        env
+        }
     }
 
     /// `airlock --home HOME` with the S3 credentials and endpoint in its environment.
     fn airlock(&self) -> Command {
         let mut c = cmd(&bin("airlock"));
         c.arg("--home").arg(&self.home);
-        for (k, v) in self.s3.aws_env() {
-            c.env(k, v);
+        if let Some(s3) = &self.server {
+            for (k, v) in s3.aws_env() {
+                c.env(k, v);
+            }
         }
         c
     }
@@ -161,7 +180,7 @@ impl S3Env {
 
     /// The whole bucket as the trusted side sees it (S3 API, trusted credentials).
     fn bucket(&self) -> BTreeMap<String, u64> {
-        self.s3.list("")
+        self.s3().list("")
     }
 
     fn key(&self, rel: &str) -> String {
@@ -253,20 +272,20 @@ fn s3_submit_worker_fetch_gate_end_to_end_with_a_credential_free_worker() {
         &claims.drop.artifact_envelope,
     ] {
         assert!(
-            url.starts_with(&format!("{}/{BUCKET}/{PREFIX}/", env.s3.endpoint())),
+            url.starts_with(&format!("{}/{BUCKET}/{PREFIX}/", env.s3().endpoint())),
             "{url}"
         );
         assert!(url.contains("X-Amz-Signature="), "{url}");
         assert!(!url.contains(airlock_tests::s3::SECRET_KEY), "{url}");
     }
 
-    let seen = env.s3.log().len();
+    let seen = env.s3().log().len();
     if !env.work(&job, "docstring.sh") {
         return;
     }
     // Every request the worker made was presigned, carried no Authorization header, and
     // touched only this job's inbox and drop objects.
-    let worker_requests = &env.s3.log()[seen..];
+    let worker_requests = &env.s3().log()[seen..];
     assert!(!worker_requests.is_empty());
     for r in worker_requests {
         assert!(r.presigned && !r.authorization, "{r:?}");
@@ -323,21 +342,21 @@ fn sigv4_is_enforced_unsigned_and_badly_signed_requests_are_refused() {
     let env = S3Env::new();
     let job = env.submit("20m");
     let key = env.key(&format!("inbox/{}/bundle.tar.gz", job.id));
-    let url = format!("{}/{BUCKET}/{key}", env.s3.endpoint());
+    let url = format!("{}/{BUCKET}/{key}", env.s3().endpoint());
     let a = raw_request("GET", &url, &[], &[]);
     assert_eq!((a.status, a.code.as_str()), (403, "AccessDenied"), "{a:?}");
     let a = raw_request("PUT", &url, &[], b"x");
     assert_eq!((a.status, a.code.as_str()), (403, "AccessDenied"), "{a:?}");
     let a = raw_request(
         "GET",
-        &format!("{}/{BUCKET}?list-type=2", env.s3.endpoint()),
+        &format!("{}/{BUCKET}?list-type=2", env.s3().endpoint()),
         &[],
         &[],
     );
     assert_eq!((a.status, a.code.as_str()), (403, "AccessDenied"), "{a:?}");
     // A client with the right key id but the wrong secret.
     let bad = object_store::aws::AmazonS3Builder::new()
-        .with_endpoint(env.s3.endpoint())
+        .with_endpoint(env.s3().endpoint())
         .with_allow_http(true)
         .with_bucket_name(BUCKET)
         .with_region(airlock_tests::s3::REGION)
@@ -374,7 +393,7 @@ fn token_holder_cannot_list_read_other_jobs_or_write_outside_its_drop() {
     let ca = env.claims(&a);
     let cb = env.claims(&b);
     let (ida, idb) = (a.id.as_str(), b.id.as_str());
-    let before = env.s3.contents();
+    let before = env.s3().contents();
 
     let get = ca.bundle.url.clone();
     let put = ca.drop.checkpoint.clone();
@@ -548,13 +567,17 @@ fn token_holder_cannot_list_read_other_jobs_or_write_outside_its_drop() {
     }
     // Every one of them logged as a 403 from s3s itself (no fault injected).
     let refused = env
-        .s3
+        .s3()
         .log()
         .iter()
         .filter(|l| l.status == Some(403) && l.injected.is_none())
         .count();
     assert_eq!(refused, cases.len());
-    assert_eq!(env.s3.contents(), before, "the trusted side's view changed");
+    assert_eq!(
+        env.s3().contents(),
+        before,
+        "the trusted side's view changed"
+    );
 
     // What the token does allow still works, exactly once for the final artifact.
     let ok = raw_request("GET", &get, &[], &[]);
@@ -568,7 +591,7 @@ fn token_holder_cannot_list_read_other_jobs_or_write_outside_its_drop() {
         "{second:?}"
     );
     assert_eq!(
-        env.s3.get(&key_of(&put_new)).as_deref(),
+        env.s3().get(&key_of(&put_new)).as_deref(),
         Some(&b"first"[..])
     );
 }
@@ -593,7 +616,7 @@ fn worker_reports_the_stores_refusal_of_a_doctored_token_and_writes_nothing() {
     let b = env.submit("20m");
     let ca = env.claims(&a);
     let cb = env.claims(&b);
-    let before = env.s3.contents();
+    let before = env.s3().contents();
 
     // The bundle URL points at job B's bundle (A's signature): the GET is refused.
     let mut claims = ca.clone();
@@ -622,14 +645,18 @@ fn worker_reports_the_stores_refusal_of_a_doctored_token_and_writes_nothing() {
             "{err}"
         );
         let refused = env
-            .s3
+            .s3()
             .log_for("PUT", &format!("drop/{}/artifact.tar.gz", b.id));
         assert!(
             !refused.is_empty() && refused.iter().all(|l| l.status == Some(403)),
             "{refused:?}"
         );
     }
-    assert_eq!(env.s3.contents(), before, "the trusted side's view changed");
+    assert_eq!(
+        env.s3().contents(),
+        before,
+        "the trusted side's view changed"
+    );
     let out = run(env.airlock().args(["fetch", &b.id]));
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(
@@ -669,7 +696,7 @@ fn every_url_is_refused_after_the_token_expires() {
     while now_unix() <= expires_at + 1 {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    let before = env.s3.contents();
+    let before = env.s3().contents();
     for (what, a) in [
         (
             "GET bundle",
@@ -704,7 +731,7 @@ fn every_url_is_refused_after_the_token_expires() {
         assert!(a.body.contains("expired"), "{what}: {a:?}");
     }
     // The worker refuses the expired token itself, before any request.
-    let seen = env.s3.log().len();
+    let seen = env.s3().log().len();
     let out = env.worker(&job, "docstring.sh");
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(
@@ -713,7 +740,7 @@ fn every_url_is_refused_after_the_token_expires() {
         show(&out)
     );
     assert_eq!(
-        env.s3.log().len(),
+        env.s3().log().len(),
         seen,
         "the worker sent requests with an expired token"
     );
@@ -723,14 +750,18 @@ fn every_url_is_refused_after_the_token_expires() {
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("HTTP 403") && err.contains("expired"), "{err}");
-    assert_eq!(env.s3.contents(), before, "the trusted side's view changed");
+    assert_eq!(
+        env.s3().contents(),
+        before,
+        "the trusted side's view changed"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
 // Faults: the server misbehaves while the worker moves bytes
 
 fn statuses(env: &S3Env, method: &str, suffix: &str) -> Vec<(Option<u16>, Option<FaultAction>)> {
-    env.s3
+    env.s3()
         .log_for(method, suffix)
         .into_iter()
         .map(|l| (l.status, l.injected))
@@ -742,13 +773,13 @@ fn worker_retries_through_503s_and_the_job_completes() {
     let env = S3Env::new();
     let job = env.submit("20m");
     let id = &job.id;
-    env.s3.inject(
+    env.s3().inject(
         "GET",
         &format!("inbox/{id}/bundle.tar.gz"),
         FaultAction::Status(503),
         2,
     );
-    env.s3.inject(
+    env.s3().inject(
         "PUT",
         &format!("drop/{id}/artifact.tar.gz"),
         FaultAction::Status(503),
@@ -758,9 +789,9 @@ fn worker_retries_through_503s_and_the_job_completes() {
         return;
     }
     assert!(
-        env.s3.pending_faults().is_empty(),
+        env.s3().pending_faults().is_empty(),
         "{:?}",
-        env.s3.pending_faults()
+        env.s3().pending_faults()
     );
     let f = Some(FaultAction::Status(503));
     assert_eq!(
@@ -789,19 +820,19 @@ fn worker_retries_after_uploads_cut_short_and_a_server_crash_and_the_job_complet
     // The bundle download loses its connection once; the artifact upload is cut off
     // mid-body twice; the envelope upload crashes the server, which resets the next two
     // connections while it "restarts" (same data, same port).
-    env.s3.inject(
+    env.s3().inject(
         "GET",
         &format!("inbox/{id}/bundle.tar.gz"),
         FaultAction::Drop,
         1,
     );
-    env.s3.inject(
+    env.s3().inject(
         "PUT",
         &format!("drop/{id}/artifact.tar.gz"),
         FaultAction::Truncate(64),
         2,
     );
-    env.s3.inject(
+    env.s3().inject(
         "PUT",
         &format!("drop/{id}/artifact.dsse.json"),
         FaultAction::Outage { resets: 2 },
@@ -811,9 +842,9 @@ fn worker_retries_after_uploads_cut_short_and_a_server_crash_and_the_job_complet
         return;
     }
     assert!(
-        env.s3.pending_faults().is_empty(),
+        env.s3().pending_faults().is_empty(),
         "{:?}",
-        env.s3.pending_faults()
+        env.s3().pending_faults()
     );
     let cut = Some(FaultAction::Truncate(64));
     assert_eq!(
@@ -843,7 +874,7 @@ fn server_gone_mid_upload_fails_the_worker_clearly_and_fetch_accepts_nothing_par
     let id = &job.id;
     // The tarball lands; the server stops dead when the envelope is sent, and stays down
     // for longer than the worker retries.
-    env.s3.inject(
+    env.s3().inject(
         "PUT",
         &format!("drop/{id}/artifact.dsse.json"),
         FaultAction::Stop,
@@ -857,9 +888,9 @@ fn server_gone_mid_upload_fails_the_worker_clearly_and_fetch_accepts_nothing_par
     }
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(err.contains("gave up after 5 attempts"), "{err}");
-    assert!(env.s3.is_stopped());
+    assert!(env.s3().is_stopped());
 
-    env.s3.restart();
+    env.s3().restart();
     let bucket = env.bucket();
     assert!(bucket.contains_key(&env.key(&format!("drop/{id}/artifact.tar.gz"))));
     assert!(!bucket.contains_key(&env.key(&format!("drop/{id}/artifact.dsse.json"))));
@@ -967,7 +998,7 @@ fn gc_removes_exactly_the_objects_it_reports_and_never_a_job_in_flight() {
         assert_eq!(states[&job.id], state, "{states:?}");
     }
 
-    let before = env.s3.contents();
+    let before = env.s3().contents();
     let mut expect: Vec<String> = before
         .keys()
         .filter(|k| {
@@ -985,11 +1016,11 @@ fn gc_removes_exactly_the_objects_it_reports_and_never_a_job_in_flight() {
     // Too young for --older-than 1d: nothing.
     let (removed, jobs) = gc(&env, &["--older-than", "1d"]);
     assert!(removed.is_empty() && jobs.is_empty(), "{removed:?}");
-    assert_eq!(env.s3.contents(), before);
+    assert_eq!(env.s3().contents(), before);
     // Dry run: the list, and nothing removed.
     let (removed, _) = gc(&env, &["--older-than", "0s", "--dry-run"]);
     assert_eq!(removed, expect);
-    assert_eq!(env.s3.contents(), before);
+    assert_eq!(env.s3().contents(), before);
     // For real: exactly what it says, down to the byte of everything else.
     let (removed, mut jobs) = gc(&env, &["--older-than", "0s"]);
     assert_eq!(removed, expect);
@@ -1001,7 +1032,7 @@ fn gc_removes_exactly_the_objects_it_reports_and_never_a_job_in_flight() {
     ];
     want_jobs.sort();
     assert_eq!(jobs, want_jobs);
-    let after = env.s3.contents();
+    let after = env.s3().contents();
     let mut gone: Vec<String> = before
         .keys()
         .filter(|k| !after.contains_key(*k))
@@ -1032,4 +1063,268 @@ fn gc_removes_exactly_the_objects_it_reports_and_never_a_job_in_flight() {
     assert_eq!(json(&out).as_array().unwrap().len(), 5);
     // The landed job is still fetchable and gateable after gc.
     assert_eq!(env.gate(&landed.id).status.code(), Some(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// watch
+
+/// The reports a `watch --json` printed: job -> decision.
+fn watched(stdout: &[u8]) -> BTreeMap<String, String> {
+    serde_json::Deserializer::from_slice(stdout)
+        .into_iter::<serde_json::Value>()
+        .map(|v| {
+            let v = v.unwrap();
+            (
+                v["job"].as_str().unwrap().to_owned(),
+                v["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn decisions(env: &S3Env) -> BTreeMap<String, Option<String>> {
+    let out = run(env.airlock().args(["status", "--json"]));
+    assert!(out.status.success(), "{}", show(&out));
+    json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["job"].as_str().unwrap().to_owned(),
+                s["decision"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// Waits for `child` to exit; kills it (this test's own child, by its pid) and fails after
+/// `limit`.
+fn wait_exit(child: &mut std::process::Child, limit: std::time::Duration) -> Output {
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = run_child(child);
+            panic!("watch did not finish within {limit:?}: {}", show(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    run_child(child)
+}
+
+fn run_child(child: &mut std::process::Child) -> Output {
+    use std::io::Read;
+    let status = child.wait().unwrap();
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    if let Some(mut s) = child.stdout.take() {
+        s.read_to_end(&mut stdout).unwrap();
+    }
+    if let Some(mut s) = child.stderr.take() {
+        s.read_to_end(&mut stderr).unwrap();
+    }
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+#[test]
+fn watch_once_gates_what_landed_and_a_restarted_watch_gates_nothing_twice() {
+    let env = S3Env::new();
+    let jobs: Vec<Job> = (0..4).map(|_| env.submit("20m")).collect();
+    for j in &jobs[..3] {
+        if !env.work(j, "docstring.sh") {
+            return;
+        }
+    }
+    // Job 2 was gated by hand (another host, an earlier run): watch must leave it alone.
+    assert_eq!(env.gate(&jobs[2].id).status.code(), Some(0));
+    let ledger_before = env.s3().list(&format!("{PREFIX}/ledger/")).len();
+
+    let watch = |extra: &[&str]| {
+        run(env
+            .airlock()
+            .args(["watch", "--once", "--jobs", "2", "--json", "--repo"])
+            .arg(&env.repo)
+            .args(extra))
+    };
+    let out = watch(&[]);
+    assert!(out.status.success(), "{}", show(&out));
+    let got = watched(&out.stdout);
+    let want: BTreeMap<String, String> = jobs[..2]
+        .iter()
+        .map(|j| (j.id.clone(), "queue".to_owned()))
+        .collect();
+    assert_eq!(got, want, "{}", show(&out));
+    let d = decisions(&env);
+    for j in &jobs[..3] {
+        assert_eq!(d[&j.id].as_deref(), Some("queue"));
+    }
+    assert_eq!(d[&jobs[3].id], None, "a job that has not landed was gated");
+    let ledger_after = env.s3().list(&format!("{PREFIX}/ledger/")).len();
+    // fetch + gate for each of the two.
+    assert_eq!(ledger_after, ledger_before + 4);
+
+    // A restart finds nothing to do and appends nothing.
+    let out = watch(&[]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(watched(&out.stdout).is_empty(), "{}", show(&out));
+    assert_eq!(
+        env.s3().list(&format!("{PREFIX}/ledger/")).len(),
+        ledger_after
+    );
+
+    // The last job lands later; the next run gates exactly it.
+    if !env.work(&jobs[3], "docstring.sh") {
+        return;
+    }
+    let out = watch(&["--review-branch"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        watched(&out.stdout).into_keys().collect::<Vec<_>>(),
+        vec![jobs[3].id.clone()]
+    );
+    git(
+        &env.repo,
+        &["rev-parse", &format!("refs/heads/airlock/{}", jobs[3].id)],
+    );
+}
+
+#[test]
+fn watch_on_s3_lists_with_backoff_and_gates_artifacts_as_they_land() {
+    let env = S3Env::new();
+    let mut child = env
+        .airlock()
+        .args([
+            "watch",
+            "--max-jobs",
+            "2",
+            "--jobs",
+            "2",
+            "--json",
+            "--poll-max",
+            "2s",
+            "--repo",
+        ])
+        .arg(&env.repo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let a = env.submit("20m");
+    let b = env.submit("20m");
+    let ok = env.work(&a, "docstring.sh") && env.work(&b, "ci-touch.sh");
+    if !ok {
+        let _ = child.kill();
+        let _ = child.wait();
+        return;
+    }
+    let out = wait_exit(&mut child, std::time::Duration::from_secs(60));
+    assert!(out.status.success(), "{}", show(&out));
+    let got = watched(&out.stdout);
+    assert_eq!(got.get(&a.id).map(String::as_str), Some("queue"), "{got:?}");
+    assert_eq!(got.get(&b.id).map(String::as_str), Some("human"), "{got:?}");
+    // The watcher only listed and read: its requests were signed with the trusted
+    // credentials, never presigned.
+    assert!(env
+        .s3()
+        .log()
+        .iter()
+        .filter(|l| l.path.contains("/ledger/"))
+        .all(|l| l.authorization));
+}
+
+#[test]
+fn watch_on_a_file_store_wakes_on_filesystem_events() {
+    let env = S3Env::local();
+    // With a one-hour rescan, only a notification can wake it before the deadline.
+    let mut child = env
+        .airlock()
+        .args([
+            "watch",
+            "--max-jobs",
+            "1",
+            "--json",
+            "--poll-max",
+            "1h",
+            "--repo",
+        ])
+        .arg(&env.repo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let job = env.submit("20m");
+    let out = env.worker(&job, "docstring.sh");
+    if !out.status.success() {
+        let _ = child.kill();
+        let _ = child.wait();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("sandbox") && err.contains("unavailable") {
+            eprintln!("SKIP: the worker cannot sandbox here: {err}");
+            return;
+        }
+        panic!("worker: {}", show(&out));
+    }
+    let out = wait_exit(&mut child, std::time::Duration::from_secs(60));
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        watched(&out.stdout),
+        BTreeMap::from([(job.id.clone(), "queue".to_owned())])
+    );
+    assert_eq!(decisions(&env)[&job.id].as_deref(), Some("queue"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Large bundles
+
+/// `n` bytes that do not compress (xorshift), so the bundle stays large.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn large_bundle_goes_up_as_a_multipart_upload_and_the_worker_verifies_it() {
+    let env = S3Env::new();
+    let (a, b) = (noise(5 << 20, 7), noise(5 << 20, 11));
+    write_files(&env.repo, &[("data/a.bin", &a), ("data/b.bin", &b)]);
+    git(&env.repo, &["add", "-A"]);
+    git(&env.repo, &["commit", "-q", "-m", "data"]);
+    let job = env.submit("20m");
+    let bundle = env.key(&format!("inbox/{}/bundle.tar.gz", job.id));
+    let size = env.bucket()[&bundle];
+    assert!(size > 8 << 20, "bundle is only {size} bytes");
+    // CreateMultipartUpload, two parts, CompleteMultipartUpload: never one big PUT.
+    let log = env.s3().log_for("POST", "/bundle.tar.gz");
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(log[0].query.starts_with("uploads"), "{log:?}");
+    assert!(log[1].query.starts_with("uploadId="), "{log:?}");
+    let parts = env.s3().log_for("PUT", "/bundle.tar.gz");
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!(
+        parts
+            .iter()
+            .all(|p| p.query.contains("partNumber=") && p.status == Some(200)),
+        "{parts:?}"
+    );
+    // The worker downloads it through its presigned URL and checks the digest in its token.
+    if !env.work(&job, "docstring.sh") {
+        return;
+    }
+    let out = env.gate(&job.id);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
