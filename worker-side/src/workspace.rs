@@ -1,12 +1,16 @@
-//! The worker's per-run directories: one fresh 0700 directory per run under a base directory,
+//! The worker's per-run directories: one fresh directory per run under a base directory,
 //! removed on every exit path; leftovers of earlier runs (a reclaimed host, a `kill -9`)
 //! removed at start.
 //!
 //! Guards against: runs leaking bundle contents onto a reused host, one run reading another's
-//! files (0700, unguessable names), and cleanup following a link out of the base directory
-//! (`remove_dir_all` does not follow symlinks; the base itself must be a real directory we own).
+//! files (everything but the workdir and the private tmp stays 0700; names are unguessable),
+//! removing a live run's directory (each run holds an exclusive lock on `<run>/.lock` for its
+//! whole life; the kernel drops it when the process dies, even on `kill -9`, so a recycled
+//! pid cannot keep a dead run's directory alive nor make a live one look dead), and cleanup
+//! following a link out of the base directory (`remove_dir_all` does not follow symlinks; the
+//! base itself must be a real directory we own).
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -58,7 +62,37 @@ pub fn prepare_root(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Removes per-run directories left by runs whose process is gone. Returns how many.
+/// Name of the lock file inside each run directory.
+const LOCK_FILE: &str = ".lock";
+
+/// Whether the run that made `dir` is still alive.
+///
+/// The lock decides: held means alive, free means dead. A directory without a lock file is
+/// either a run that died between `mkdir` and taking its lock, or one that is just starting:
+/// then the pid in its name decides (`run-<pid>-<id>`).
+fn run_alive(dir: &Path, name: &str) -> bool {
+    let lock = dir.join(LOCK_FILE);
+    if std::fs::symlink_metadata(&lock).is_ok_and(|m| m.is_file()) {
+        return match std::fs::File::open(&lock) {
+            Ok(f) => match f.try_lock() {
+                Ok(()) => false,
+                Err(std::fs::TryLockError::WouldBlock) => true,
+                // Cannot tell: leave it.
+                Err(std::fs::TryLockError::Error(_)) => true,
+            },
+            Err(_) => true,
+        };
+    }
+    let pid = name
+        .strip_prefix(RUN_PREFIX)
+        .and_then(|rest| rest.split('-').next())
+        .unwrap_or("");
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && Path::new("/proc").join(pid).exists()
+}
+
+/// Removes per-run directories left by runs that are gone. Returns how many.
 pub fn remove_leftovers(root: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(root) else {
         return 0;
@@ -67,35 +101,59 @@ pub fn remove_leftovers(root: &Path) -> usize {
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some(rest) = name.strip_prefix(RUN_PREFIX) else {
+        if !name.starts_with(RUN_PREFIX) || !e.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
-        };
-        let pid = rest.split('-').next().unwrap_or("");
-        let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
-        if !alive && std::fs::remove_dir_all(e.path()).is_ok() {
-            tracing::info!(dir = %e.path().display(), "removed a leftover run directory");
-            removed += 1;
+        }
+        if run_alive(&e.path(), name) {
+            continue;
+        }
+        match remove_all(&e.path()) {
+            Ok(()) => {
+                tracing::info!(dir = %e.path().display(), "removed a leftover run directory");
+                removed += 1;
+            }
+            Err(err) => {
+                tracing::warn!(dir = %e.path().display(), "cannot remove a leftover run directory: {err}")
+            }
         }
     }
     removed
 }
 
-/// One run's directory, removed when dropped.
+/// One run's directory, locked while it lives, removed when dropped.
 pub struct RunDir {
     path: PathBuf,
+    /// Holds the exclusive lock on `<path>/.lock` (close-on-exec: never inherited).
+    _lock: std::fs::File,
 }
 
 impl RunDir {
     /// Creates `root/run-<pid>-<run_id>` with mode 0711 (traversable only; everything in it
-    /// but the workdir and the private tmp stays 0700).
+    /// but the workdir and the private tmp stays 0700) and takes its lock.
     pub fn create(root: &Path, run_id: &str) -> Result<RunDir> {
         let path = root.join(format!("{RUN_PREFIX}{}-{run_id}", std::process::id()));
         std::fs::DirBuilder::new()
             .mode(0o711)
             .create(&path)
             .with_context(|| format!("{}: cannot create run directory", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o711))?;
-        Ok(RunDir { path })
+        let locked = (|| -> Result<std::fs::File> {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o711))?;
+            let lock = std::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path.join(LOCK_FILE))?;
+            lock.try_lock()
+                .map_err(|e| anyhow::anyhow!("cannot lock the run directory: {e}"))?;
+            Ok(lock)
+        })();
+        match locked {
+            Ok(lock) => Ok(RunDir { path, _lock: lock }),
+            Err(e) => {
+                let _ = remove_all(&path);
+                Err(e.context(format!("{}: cannot set up run directory", path.display())))
+            }
+        }
     }
 
     /// The directory.
