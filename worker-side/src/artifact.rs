@@ -37,6 +37,14 @@ impl DropKind {
             DropKind::Final => "artifact.tar.gz",
         }
     }
+
+    /// The envelope's object name.
+    pub fn envelope(self) -> &'static str {
+        match self {
+            DropKind::Checkpoint => "checkpoint.dsse.json",
+            DropKind::Final => "artifact.dsse.json",
+        }
+    }
 }
 
 /// A built artifact on local disk.
@@ -51,8 +59,14 @@ pub struct Built {
     pub packet_sha256: Sha256Digest,
 }
 
-/// Writes the artifact tarball to `path` (created new).
-pub fn build(path: &Path, packet: &Packet, patch: &[u8], log: Option<&Path>) -> Result<Built> {
+/// Writes the artifact tarball to `path` (created new): `generator.log` (if any) and
+/// `patch.diff` (if any; else empty) are streamed from their files.
+pub fn build(
+    path: &Path,
+    packet: &Packet,
+    patch: Option<&Path>,
+    log: Option<&Path>,
+) -> Result<Built> {
     let packet_bytes = format::to_json_bytes(packet);
     let packet_sha256 = Sha256Digest::of_bytes(&packet_bytes);
     let file = File::options()
@@ -74,7 +88,14 @@ pub fn build(path: &Path, packet: &Packet, patch: &[u8], log: Option<&Path>) -> 
         packet_bytes.len() as u64,
         packet_bytes.as_slice(),
     )?;
-    tar.append_file("patch.diff", false, patch.len() as u64, patch)?;
+    match patch {
+        Some(p) => {
+            let f = File::open(p).with_context(|| format!("{}: cannot read patch", p.display()))?;
+            let len = f.metadata()?.len();
+            tar.append_file("patch.diff", false, len, f)?;
+        }
+        None => tar.append_file("patch.diff", false, 0, &[][..])?,
+    }
     let (buf, sha256, bytes) = tar.finish()?.finish();
     buf.into_inner()
         .map_err(|e| anyhow::anyhow!("cannot write artifact: {}", e.error()))?
@@ -121,7 +142,9 @@ pub fn sign_and_drop(
             Overwrite::Never,
         ),
     };
-    transfer::put_file(obj_url, kind.subject(), &built.path, mode)?;
-    transfer::put_bytes(env_url, "artifact envelope", &envelope, mode)?;
-    Ok(())
+    transfer::drop_pair(
+        (obj_url, kind.subject(), &built.path),
+        (env_url, kind.envelope(), &envelope),
+        mode,
+    )
 }

@@ -2,9 +2,13 @@
 //! `airlock-sandbox`, checkpoints while it runs, and enforces the wall clock.
 //!
 //! Guards against: a generator that outlives its wall clock (the whole process tree is
-//! killed), one that sees the worker's environment (cleared to `--pass-env` + our variables),
-//! and silently running unconfined (no sandbox and no `--unsafe-no-sandbox` is an error before
-//! anything starts).
+//! killed), one that sees the worker's environment (cleared to `--pass-env` + our variables;
+//! the token's variable and ours cannot be passed), one that fills the disk (a file-size
+//! rlimit derived from the job's limits, reported as `file-size` whether the writer died of
+//! `SIGXFSZ` or shrugged it off), one that reads the token from the worker's command line (a
+//! token given with `--token` requires the namespace sandbox, whose `/proc` shows no host
+//! process), and silently running unconfined (no sandbox and no `--unsafe-no-sandbox` is an
+//! error before anything starts).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -24,6 +28,44 @@ pub const HELPER_ARG: &str = airlock_sandbox::HELPER_SUBCOMMAND;
 /// `landlock+seccomp`); for tests of the fallback path. `none` is refused here: only
 /// `--unsafe-no-sandbox` may run unconfined.
 pub const FORCE_MODE_ENV: &str = "AIRLOCK_SANDBOX_FORCE";
+
+/// Variables the worker sets itself or must never hand over: `--pass-env` refuses them.
+const RESERVED_ENV: &[&str] = &[
+    "AIRLOCK_JOB_TOKEN",
+    "AIRLOCK_REPORT",
+    "AIRLOCK_PROMPT_FILE",
+    "AIRLOCK_WORKDIR",
+];
+
+/// Checks `--pass-env` names before anything runs: well formed, and not the job token's
+/// variable nor one of the generator contract's (`worker.pass-env`).
+pub fn check_pass_env(names: &[String]) -> Result<()> {
+    for name in names {
+        let ok = name.bytes().next().is_some_and(|b| !b.is_ascii_digit())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !ok {
+            bail!("--pass-env {name:?} refused (worker.pass-env): not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        }
+        if RESERVED_ENV.contains(&name.as_str()) {
+            bail!("--pass-env {name} refused (worker.pass-env): the job token and the generator contract's variables are never passed through");
+        }
+    }
+    Ok(())
+}
+
+/// The largest file the generator may write (`RLIMIT_FSIZE`): four times the artifact cap,
+/// at least 64 MiB (room for scratch files), at most 1 GiB. The diff never reads a changed
+/// file past 8 MiB, so nothing larger could reach the artifact anyway.
+pub fn file_size_cap(limits: &JobLimits) -> u64 {
+    const MIB: u64 = 1024 * 1024;
+    limits
+        .max_artifact_bytes
+        .saturating_mul(4)
+        .clamp(64 * MIB, 1024 * MIB)
+}
+
+/// Entries looked at when searching the workdir and tmp for a file stopped at the cap.
+const MAX_SCAN_ENTRIES: u64 = 500_000;
 
 /// Entry point of the re-executed helper: applies every layer, then execs the generator.
 pub fn helper_main() -> ! {
@@ -50,6 +92,8 @@ pub struct GeneratorSetup<'a> {
     pub unsafe_no_sandbox: bool,
     /// Paths the generator must never reach.
     pub secret_paths: Vec<PathBuf>,
+    /// The token was given on the worker's command line (`--token`).
+    pub token_on_argv: bool,
 }
 
 /// How the generator run ended.
@@ -121,25 +165,35 @@ fn mode(setup: &GeneratorSetup<'_>) -> Result<Mode> {
             "--unsafe-no-sandbox: the generator may run UNCONFINED if no sandbox can be had"
         );
     }
-    match std::env::var(FORCE_MODE_ENV) {
+    let m = match std::env::var(FORCE_MODE_ENV) {
         Ok(v) if !v.is_empty() => {
             let m: Mode = v.parse().context(FORCE_MODE_ENV)?;
             if m == Mode::Unsandboxed && !setup.unsafe_no_sandbox {
                 bail!("{FORCE_MODE_ENV}=none needs --unsafe-no-sandbox");
             }
-            Ok(m)
+            m
         }
-        _ => Ok(Mode::Auto),
+        _ => Mode::Auto,
+    };
+    // The landlock+seccomp fallback shares the host's /proc, where the worker's command line
+    // (and a token on it) is readable by any process.
+    if setup.token_on_argv {
+        match m {
+            Mode::Auto => return Ok(Mode::Namespaces),
+            Mode::LandlockSeccomp => bail!("--token on the command line needs the namespace sandbox (worker.token-argv): pass --token-file or AIRLOCK_JOB_TOKEN"),
+            _ => {}
+        }
     }
+    Ok(m)
 }
 
-/// Starts the generator and waits for it, calling `checkpoint(elapsed_ms)` every
+/// Starts the generator and waits for it, calling `checkpoint(elapsed_ms, sandbox)` every
 /// `checkpoint_every_secs` while it runs. Kills the whole tree at the wall clock or on a
 /// termination signal.
 pub fn run_generator(
     setup: &GeneratorSetup<'_>,
     term: &Termination,
-    checkpoint: &mut dyn FnMut(u64) -> Result<()>,
+    checkpoint: &mut dyn FnMut(u64, &str) -> Result<()>,
 ) -> Result<GeneratorRun> {
     let Some((program, args)) = setup.command.split_first() else {
         bail!("no generator command given after --");
@@ -173,6 +227,8 @@ pub fn run_generator(
     spec.env = env;
     spec.secret_paths = setup.secret_paths.clone();
     spec.rlimits.cpu_secs = Some(setup.limits.wall_clock_secs.saturating_add(5));
+    let file_cap = file_size_cap(setup.limits);
+    spec.rlimits.file_size_bytes = Some(file_cap);
     spec.mode = mode(setup)?;
     let log = LogSink {
         path: setup.log.to_owned(),
@@ -187,6 +243,9 @@ pub fn run_generator(
             spec.mode = Mode::Unsandboxed;
             let _ = std::fs::remove_file(&log.path);
             airlock_sandbox::spawn(&exe, &[HELPER_ARG], &spec, &log)?
+        }
+        Err(e @ SandboxError::Unavailable { .. }) if setup.token_on_argv => {
+            bail!("--token on the command line needs the namespace sandbox, which this host cannot provide ({e}) (worker.token-argv): pass --token-file or AIRLOCK_JOB_TOKEN")
         }
         Err(e @ SandboxError::Unavailable { .. }) => {
             bail!("no sandbox can be had on this host ({e}); refusing to run the generator (pass --unsafe-no-sandbox to run it unconfined, loudly)")
@@ -209,7 +268,7 @@ pub fn run_generator(
             running.kill_group()?;
         }
         if now >= next_checkpoint && !timed_out && !term.requested() {
-            if let Err(e) = checkpoint(ms(start.elapsed())) {
+            if let Err(e) = checkpoint(ms(start.elapsed()), running.sandbox().as_str()) {
                 tracing::warn!("checkpoint failed: {e:#}");
             }
             next_checkpoint = Instant::now() + every;
@@ -249,6 +308,16 @@ pub fn run_generator(
     if let Some(l) = outcome.limit_hit {
         if !limits_hit.iter().any(|x| x == l.as_str()) {
             limits_hit.push(l.as_str().to_owned());
+        }
+    }
+    if !limits_hit.iter().any(|l| l == "file-size") {
+        // A writer that ignores SIGXFSZ (Python does), or a child of the generator, dies or
+        // fails without the generator's own status saying so: a file at the cap tells.
+        if let Some(p) =
+            crate::tree::file_at_least(&[setup.workdir, setup.tmp], file_cap, MAX_SCAN_ENTRIES)
+        {
+            tracing::warn!(file = %p.display(), cap = file_cap, "the generator wrote a file up to the file-size limit");
+            limits_hit.push("file-size".to_owned());
         }
     }
     if outcome.log_truncated {

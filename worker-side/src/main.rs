@@ -23,6 +23,7 @@ mod cli;
 mod generate;
 mod run;
 mod transfer;
+mod tree;
 mod watch;
 mod workspace;
 

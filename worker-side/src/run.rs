@@ -2,32 +2,33 @@
 //!
 //! Steps, in order (the body of [`run_job`] is these calls):
 //! 1. verify the token against the pinned trusted key (signature, audience, expiry, claims);
-//! 2. make a fresh 0700 run directory (leftovers of dead runs removed first);
+//! 2. make a fresh, locked run directory (leftovers of dead runs removed first);
 //! 3. fetch the bundle with the token's size cap; its SHA-256 must equal the token's;
 //! 4. fetch and verify `bundle.dsse.json` with the pinned key; it must name this bundle and job;
-//! 5. unpack the bundle with the safe reader; manifest and request must match the statement;
-//! 6. copy `files/` into the workdir, write the prompt;
+//! 5. unpack the bundle straight into the workdir with the safe reader, checking every file
+//!    against the manifest; manifest and request must match the statement;
+//! 6. write the prompt;
 //! 7. run the generator in the sandbox, checkpointing every N seconds;
-//! 8. diff the workdir against the bundle, build the packet, sign and drop the artifact;
+//! 8. diff the workdir against the pristine tree, build the packet, sign and drop the artifact;
 //! 9. remove the run directory (also on error and on SIGTERM/SIGINT).
 //!
-//! Guards against: running anything on unverified input (steps 1-5 all precede 7), a token or
-//! bundle meant for another job, and leaving the bundle's contents on the host.
+//! Guards against: running anything on unverified input (steps 1-5 all precede 7, and a
+//! refusal in any of them leaves no drop object and no run directory), a token or bundle meant
+//! for another job, a token reaching the generator (never in its environment, its file out of
+//! the sandbox's reach), and leaving the bundle's contents on the host.
 
-use std::io::Read;
+use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use airlock_core::diff::{diff_trees, DiffOptions};
-use airlock_core::digest::{sha256_file, Sha256Digest};
+use airlock_core::diff::{write_tree_diff, DiffOptions, DiffStats};
+use airlock_core::digest::{HashingWriter, Sha256Digest};
 use airlock_core::dsse::verify_envelope;
 use airlock_core::format::{
-    BundlePredicate, ExitInfo, ExitKind, Manifest, Packet, Request, Timings, MAX_ENVELOPE_BYTES,
+    BundlePredicate, ExitInfo, ExitKind, Packet, Request, Timings, MAX_ENVELOPE_BYTES,
     MODEL_UNREPORTED, PACKET_FORMAT, PREDICATE_BUNDLE,
 };
 use airlock_core::keys::{load_public_key, PublicKey};
-use airlock_core::limits::TarLimits;
-use airlock_core::tar::{unpack_into, AllowedNames};
 use airlock_core::token::{verify_token, JobClaims};
 use airlock_core::Verified;
 use anyhow::{bail, Context, Result};
@@ -35,6 +36,7 @@ use anyhow::{bail, Context, Result};
 use crate::artifact::{self, DropKind};
 use crate::cli::{JobArgs, RunArgs};
 use crate::generate::{self, GeneratorRun, Report};
+use crate::tree::Base;
 use crate::workspace::{self, RunDir, Termination};
 
 /// Largest token file accepted.
@@ -49,11 +51,25 @@ pub struct Dropped {
     pub partial: bool,
 }
 
+/// Where the token came from: decides what the sandbox must keep out of reach.
+#[derive(Debug, Clone, Default)]
+pub struct TokenOrigin {
+    /// Given on the command line (`--token`): visible in `/proc/<pid>/cmdline`.
+    pub argv: bool,
+    /// Files and directories that hold it (the token file, the tickets directory).
+    pub paths: Vec<PathBuf>,
+}
+
 /// `airlock-worker run`: reads the token from `--token`, `--token-file` or `AIRLOCK_JOB_TOKEN`.
 pub fn run_cli(args: &RunArgs) -> Result<Dropped> {
+    generate::check_pass_env(&args.job.pass_env)?;
     let token = read_token(args.token.as_deref(), args.token_file.as_deref())?;
+    let origin = TokenOrigin {
+        argv: args.token.is_some(),
+        paths: args.token_file.iter().cloned().collect(),
+    };
     let term = Termination::install()?;
-    let dropped = run_job(&token, &args.job, &term)?;
+    let dropped = run_job(&token, &origin, &args.job, &term)?;
     eprintln!(
         "job {}: artifact dropped{}",
         dropped.job,
@@ -109,15 +125,38 @@ pub struct VerifiedJob {
     pub claims: Verified<JobClaims>,
     /// The request from the bundle (bound to the signed statement by digest).
     pub request: Request,
-    /// The unpacked tree (`files/`), pristine.
-    pub base: PathBuf,
+    /// The pristine tree (manifest + pack); the workdir holds a checked copy.
+    pub base: Base,
+}
+
+/// Logs how long a step took (debug level; ids, never payloads).
+fn step(t: &mut Instant, name: &str) {
+    tracing::debug!(ms = t.elapsed().as_millis() as u64, "step {name}");
+    *t = Instant::now();
+}
+
+fn check_term(term: &Termination) -> Result<()> {
+    if term.requested() {
+        bail!("terminated by signal; run directory removed, nothing dropped");
+    }
+    Ok(())
 }
 
 /// Runs one job. See the module doc for the steps.
-pub fn run_job(token: &str, args: &JobArgs, term: &Termination) -> Result<Dropped> {
+pub fn run_job(
+    token: &str,
+    origin: &TokenOrigin,
+    args: &JobArgs,
+    term: &Termination,
+) -> Result<Dropped> {
     let started_at_ms = now_ms();
+    let mut t = Instant::now();
+    // 1. The token, against the pinned key.
     let trusted = load_public_key(&args.trusted_pub).context("trusted public key")?;
-    let claims = verify_token(token, &trusted, now_unix()).context("job token refused")?;
+    let claims = verify_token(token, &trusted, now_unix())
+        .map_err(|e| anyhow::anyhow!("refused before running anything: {e}"))?;
+    step(&mut t, "token");
+    // 2. A fresh run directory.
     let root = args
         .work_root
         .clone()
@@ -127,24 +166,36 @@ pub fn run_job(token: &str, args: &JobArgs, term: &Termination) -> Result<Droppe
     let run_id = new_run_id()?;
     let run_dir = RunDir::create(&root, &run_id)?;
     tracing::info!(job = %claims.job, run = %run_id, "job accepted");
-
-    let job = fetch_and_verify(claims, &trusted, run_dir.path())?;
+    step(&mut t, "run dir");
+    // 3-5. Bundle: fetch, verify, unpack into the workdir.
     let work = run_dir.path().join("work");
-    copy_tree(&job.base, &work)?;
+    let job = fetch_and_verify(claims, &trusted, run_dir.path(), &work)?;
+    step(&mut t, "fetch, verify, unpack");
+    check_term(term)?;
+    // 6. The prompt.
     let tmp = run_dir.path().join("tmp");
     std::fs::create_dir(&tmp)?;
     let prompt_file = tmp.join("prompt.txt");
     std::fs::write(&prompt_file, &job.request.prompt)?;
     let job_key = job.claims.job_key.signing_key()?;
 
+    // 7. The generator, checkpointing.
     let mut ctx = RunContext {
         job: &job,
         job_key: &job_key,
         run_id: &run_id,
         run_dir: run_dir.path(),
+        work: &work,
         started_at_ms,
         checkpoints: 0,
     };
+    let mut secret_paths = secret_paths(args);
+    secret_paths.extend(
+        origin
+            .paths
+            .iter()
+            .filter_map(|p| std::path::absolute(p).ok()),
+    );
     let gen = generate::run_generator(
         &generate::GeneratorSetup {
             command: &args.generator,
@@ -155,23 +206,26 @@ pub fn run_job(token: &str, args: &JobArgs, term: &Termination) -> Result<Droppe
             pass_env: &args.pass_env,
             limits: &job.request.limits,
             unsafe_no_sandbox: args.unsafe_no_sandbox,
-            secret_paths: secret_paths(args),
+            secret_paths,
+            token_on_argv: origin.argv,
         },
         term,
-        &mut |elapsed_ms| ctx.checkpoint(&work, elapsed_ms),
+        &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
     )?;
-    if term.requested() {
-        bail!("terminated by signal; run directory removed, nothing dropped");
-    }
+    step(&mut t, "generator");
+    check_term(term)?;
+    // 8. Diff, packet, sign, drop.
     let report = generate::read_report(&tmp);
-    let partial = ctx.finish(&work, &gen, &report)?;
+    let partial = ctx.finish(&gen, &report)?;
+    step(&mut t, "diff, pack, sign, drop");
+    // 9. `run_dir` is removed when dropped, here and on every early return.
     Ok(Dropped {
         job: job.claims.job.to_string(),
         partial,
     })
 }
 
-/// Paths the generator must never reach: the token file, the trusted key, this binary.
+/// Paths the generator must never reach besides the token's: the trusted key, this binary.
 fn secret_paths(args: &JobArgs) -> Vec<PathBuf> {
     let mut v = vec![args.trusted_pub.clone()];
     if let Ok(exe) = std::env::current_exe() {
@@ -187,6 +241,7 @@ fn fetch_and_verify(
     claims: Verified<JobClaims>,
     trusted: &PublicKey,
     run_dir: &Path,
+    work: &Path,
 ) -> Result<VerifiedJob> {
     let bundle_path = run_dir.join("bundle.tar.gz");
     let (digest, _) = crate::transfer::get_to_file(
@@ -199,7 +254,7 @@ fn fetch_and_verify(
         .bundle
         .sha256
         .expect_eq("bundle.tar.gz (token)", digest)
-        .context("bundle refused")?;
+        .context("bundle refused: it is not the bundle the token names (altered in the store, or another job's)")?;
     let env_bytes = crate::transfer::get_bytes(
         &claims.bundle_envelope_url,
         "bundle envelope",
@@ -213,10 +268,10 @@ fn fetch_and_verify(
     .context("bundle.dsse.json refused")?;
     let signed = statement
         .subject_digest("bundle.tar.gz")
-        .context("bundle.dsse.json names no bundle.tar.gz")?;
+        .context("bundle.dsse.json refused (bundle.subject): it names no bundle.tar.gz")?;
     signed
         .expect_eq("bundle.tar.gz (statement)", digest)
-        .context("bundle refused")?;
+        .context("bundle.dsse.json refused: it was signed for another bundle")?;
     let predicate: Verified<BundlePredicate> = statement
         .expect_predicate(PREDICATE_BUNDLE)
         .context("bundle.dsse.json refused")?;
@@ -228,99 +283,28 @@ fn fetch_and_verify(
         );
     }
 
-    let unpacked = run_dir.join("bundle");
-    let file = std::fs::File::open(&bundle_path)?;
-    unpack_into(
-        std::io::BufReader::new(file),
-        &unpacked,
-        &TarLimits::bundle(),
-        &AllowedNames::Bundle,
-    )
-    .map_err(|e| e.with_label("bundle.tar.gz"))?;
+    let bundle = crate::tree::unpack_bundle(&bundle_path, work, &run_dir.join("base.pack"))?;
     std::fs::remove_file(&bundle_path)?;
-    let manifest_path = unpacked.join("manifest.json");
-    let request_path = unpacked.join("request.json");
-    let (manifest_sha, _) = sha256_file(&manifest_path).context("bundle has no manifest.json")?;
-    let (request_sha, _) = sha256_file(&request_path).context("bundle has no request.json")?;
     predicate
         .manifest_sha256
-        .expect_eq("manifest.json", manifest_sha)?;
+        .expect_eq("manifest.json", bundle.manifest_sha256)
+        .context("bundle refused")?;
     predicate
         .request_sha256
-        .expect_eq("request.json", request_sha)?;
-    let request = Request::from_json(&std::fs::read(&request_path)?)?;
-    let manifest = Manifest::from_json(&std::fs::read(&manifest_path)?)?;
-    check_tree_matches_manifest(&unpacked.join("files"), &manifest)?;
+        .expect_eq("request.json", bundle.request_sha256)
+        .context("bundle refused")?;
     Ok(VerifiedJob {
         claims,
-        request,
-        base: unpacked.join("files"),
+        request: bundle.request,
+        base: bundle.base,
     })
 }
 
-/// Every file the manifest lists is present with its size and digest, and nothing else is.
-fn check_tree_matches_manifest(files: &Path, manifest: &Manifest) -> Result<()> {
-    let mut count = 0usize;
-    for entry in &manifest.files {
-        let p = files.join(&entry.path);
-        let (d, n) = sha256_file(&p)
-            .with_context(|| format!("bundle refused (bundle.manifest): {} missing", entry.path))?;
-        if n != entry.size || d != entry.sha256 {
-            bail!(
-                "bundle refused (bundle.manifest): {} differs from the manifest",
-                entry.path
-            );
-        }
-        count += 1;
-    }
-    let on_disk = count_files(files)?;
-    if on_disk != count {
-        bail!("bundle refused (bundle.manifest): {on_disk} files unpacked, manifest lists {count}");
-    }
-    Ok(())
-}
-
-fn count_files(dir: &Path) -> Result<usize> {
-    if !dir.exists() {
-        return Ok(0);
-    }
-    let mut n = 0;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
-                stack.push(e.path());
-            } else {
-                n += 1;
-            }
-        }
-    }
-    Ok(n)
-}
-
-/// Copies the pristine tree into the workdir (regular files and directories only: the
-/// unpacked bundle holds nothing else).
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir(to).with_context(|| format!("{}: cannot create", to.display()))?;
-    if !from.exists() {
-        return Ok(());
-    }
-    let mut stack = vec![(from.to_owned(), to.to_owned())];
-    while let Some((src, dst)) = stack.pop() {
-        for e in std::fs::read_dir(&src)? {
-            let e = e?;
-            let ty = e.file_type()?;
-            let target = dst.join(e.file_name());
-            if ty.is_dir() {
-                std::fs::create_dir(&target)?;
-                stack.push((e.path(), target));
-            } else if ty.is_file() {
-                std::fs::copy(e.path(), &target)?;
-            }
-        }
-    }
-    Ok(())
+/// A patch written to disk, with its account.
+struct PatchFile {
+    path: PathBuf,
+    stats: DiffStats,
+    sha256: Sha256Digest,
 }
 
 /// What the run did, for the packet.
@@ -338,17 +322,13 @@ struct RunContext<'a> {
     job_key: &'a airlock_core::keys::SigningKey,
     run_id: &'a str,
     run_dir: &'a Path,
+    work: &'a Path,
     started_at_ms: u64,
     checkpoints: u64,
 }
 
 impl RunContext<'_> {
-    fn packet(
-        &self,
-        patch: &[u8],
-        stats: &airlock_core::diff::DiffStats,
-        facts: RunFacts<'_>,
-    ) -> Packet {
+    fn packet(&self, patch: &PatchFile, facts: RunFacts<'_>) -> Packet {
         let RunFacts {
             exit,
             limits_hit,
@@ -369,11 +349,11 @@ impl RunContext<'_> {
                 .unwrap_or_else(|| MODEL_UNREPORTED.to_owned()),
             tokens_in: report.tokens_in,
             tokens_out: report.tokens_out,
-            diff_sha256: Sha256Digest::of_bytes(patch),
-            files_changed: stats.files_changed,
-            lines_added: stats.lines_added,
-            lines_removed: stats.lines_removed,
-            refused: stats.refused.clone(),
+            diff_sha256: patch.sha256,
+            files_changed: patch.stats.files_changed,
+            lines_added: patch.stats.lines_added,
+            lines_removed: patch.stats.lines_removed,
+            refused: patch.stats.refused.clone(),
             limits_hit,
             exit,
             timings: Timings {
@@ -388,43 +368,62 @@ impl RunContext<'_> {
         }
     }
 
-    fn diff(&self, work: &Path) -> Result<airlock_core::diff::TreeDiff> {
+    /// Rebuilds the pristine tree beside the workdir and streams the patch to a file.
+    fn diff(&self) -> Result<PatchFile> {
+        let before = self.run_dir.join("before");
+        let made = self.job.base.build_before(self.work, &before)?;
+        tracing::debug!(linked = made.linked, written = made.written, "before tree");
         let mut opts = DiffOptions::for_job(&self.job.request.limits);
         opts.max_diff_bytes = opts
             .max_diff_bytes
             .min(self.job.request.limits.max_artifact_bytes);
-        Ok(diff_trees(&self.job.base, work, &opts)?)
+        let path = self.run_dir.join("patch.diff");
+        let _ = std::fs::remove_file(&path);
+        let file = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("{}: cannot create", path.display()))?;
+        let mut out = HashingWriter::new(BufWriter::new(file));
+        let stats = write_tree_diff(&before, self.work, &opts, &mut out)?;
+        let (buf, sha256, _) = out.finish();
+        buf.into_inner()
+            .map_err(|e| anyhow::anyhow!("cannot write the patch: {}", e.error()))?;
+        Ok(PatchFile {
+            path,
+            stats,
+            sha256,
+        })
     }
 
     /// Writes a checkpoint: the diff so far, `partial: true`, signed, overwriting the last.
-    fn checkpoint(&mut self, work: &Path, elapsed_ms: u64) -> Result<()> {
-        let d = self.diff(work)?;
+    fn checkpoint(&mut self, elapsed_ms: u64, sandbox: &str) -> Result<()> {
+        let patch = self.diff()?;
         let no_report = Report::default();
+        let limits_hit = patch
+            .stats
+            .limit_hit
+            .iter()
+            .map(|l| l.as_str().to_owned())
+            .collect();
         let packet = self.packet(
-            &d.patch,
-            &d.stats,
+            &patch,
             RunFacts {
                 exit: ExitInfo {
                     kind: ExitKind::Running,
                     code: None,
                 },
-                limits_hit: d
-                    .stats
-                    .limit_hit
-                    .iter()
-                    .map(|l| l.as_str().to_owned())
-                    .collect(),
+                limits_hit,
                 report: &no_report,
                 generator_ms: elapsed_ms,
-                sandbox: "pending",
+                sandbox,
                 partial: true,
             },
         );
         self.checkpoints += 1;
-        let path = self
-            .run_dir
-            .join(format!("checkpoint-{}.tar.gz", self.checkpoints));
-        let built = artifact::build(&path, &packet, &d.patch, None)?;
+        let path = self.run_dir.join("checkpoint.tar.gz");
+        let _ = std::fs::remove_file(&path);
+        let built = artifact::build(&path, &packet, Some(&patch.path), None)?;
         artifact::sign_and_drop(
             &self.job.claims,
             self.job_key,
@@ -438,55 +437,48 @@ impl RunContext<'_> {
     }
 
     /// Builds, signs and drops the final artifact. Returns whether it is partial.
-    fn finish(&mut self, work: &Path, gen: &GeneratorRun, report: &Report) -> Result<bool> {
+    fn finish(&mut self, gen: &GeneratorRun, report: &Report) -> Result<bool> {
         let limits = &self.job.request.limits;
-        let d = self.diff(work)?;
+        let mut patch = self.diff()?;
         let mut limits_hit: Vec<String> = gen.limits_hit.clone();
-        if let Some(l) = d.stats.limit_hit {
+        if let Some(l) = patch.stats.limit_hit {
             limits_hit.push(l.as_str().to_owned());
         }
-        if report.tokens_in.unwrap_or(0) + report.tokens_out.unwrap_or(0) > limits.max_tokens {
+        if report
+            .tokens_in
+            .unwrap_or(0)
+            .saturating_add(report.tokens_out.unwrap_or(0))
+            > limits.max_tokens
+        {
             limits_hit.push("tokens".to_owned());
         }
         let clean_exit = gen.exit.kind == ExitKind::Exited && gen.exit.code == Some(0);
-        let mut patch = d.patch;
-        let mut stats = d.stats;
         let partial = !clean_exit || !limits_hit.is_empty();
         let log = self.run_dir.join("generator.log");
         let log = log.exists().then_some(log);
         let path = self.run_dir.join("artifact.tar.gz");
-        let mut packet = self.packet(
-            &patch,
-            &stats,
-            RunFacts {
-                exit: gen.exit.clone(),
-                limits_hit: limits_hit.clone(),
-                report,
-                generator_ms: gen.elapsed_ms,
-                sandbox: &gen.sandbox,
-                partial,
-            },
-        );
-        let mut built = artifact::build(&path, &packet, &patch, log.as_deref())?;
+        let facts = |limits_hit: Vec<String>, partial: bool| RunFacts {
+            exit: gen.exit.clone(),
+            limits_hit,
+            report,
+            generator_ms: gen.elapsed_ms,
+            sandbox: &gen.sandbox,
+            partial,
+        };
+        let mut packet = self.packet(&patch, facts(limits_hit.clone(), partial));
+        let mut built = artifact::build(&path, &packet, Some(&patch.path), log.as_deref())?;
         if built.bytes > limits.max_artifact_bytes {
             // Over the cap: drop the patch and the log, keep the account of what happened.
             std::fs::remove_file(&path)?;
-            patch.clear();
-            stats = airlock_core::diff::DiffStats::default();
+            let _ = std::fs::remove_file(&patch.path);
+            patch = PatchFile {
+                path: PathBuf::new(),
+                stats: DiffStats::default(),
+                sha256: Sha256Digest::of_bytes(b""),
+            };
             limits_hit.push("artifact-bytes".to_owned());
-            packet = self.packet(
-                &patch,
-                &stats,
-                RunFacts {
-                    exit: gen.exit.clone(),
-                    limits_hit,
-                    report,
-                    generator_ms: gen.elapsed_ms,
-                    sandbox: &gen.sandbox,
-                    partial: true,
-                },
-            );
-            built = artifact::build(&path, &packet, &patch, None)?;
+            packet = self.packet(&patch, facts(limits_hit, true));
+            built = artifact::build(&path, &packet, None, None)?;
         }
         artifact::sign_and_drop(
             &self.job.claims,

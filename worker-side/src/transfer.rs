@@ -2,9 +2,12 @@
 //! artifact out (PUT), to the URLs in the token and nowhere else.
 //!
 //! Guards against: oversized downloads (a cap on every GET, enforced while streaming, never by
-//! trusting a length header), partially written drops (write to a temp name, then rename; the
-//! final artifact is write-once via a no-replace link), and URLs not taken from the verified
-//! token (callers pass only `Verified<JobClaims>` URLs).
+//! trusting a length header), partially written drops (write to a temp name, sync, then
+//! rename; the final artifact is write-once via a no-replace link), a reader (or a `kill -9`)
+//! catching an object beside the envelope of another version of it (for `file://` stores
+//! [`drop_pair`] stages both before putting either in place, object first, envelope last),
+//! and URLs not taken from the verified token (callers pass only `Verified<JobClaims>` URLs).
+//! Uploads stream from disk: memory does not grow with the artifact.
 //! Does not check: digests or signatures (the caller does, right after).
 
 use std::fs::File;
@@ -106,8 +109,16 @@ fn http_get<'s>(
     })
 }
 
-/// HTTPS PUT of `bytes`, with `if-none-match: *` for write-once objects.
-fn http_put(url: &str, what: &'static str, bytes: &[u8], mode: Overwrite) -> Result<()> {
+/// What a PUT sends.
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    Bytes(&'a [u8]),
+    /// Streamed from the start of the file on each attempt.
+    File(&'a File),
+}
+
+/// HTTPS PUT of `body`, with `if-none-match: *` for write-once objects.
+fn http_put(url: &str, what: &'static str, body: Body<'_>, mode: Overwrite) -> Result<()> {
     let agent = agent();
     let mut retried = false;
     with_retries(what, || {
@@ -115,7 +126,15 @@ fn http_put(url: &str, what: &'static str, bytes: &[u8], mode: Overwrite) -> Res
         if mode == Overwrite::Never {
             req = req.header("if-none-match", "*");
         }
-        let resp = match req.send(bytes) {
+        let sent = match body {
+            Body::Bytes(b) => req.send(b),
+            Body::File(mut f) => {
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0))
+                    .with_context(|| format!("{what}: cannot rewind"))?;
+                req.send(f)
+            }
+        };
+        let resp = match sent {
             Ok(r) => r,
             Err(e) => {
                 retried = true;
@@ -223,40 +242,129 @@ pub enum Overwrite {
 /// PUTs `bytes` to `url`.
 pub fn put_bytes(url: &str, what: &'static str, bytes: &[u8], mode: Overwrite) -> Result<()> {
     if is_http(url) {
-        return http_put(url, what, bytes, mode);
+        return http_put(url, what, Body::Bytes(bytes), mode);
     }
-    if !url.starts_with("file://") {
-        bail!("{what}: unsupported URL scheme (file://, https:// or loopback http://)");
-    }
-    let dest = file_url_to_path(url).with_context(|| format!("{what}: bad URL"))?;
-    let dir = dest
-        .parent()
-        .with_context(|| format!("{what}: URL has no directory"))?;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{what}: cannot create drop directory"))?;
-    let mut tmp = tempfile_in(dir, what)?;
-    tmp.1.write_all(bytes)?;
-    tmp.1.sync_all()?;
-    let result = match mode {
-        Overwrite::Replace => std::fs::rename(&tmp.0, &dest).map_err(anyhow::Error::from),
-        Overwrite::Never => std::fs::hard_link(&tmp.0, &dest).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                anyhow::anyhow!("{what}: already written (drop objects are write-once)")
-            } else {
-                anyhow::Error::from(e)
-            }
-        }),
-    };
-    let _ = std::fs::remove_file(&tmp.0);
-    result.with_context(|| format!("{what}: cannot write to the store"))
+    let staged = Staged::bytes(url, what, bytes)?;
+    staged.commit(mode)?;
+    staged.sync_dir();
+    Ok(())
 }
 
-/// PUTs a file's content to `url` (streams it for file:// stores).
+/// PUTs a file's content to `url`, streamed.
 pub fn put_file(url: &str, what: &'static str, src: &Path, mode: Overwrite) -> Result<()> {
-    // Artifacts are capped by the job's limits (tens of MiB at most): reading them whole
-    // keeps one code path for both transports.
-    let bytes = std::fs::read(src).with_context(|| format!("{}: cannot read", src.display()))?;
-    put_bytes(url, what, &bytes, mode)
+    if is_http(url) {
+        let f = File::open(src).with_context(|| format!("{}: cannot read", src.display()))?;
+        return http_put(url, what, Body::File(&f), mode);
+    }
+    let staged = Staged::file(url, what, src)?;
+    staged.commit(mode)?;
+    staged.sync_dir();
+    Ok(())
+}
+
+/// Drops an object (from a file) and then its envelope. For `file://` stores both are written
+/// and synced under temporary names first, then put in place back to back, object first:
+/// whatever kills the worker, the store holds either the old pair, the new pair, or (for two
+/// renames' time) the new object beside the old envelope, which a reader rejects by digest.
+pub fn drop_pair(
+    object: (&str, &'static str, &Path),
+    envelope: (&str, &'static str, &[u8]),
+    mode: Overwrite,
+) -> Result<()> {
+    let (obj_url, obj_what, src) = object;
+    let (env_url, env_what, env) = envelope;
+    if is_http(obj_url) || is_http(env_url) {
+        put_file(obj_url, obj_what, src, mode)?;
+        return put_bytes(env_url, env_what, env, mode);
+    }
+    let obj = Staged::file(obj_url, obj_what, src)?;
+    let envelope = Staged::bytes(env_url, env_what, env)?;
+    obj.commit(mode)?;
+    envelope.commit(mode)?;
+    obj.sync_dir();
+    envelope.sync_dir();
+    Ok(())
+}
+
+/// A `file://` object written and synced under a temporary name in its directory; removed on
+/// drop unless committed by rename.
+struct Staged {
+    tmp: std::path::PathBuf,
+    dest: std::path::PathBuf,
+    what: &'static str,
+}
+
+impl Staged {
+    fn dest(url: &str, what: &'static str) -> Result<std::path::PathBuf> {
+        if !url.starts_with("file://") {
+            bail!("{what}: unsupported URL scheme (file://, https:// or loopback http://)");
+        }
+        file_url_to_path(url).with_context(|| format!("{what}: bad URL"))
+    }
+
+    fn with(
+        url: &str,
+        what: &'static str,
+        fill: impl FnOnce(&mut File) -> Result<()>,
+    ) -> Result<Staged> {
+        let dest = Staged::dest(url, what)?;
+        let dir = dest
+            .parent()
+            .with_context(|| format!("{what}: URL has no directory"))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{what}: cannot create drop directory"))?;
+        let (tmp, mut f) = tempfile_in(dir, what)?;
+        let staged = Staged { tmp, dest, what };
+        fill(&mut f).with_context(|| format!("{what}: cannot write to the store"))?;
+        f.sync_all()
+            .with_context(|| format!("{what}: cannot write to the store"))?;
+        Ok(staged)
+    }
+
+    fn bytes(url: &str, what: &'static str, bytes: &[u8]) -> Result<Staged> {
+        Staged::with(url, what, |f| Ok(f.write_all(bytes)?))
+    }
+
+    fn file(url: &str, what: &'static str, src: &Path) -> Result<Staged> {
+        let mut from =
+            File::open(src).with_context(|| format!("{}: cannot read", src.display()))?;
+        Staged::with(url, what, |f| {
+            std::io::copy(&mut from, f)?;
+            Ok(())
+        })
+    }
+
+    /// Puts the object in place: rename (replace) or a no-replace hard link (write-once).
+    fn commit(&self, mode: Overwrite) -> Result<()> {
+        let what = self.what;
+        let result = match mode {
+            Overwrite::Replace => std::fs::rename(&self.tmp, &self.dest).map_err(anyhow::Error::from),
+            Overwrite::Never => std::fs::hard_link(&self.tmp, &self.dest).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    anyhow::anyhow!("{what}: already written (drop objects are write-once) (transfer.write-once)")
+                } else {
+                    anyhow::Error::from(e)
+                }
+            }),
+        };
+        result.with_context(|| format!("{what}: cannot write to the store"))
+    }
+
+    /// Makes the renames durable (a reclaimed host may lose power, not just the process).
+    fn sync_dir(&self) {
+        if let Some(dir) = self.dest.parent() {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // After a rename the name is gone; after a link (or a failure) it is ours to remove.
+        let _ = std::fs::remove_file(&self.tmp);
+    }
 }
 
 fn tempfile_in(dir: &Path, what: &str) -> Result<(std::path::PathBuf, File)> {

@@ -92,6 +92,7 @@ impl Dirs {
 
 /// Runs the watch loop until `--max-jobs` tickets were handled or a termination signal.
 pub fn watch(args: &WatchArgs) -> Result<()> {
+    crate::generate::check_pass_env(&args.job.pass_env)?;
     let dirs = Dirs::new(&args.dir)?;
     let term = Termination::install()?;
     let (tx, rx) = mpsc::channel();
@@ -159,7 +160,12 @@ fn handle(dirs: &Dirs, name: &str, args: &WatchArgs, term: &Termination) -> bool
         dirs.reject(&claimed, name, &format!("cannot record the ticket: {e}"));
         return true;
     }
-    match crate::run::run_job(&token, &args.job, term) {
+    // Every ticket sits below the tickets directory: keep all of it out of the sandbox.
+    let origin = crate::run::TokenOrigin {
+        argv: false,
+        paths: vec![dirs.tickets.clone()],
+    };
+    match crate::run::run_job(&token, &origin, &args.job, term) {
         Ok(d) => {
             eprintln!("ticket {name}: job {} artifact dropped", d.job);
             let _ = std::fs::rename(&claimed, dirs.done.join(name));

@@ -1,0 +1,434 @@
+//! The job's trees on disk. The verified bundle is unpacked once, straight into the workdir,
+//! in one streaming pass (gunzip, hash, write) that also appends every file's pristine bytes
+//! to one pack file. When a diff is due, a `before` tree is rebuilt from that: files the
+//! generator left untouched are hard-linked from the workdir, the others are written from the
+//! pack. The worker thus creates one inode per bundle file, not two (on ext4, inode creation
+//! dominates the fixed cost of a job), and reads every byte of the bundle once before the
+//! generator runs.
+//!
+//! Guards against: a bundle whose tree disagrees with its signed manifest (every file's size,
+//! digest and mode is checked while streaming; no other file may exist), writing outside the
+//! workdir (member paths are checked by the core's reader, every parent is created by this
+//! unpack, files are created new), and a generator that left links, FIFOs, devices or swapped
+//! directories where a packed file was: a workdir file is reused in `before` only if it is a
+//! regular file reached through real directories, opened without following a link or blocking
+//! on a FIFO, is the very inode that was looked at, and hashes to the manifest's digest with
+//! the manifest's executable bit. Everything else in `before` comes from the pack.
+//! On `Ok` from [`unpack_bundle`]: the workdir holds exactly the manifest's files with their
+//! digests and modes, and the pack holds the same bytes. On `Ok` from [`Base::build_before`]:
+//! `before` holds exactly the manifest's files with their packed content and executable bit.
+//! Does not check: signatures (the caller verified the bundle's digest and statement first).
+//! While the generator still runs (a checkpoint), a file it rewrites in place after being
+//! hashed is shared by both trees and missing from that checkpoint's diff; the final diff is
+//! taken once no process of the sandbox is left.
+
+use std::collections::HashSet;
+use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use airlock_core::digest::{sha256_reader, HashingReader, Sha256Digest};
+use airlock_core::format::{Manifest, Request, MAX_MANIFEST_BYTES, MAX_REQUEST_BYTES};
+use airlock_core::limits::TarLimits;
+use airlock_core::tar::{read_members, AllowedNames, MemberKind, TarError, TarRule};
+use anyhow::{bail, Context, Result};
+
+/// The directory of the bundle that holds the tree.
+const FILES_PREFIX: &str = "files/";
+
+/// One file as it was unpacked.
+struct Unpacked {
+    path: String,
+    size: u64,
+    executable: bool,
+    sha256: Sha256Digest,
+    offset: u64,
+}
+
+/// The pristine tree: the verified manifest and, for each of its files, where its bytes sit in
+/// the pack.
+pub struct Base {
+    /// The manifest, checked against the unpacked tree.
+    pub manifest: Manifest,
+    pack: PathBuf,
+    /// `(offset, size)` in the pack of `manifest.files[i]`.
+    spans: Vec<(u64, u64)>,
+}
+
+/// What the bundle held besides its tree.
+pub struct Bundle {
+    /// The pristine tree.
+    pub base: Base,
+    /// `request.json`, parsed.
+    pub request: Request,
+    /// SHA-256 of `manifest.json` as unpacked.
+    pub manifest_sha256: Sha256Digest,
+    /// SHA-256 of `request.json` as unpacked.
+    pub request_sha256: Sha256Digest,
+}
+
+/// Directories made by this process below one root, so that each is made once, level by
+/// level, never through a link.
+struct Dirs<'a> {
+    root: &'a Path,
+    made: HashSet<String>,
+}
+
+impl<'a> Dirs<'a> {
+    fn new(root: &'a Path) -> Dirs<'a> {
+        Dirs {
+            root,
+            made: HashSet::new(),
+        }
+    }
+
+    /// Makes every parent of `rel` (0755, explicit: neither umask nor a setgid parent decides).
+    fn parents_of(&mut self, rel: &str) -> io::Result<()> {
+        for (i, _) in rel.match_indices('/') {
+            self.make(&rel[..i])?;
+        }
+        Ok(())
+    }
+
+    fn make(&mut self, rel: &str) -> io::Result<()> {
+        if self.made.contains(rel) {
+            return Ok(());
+        }
+        let dir = self.root.join(rel);
+        DirBuilder::new().mode(0o755).create(&dir)?;
+        fs::set_permissions(&dir, Permissions::from_mode(0o755))?;
+        self.made.insert(rel.to_owned());
+        Ok(())
+    }
+}
+
+fn mode_of(executable: bool) -> u32 {
+    if executable {
+        0o755
+    } else {
+        0o644
+    }
+}
+
+/// Writes everything read from `src` to both `a` and `b`.
+fn tee(src: &mut dyn Read, a: &mut dyn Write, b: &mut dyn Write) -> io::Result<u64> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut n: u64 = 0;
+    loop {
+        let k = match src.read(&mut buf) {
+            Ok(0) => return Ok(n),
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        a.write_all(&buf[..k])?;
+        b.write_all(&buf[..k])?;
+        n += k as u64;
+    }
+}
+
+/// Reads a small JSON member whole, refusing it above `max` bytes before reading.
+fn read_small(
+    m: &airlock_core::tar::Member,
+    body: &mut dyn Read,
+    max: usize,
+) -> Result<(Vec<u8>, Sha256Digest), TarError> {
+    if m.size > max as u64 {
+        return Err(TarError::member_rejected(
+            &m.path,
+            TarRule::EntryTooLarge,
+            format!("{} bytes, at most {max} accepted", m.size),
+        ));
+    }
+    let mut r = HashingReader::new(body);
+    let mut buf = Vec::with_capacity(usize::try_from(m.size).unwrap_or(0));
+    r.read_to_end(&mut buf)
+        .map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+    let (_, digest, _) = r.finish();
+    Ok((buf, digest))
+}
+
+/// Unpacks the bundle at `bundle` into `work` (created here) and `pack` (created here), and
+/// checks the tree against the manifest. See the module doc.
+pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> {
+    DirBuilder::new()
+        .mode(0o755)
+        .create(work)
+        .with_context(|| format!("{}: cannot create the workdir", work.display()))?;
+    fs::set_permissions(work, Permissions::from_mode(0o755))?;
+    let pack_file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(pack)
+        .with_context(|| format!("{}: cannot create", pack.display()))?;
+    let mut pack_out = BufWriter::with_capacity(256 * 1024, pack_file);
+    let mut offset: u64 = 0;
+    let mut dirs = Dirs::new(work);
+    let mut files: Vec<Unpacked> = Vec::new();
+    let mut manifest: Option<(Vec<u8>, Sha256Digest)> = None;
+    let mut request: Option<(Vec<u8>, Sha256Digest)> = None;
+
+    let src = File::open(bundle).with_context(|| format!("{}: cannot open", bundle.display()))?;
+    read_members(
+        io::BufReader::with_capacity(64 * 1024, src),
+        &TarLimits::bundle(),
+        &AllowedNames::Bundle,
+        |m, body| {
+            match (m.path.as_str(), m.kind) {
+                ("manifest.json", MemberKind::File) => {
+                    manifest = Some(read_small(m, body, MAX_MANIFEST_BYTES)?);
+                }
+                ("request.json", MemberKind::File) => {
+                    request = Some(read_small(m, body, MAX_REQUEST_BYTES)?);
+                }
+                ("files", MemberKind::Dir) => {}
+                (p, kind) => {
+                    // AllowedNames::Bundle admits nothing else at the top.
+                    let Some(rel) = p.strip_prefix(FILES_PREFIX) else {
+                        return Err(TarError::member_rejected(
+                            p,
+                            TarRule::UnlistedMember,
+                            "not a bundle member",
+                        ));
+                    };
+                    let io_err = |op: &str, e: io::Error| TarError::io(Some(p), op.to_owned(), e);
+                    dirs.parents_of(rel)
+                        .map_err(|e| io_err("create directory", e))?;
+                    match kind {
+                        MemberKind::Dir => {
+                            dirs.make(rel).map_err(|e| io_err("create directory", e))?
+                        }
+                        MemberKind::File => {
+                            let mode = mode_of(m.executable);
+                            let mut f = OpenOptions::new()
+                                .write(true)
+                                .create_new(true)
+                                .mode(mode)
+                                .open(work.join(rel))
+                                .map_err(|e| io_err("create", e))?;
+                            let mut hashed = HashingReader::new(body);
+                            let n = tee(&mut hashed, &mut f, &mut pack_out)
+                                .map_err(|e| io_err("write", e))?;
+                            f.set_permissions(Permissions::from_mode(mode))
+                                .map_err(|e| io_err("chmod", e))?;
+                            let (_, sha256, _) = hashed.finish();
+                            files.push(Unpacked {
+                                path: rel.to_owned(),
+                                size: n,
+                                executable: m.executable,
+                                sha256,
+                                offset,
+                            });
+                            offset += n;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        },
+    )
+    .map_err(|e| e.with_label("bundle.tar.gz"))?;
+    pack_out
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {}", pack.display(), e.error()))?;
+
+    let Some((manifest_bytes, manifest_sha256)) = manifest else {
+        bail!("bundle refused (bundle.manifest): bundle.tar.gz has no manifest.json");
+    };
+    let Some((request_bytes, request_sha256)) = request else {
+        bail!("bundle refused (bundle.request): bundle.tar.gz has no request.json");
+    };
+    let manifest = Manifest::from_json(&manifest_bytes)?;
+    drop(manifest_bytes);
+    let request = Request::from_json(&request_bytes)?;
+    let spans = check_against_manifest(files, &manifest)?;
+    Ok(Bundle {
+        base: Base {
+            manifest,
+            pack: pack.to_owned(),
+            spans,
+        },
+        request,
+        manifest_sha256,
+        request_sha256,
+    })
+}
+
+/// `bundle.manifest`: the unpacked files are exactly the manifest's, with its sizes, digests
+/// and modes. Returns the pack spans in manifest order.
+fn check_against_manifest(
+    mut files: Vec<Unpacked>,
+    manifest: &Manifest,
+) -> Result<Vec<(u64, u64)>> {
+    files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    if files.len() != manifest.files.len() {
+        bail!(
+            "bundle refused (bundle.manifest): {} files unpacked, manifest lists {}",
+            files.len(),
+            manifest.files.len()
+        );
+    }
+    let mut spans = Vec::with_capacity(files.len());
+    for (got, want) in files.iter().zip(&manifest.files) {
+        if got.path != want.path {
+            bail!(
+                "bundle refused (bundle.manifest): {} unpacked, manifest lists {} there",
+                got.path,
+                want.path
+            );
+        }
+        if got.size != want.size || got.sha256 != want.sha256 || got.executable != want.executable()
+        {
+            bail!(
+                "bundle refused (bundle.manifest): {} differs from the manifest (size, digest or mode)",
+                got.path
+            );
+        }
+        spans.push((got.offset, got.size));
+    }
+    Ok(spans)
+}
+
+/// How a `before` tree was made.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BeforeStats {
+    /// Files shared with the workdir (untouched by the generator).
+    pub linked: u64,
+    /// Files written from the pack (changed, deleted, replaced, re-moded).
+    pub written: u64,
+}
+
+impl Base {
+    /// Makes `before` (removed first if present) hold the pristine tree. See the module doc.
+    pub fn build_before(&self, work: &Path, before: &Path) -> Result<BeforeStats> {
+        if fs::symlink_metadata(before).is_ok() {
+            crate::workspace::remove_all(before)
+                .with_context(|| format!("{}: cannot remove", before.display()))?;
+        }
+        DirBuilder::new()
+            .mode(0o700)
+            .create(before)
+            .with_context(|| format!("{}: cannot create", before.display()))?;
+        let pack = File::open(&self.pack)
+            .with_context(|| format!("{}: cannot open", self.pack.display()))?;
+        let mut dirs = Dirs::new(before);
+        let mut real_dirs: HashSet<String> = HashSet::new();
+        let mut stats = BeforeStats::default();
+        for (entry, &(offset, size)) in self.manifest.files.iter().zip(&self.spans) {
+            let rel = entry.path.as_str();
+            dirs.parents_of(rel)
+                .with_context(|| format!("before/{rel}: cannot create parent"))?;
+            let target = before.join(rel);
+            if untouched(work, entry, &mut real_dirs)
+                && fs::hard_link(work.join(rel), &target).is_ok()
+            {
+                stats.linked += 1;
+                continue;
+            }
+            let mode = mode_of(entry.executable());
+            let mut out = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(&target)
+                .with_context(|| format!("before/{rel}: cannot create"))?;
+            copy_span(&pack, offset, size, &mut out)
+                .with_context(|| format!("before/{rel}: cannot write"))?;
+            out.set_permissions(Permissions::from_mode(mode))?;
+            stats.written += 1;
+        }
+        Ok(stats)
+    }
+}
+
+fn copy_span(pack: &File, mut offset: u64, size: u64, out: &mut File) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let end = offset + size;
+    while offset < end {
+        let want = usize::try_from((end - offset).min(buf.len() as u64)).unwrap_or(buf.len());
+        let n = pack.read_at(&mut buf[..want], offset)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "pack is short",
+            ));
+        }
+        out.write_all(&buf[..n])?;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Whether `work/<entry.path>` is still the packed file: a regular file reached through real
+/// directories, with the packed size, executable bit and digest, opened without following a
+/// link or blocking, and the same inode that was looked at.
+fn untouched(
+    work: &Path,
+    entry: &airlock_core::format::FileEntry,
+    real_dirs: &mut HashSet<String>,
+) -> bool {
+    let rel = entry.path.as_str();
+    for (i, _) in rel.match_indices('/') {
+        let d = &rel[..i];
+        if real_dirs.contains(d) {
+            continue;
+        }
+        match fs::symlink_metadata(work.join(d)) {
+            Ok(m) if m.is_dir() => {
+                real_dirs.insert(d.to_owned());
+            }
+            _ => return false,
+        }
+    }
+    let path = work.join(rel);
+    let Ok(seen) = fs::symlink_metadata(&path) else {
+        return false;
+    };
+    let executable = seen.mode() & 0o100 != 0;
+    if !seen.is_file() || seen.len() != entry.size || executable != entry.executable() {
+        return false;
+    }
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+    else {
+        return false;
+    };
+    let Ok(opened) = file.metadata() else {
+        return false;
+    };
+    if !opened.is_file()
+        || opened.dev() != seen.dev()
+        || opened.ino() != seen.ino()
+        || opened.len() != entry.size
+    {
+        return false;
+    }
+    matches!(sha256_reader(&file), Ok((d, n)) if d == entry.sha256 && n == entry.size)
+}
+
+/// The first regular file below `roots` (links not followed) whose size is at least `bytes`,
+/// looking at no more than `max_entries` entries.
+pub fn file_at_least(roots: &[&Path], bytes: u64, max_entries: u64) -> Option<PathBuf> {
+    let mut seen: u64 = 0;
+    let mut stack: Vec<PathBuf> = roots.iter().map(|p| p.to_path_buf()).collect();
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&dir) else { continue };
+        for e in rd.flatten() {
+            seen += 1;
+            if seen > max_entries {
+                return None;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() && e.metadata().is_ok_and(|m| m.len() >= bytes) {
+                return Some(e.path());
+            }
+        }
+    }
+    None
+}
