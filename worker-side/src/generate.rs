@@ -8,14 +8,18 @@
 //! `SIGXFSZ` or shrugged it off), one that reads the token from the worker's command line (a
 //! token given with `--token` requires the namespace sandbox, whose `/proc` shows no host
 //! process), and silently running unconfined (no sandbox and no `--unsafe-no-sandbox` is an
-//! error before anything starts).
+//! error before anything starts). Egress: only with a request that allows it, through the
+//! sandbox crate's proxy (allowlist, address checks, every attempt logged into the packet).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use airlock_core::format::{ExitInfo, ExitKind};
+use airlock_core::format::{EgressAttempt, EgressRule, ExitInfo, ExitKind};
 use airlock_core::limits::JobLimits;
-use airlock_sandbox::{ExitStatus, LogSink, Mode, SandboxError, SandboxSpec};
+use airlock_sandbox::egress::{EgressLog, ProxyConfig, TestEndpoint};
+use airlock_sandbox::{
+    EgressProxy, ExitStatus, LogSink, Mode, Network, Running, SandboxError, SandboxSpec,
+};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
@@ -28,6 +32,11 @@ pub const HELPER_ARG: &str = airlock_sandbox::HELPER_SUBCOMMAND;
 /// `landlock+seccomp`); for tests of the fallback path. `none` is refused here: only
 /// `--unsafe-no-sandbox` may run unconfined.
 pub const FORCE_MODE_ENV: &str = "AIRLOCK_SANDBOX_FORCE";
+
+/// TEST ONLY: `host:port=ip:port[,...]` connects an allowed egress destination to a local
+/// stand-in endpoint without DNS and without the proxy's address checks. Every attempt
+/// through one is marked `egress.test-endpoint` in the packet.
+pub const EGRESS_TEST_ENDPOINT_ENV: &str = "AIRLOCK_EGRESS_TEST_ENDPOINT";
 
 /// Variables the worker sets itself or must never hand over: `--pass-env` refuses them.
 const RESERVED_ENV: &[&str] = &[
@@ -94,6 +103,8 @@ pub struct GeneratorSetup<'a> {
     pub secret_paths: Vec<PathBuf>,
     /// The token was given on the worker's command line (`--token`).
     pub token_on_argv: bool,
+    /// The request's egress allowlist (empty: no network).
+    pub egress: &'a [EgressRule],
 }
 
 /// How the generator run ended.
@@ -107,6 +118,8 @@ pub struct GeneratorRun {
     pub sandbox: String,
     /// Generator wall time.
     pub elapsed_ms: u64,
+    /// The egress proxy's log, for the packet.
+    pub egress: Vec<EgressAttempt>,
 }
 
 /// What the generator reported in `AIRLOCK_REPORT` (all optional; anything malformed is
@@ -230,19 +243,23 @@ pub fn run_generator(
     let file_cap = file_size_cap(setup.limits);
     spec.rlimits.file_size_bytes = Some(file_cap);
     spec.mode = mode(setup)?;
+    let proxy = egress_proxy(setup.egress)?;
+    if proxy.is_some() {
+        spec.network = Network::Egress;
+    }
     let log = LogSink {
         path: setup.log.to_owned(),
         max_bytes: setup.limits.max_log_bytes,
     };
 
     let exe = std::env::current_exe().context("cannot find the worker binary")?;
-    let mut running = match airlock_sandbox::spawn(&exe, &[HELPER_ARG], &spec, &log) {
+    let mut running = match start(&exe, &spec, &log, proxy.as_ref()) {
         Ok(r) => r,
         Err(e @ SandboxError::Unavailable { .. }) if setup.unsafe_no_sandbox => {
             tracing::warn!("no sandbox available ({e}); running UNCONFINED (--unsafe-no-sandbox)");
             spec.mode = Mode::Unsandboxed;
             let _ = std::fs::remove_file(&log.path);
-            airlock_sandbox::spawn(&exe, &[HELPER_ARG], &spec, &log)?
+            start(&exe, &spec, &log, proxy.as_ref())?
         }
         Err(e @ SandboxError::Unavailable { .. }) if setup.token_on_argv => {
             bail!("--token on the command line needs the namespace sandbox, which this host cannot provide ({e}) (worker.token-argv): pass --token-file or AIRLOCK_JOB_TOKEN")
@@ -323,12 +340,71 @@ pub fn run_generator(
     if outcome.log_truncated {
         limits_hit.push("log-bytes".to_owned());
     }
+    // The run is over: the proxy's tunnels are closed and its log is final.
+    let egress_log = proxy.map(|p| p.log());
+    if egress_log.as_ref().is_some_and(|l| l.unlogged > 0) {
+        limits_hit.push("egress-log".to_owned());
+    }
     Ok(GeneratorRun {
         exit,
         limits_hit,
         sandbox: outcome.sandbox.as_str().to_owned(),
         elapsed_ms: outcome.elapsed_ms,
+        egress: egress_log.map(|l| packet_egress(&l)).unwrap_or_default(),
     })
+}
+
+/// The egress proxy for a request that allows egress (`None`: no network at all).
+fn egress_proxy(rules: &[EgressRule]) -> Result<Option<EgressProxy>> {
+    if rules.is_empty() {
+        return Ok(None);
+    }
+    let mut config = ProxyConfig::default();
+    if let Ok(v) = std::env::var(EGRESS_TEST_ENDPOINT_ENV) {
+        for item in v.split(',').filter(|i| !i.is_empty()) {
+            let e = TestEndpoint::parse(item).context(EGRESS_TEST_ENDPOINT_ENV)?;
+            tracing::warn!(host = %e.host, port = e.port, to = %e.addr, "{EGRESS_TEST_ENDPOINT_ENV}: TEST-ONLY egress endpoint, address checks skipped; marked in the packet");
+            config.unsafe_test_endpoints.push(e);
+        }
+    }
+    let rules = rules
+        .iter()
+        .map(|r| airlock_sandbox::EgressRule::new(r.host.clone(), r.port))
+        .collect();
+    Ok(Some(
+        EgressProxy::start(rules, config).context("egress proxy")?,
+    ))
+}
+
+fn start(
+    exe: &Path,
+    spec: &SandboxSpec,
+    log: &LogSink,
+    proxy: Option<&EgressProxy>,
+) -> std::result::Result<Running, SandboxError> {
+    match proxy {
+        Some(p) => airlock_sandbox::spawn_with_egress(exe, &[HELPER_ARG], spec, log, p),
+        None => airlock_sandbox::spawn(exe, &[HELPER_ARG], spec, log),
+    }
+}
+
+/// The proxy's log as packet entries (an attempt through a test endpoint says so).
+fn packet_egress(log: &EgressLog) -> Vec<EgressAttempt> {
+    log.attempts
+        .iter()
+        .map(|a| EgressAttempt {
+            destination: a.destination.clone(),
+            allowed: a.allowed,
+            reason: if a.test_endpoint {
+                Some("egress.test-endpoint".to_owned())
+            } else {
+                a.reason.map(str::to_owned)
+            },
+            bytes_up: a.bytes_up,
+            bytes_down: a.bytes_down,
+            at_ms: a.at_ms,
+        })
+        .collect()
 }
 
 fn ms(d: Duration) -> u64 {

@@ -208,6 +208,7 @@ pub fn run_job(
             unsafe_no_sandbox: args.unsafe_no_sandbox,
             secret_paths,
             token_on_argv: origin.argv,
+            egress: &job.request.egress,
         },
         term,
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
@@ -466,6 +467,7 @@ impl RunContext<'_> {
             partial,
         };
         let mut packet = self.packet(&patch, facts(limits_hit.clone(), partial));
+        packet.egress = gen.egress.clone();
         let mut built = artifact::build(&path, &packet, Some(&patch.path), log.as_deref())?;
         if built.bytes > limits.max_artifact_bytes {
             // Over the cap: drop the patch and the log, keep the account of what happened.
@@ -478,6 +480,7 @@ impl RunContext<'_> {
             };
             limits_hit.push("artifact-bytes".to_owned());
             packet = self.packet(&patch, facts(limits_hit, true));
+            packet.egress = gen.egress.clone();
             built = artifact::build(&path, &packet, None, None)?;
         }
         artifact::sign_and_drop(
