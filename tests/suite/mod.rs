@@ -10,3 +10,6 @@ mod worker;
 mod gate;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
+/// Egress: submit --egress -> worker's proxy -> the packet's egress log; the example
+/// OpenAI-compatible generator against a stand-in endpoint; refusals in the fallback.
+mod egress;
