@@ -173,6 +173,10 @@ fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
 /// `airlock scan`.
 pub fn run(args: &ScanArgs, quiet: bool) -> Result<Outcome> {
     let scanner = scanner(args.config.as_deref(), args.gitleaks_config.as_deref())?;
+    if args.print_regex {
+        println!("{}", scanner.regex_alternation());
+        return Ok(Outcome::Ok);
+    }
     let report = match (&args.rev, &args.path) {
         (Some(rev), _) => scan_rev(
             &scanner,
