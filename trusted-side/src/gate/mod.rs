@@ -12,3 +12,6 @@ pub mod run;
 #[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use report::{print, GateReport};
 pub use run::{run_gate, GateOptions};
+
+#[cfg(test)]
+mod docs_tests;
