@@ -59,6 +59,11 @@
 //!   namespace (namespace mode) or the process group, which the generator cannot leave
 //!   (fallback). When the generator's main process ends, whatever it left behind is killed
 //!   too, and waits return only once no process of the sandbox is left.
+//! - A supervisor killed outright (`kill -9` of the worker) takes the sandbox with it: in
+//!   namespace mode through parent-death signals down to the pid namespace's init; in the
+//!   fallback the helper stays outside the sandbox as a guard (the group's leader, beyond
+//!   the generator's reach) that kills the process group when the supervisor's end of its
+//!   channel closes.
 //! - The log never exceeds `max_bytes`, and a flood never blocks the generator.
 //! - With egress (namespace mode), the only thing the generator can connect to is the
 //!   proxy, which admits `CONNECT` to allowlisted `host:port` only, refuses destinations

@@ -39,9 +39,10 @@ pub(crate) enum Report {
     Error { layer: String, detail: String },
     /// Egress: the proxy's listening socket travels with this message (`SCM_RIGHTS`).
     EgressListener {},
-    /// Namespace mode: the generator's `execve` succeeded.
+    /// Namespace mode and the fallback: the generator's `execve` succeeded.
     Started {},
-    /// Namespace mode: the generator's raw wait status, from the pid namespace's init.
+    /// Namespace mode and the fallback: the generator's raw wait status, from the pid
+    /// namespace's init or the fallback's guard.
     Status { raw: i32 },
 }
 

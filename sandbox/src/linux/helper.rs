@@ -2,9 +2,13 @@
 //! subcommand) that builds the sandbox layer by layer and finally `execve`s the generator.
 //!
 //! Process shapes (all in the one process group the supervisor created):
-//! - landlock+seccomp and none: `helper` applies the layers to itself and execs the generator.
-//!   With egress (none only; the fallback refuses it) `helper` first listens on the host's
-//!   loopback (ephemeral port) and hands the socket to the supervisor.
+//! - none: `helper` applies the runner's parts to itself and execs the generator. With
+//!   egress, `helper` first listens on the host's loopback (ephemeral port) and hands the
+//!   socket to the supervisor.
+//! - landlock+seccomp: `helper` (the guard, unconfined, the process group's leader) forks the
+//!   generator, which takes the sandbox identity, applies the layers and execs; the guard
+//!   reports the exec and the generator's status, and kills the whole process group if the
+//!   supervisor dies first. The fallback refuses egress.
 //! - namespaces: `helper` (host namespaces; writes the uid/gid maps) -> `ns` (unshares the
 //!   user, mount, pid, ipc, uts and network namespaces; with egress, brings the namespace's
 //!   loopback up, listens on `127.0.0.1:EGRESS_PROXY_PORT` and hands the socket to the
@@ -24,7 +28,7 @@ use std::convert::Infallible;
 use std::ffi::CString;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
@@ -341,8 +345,15 @@ fn exec_failed(spec: &SandboxSpec, image: &ExecImage) -> Fail {
     )
 }
 
-/// landlock+seccomp without namespaces, applied to this process, which then becomes the
-/// generator.
+/// landlock+seccomp without namespaces. This process stays outside the sandbox as the
+/// *guard* (the process group's leader): it forks the generator, which confines itself and
+/// execs; the guard reports the exec, waits for the generator and reports its status. If
+/// the supervisor dies first (its end of the report channel closes), the guard kills the
+/// whole process group, which the generator cannot leave (seccomp pins it): a parent-death
+/// signal is not inherited across `fork`, so without the guard a process the generator
+/// forked would outlive a killed worker. The generator cannot signal or trace the guard
+/// (landlock's signal scope and ptrace rule, seccomp), and as a root worker's guard it is
+/// another uid anyway.
 fn fallback(
     chan: &Chan,
     spec: &SandboxSpec,
@@ -351,11 +362,50 @@ fn fallback(
     program: &Path,
     image: &ExecImage,
 ) -> Result<Infallible, Fail> {
+    let (exec_r, exec_w) = io::pipe().map_err(fail("helper", "pipe"))?;
+    let guard_pid = sys::getpid();
+    match sys::fork() {
+        Err(e) => Err(Fail::new("helper", format!("fork the generator: {e}"))),
+        Ok(Forked::Child) => {
+            drop(exec_r);
+            let f = match fallback_generator(chan, spec, id, guard_pid, program, image) {
+                Ok(never) => match never {},
+                Err(f) => f,
+            };
+            chan.send(&f.report());
+            let _ = (&exec_w).write_all(&[1]);
+            sys::exit(127);
+        }
+        Ok(Forked::Parent(generator)) => {
+            drop(exec_w);
+            guard(chan, generator, &exec_r, parent_pid)
+        }
+    }
+}
+
+/// The generator's side of the fallback: identity, then every layer, then `execve`.
+fn fallback_generator(
+    chan: &Chan,
+    spec: &SandboxSpec,
+    id: Identity,
+    guard_pid: libc::pid_t,
+    program: &Path,
+    image: &ExecImage,
+) -> Result<Infallible, Fail> {
+    let die_with_guard = || -> Result<(), Fail> {
+        sys::set_parent_death_signal(libc::SIGKILL)
+            .map_err(fail("helper", "prctl(PR_SET_PDEATHSIG)"))?;
+        if sys::getppid() != guard_pid {
+            sys::exit(1);
+        }
+        Ok(())
+    };
+    die_with_guard()?;
     if id.switch_from_root {
         drop_bounding_set().map_err(|d| Fail::new("capabilities", d))?;
         switch_identity(id)?;
         // Changing the effective uid cleared the parent-death signal.
-        guard_parent(parent_pid)?;
+        die_with_guard()?;
     }
     confine_and_exec(
         chan,
@@ -364,10 +414,76 @@ fn fallback(
         image,
         Confine {
             pin_process_group: true,
-            nproc_extra: 0,
+            // A non-root worker's guard runs as the generator's uid and counts.
+            nproc_extra: u64::from(!id.switch_from_root),
             tcp_connect_port: None,
         },
     )
+}
+
+/// The fallback's guard: reports the generator's exec and status; kills the process group
+/// if the supervisor goes away first. Never returns.
+fn guard(chan: &Chan, generator: libc::pid_t, exec_r: &io::PipeReader, parent_pid: u32) -> ! {
+    // EOF: the generator's execve closed the close-on-exec pipe. A byte: it failed (and
+    // reported why).
+    let mut b = [0u8; 1];
+    let mut r = exec_r;
+    let started = loop {
+        match r.read(&mut b) {
+            Ok(n) => break n == 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break false,
+        }
+    };
+    if !started {
+        let _ = sys::waitpid(generator, 0);
+        sys::exit(127);
+    }
+    chan.send(&Report::Started {});
+    let kill_all = || -> ! {
+        let _ = sys::kill(-sys::getpid(), libc::SIGKILL);
+        sys::exit(137)
+    };
+    // The guard must live to act on the supervisor's death, not die of it.
+    if sys::set_parent_death_signal(0).is_err()
+        || i64::from(sys::getppid()) != i64::from(parent_pid)
+    {
+        kill_all();
+    }
+    let Ok(pidfd) = sys::pidfd_open(generator) else {
+        kill_all();
+    };
+    loop {
+        // No events asked on the channel: the supervisor shut down its writing side long
+        // ago; only its closing (POLLHUP) or an error matters.
+        let mut fds = [
+            libc::pollfd {
+                fd: chan.0.as_raw_fd(),
+                events: 0,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        if sys::poll(&mut fds, -1).is_err() {
+            kill_all();
+        }
+        if fds[1].revents != 0 {
+            match sys::waitpid(generator, 0) {
+                Ok(Some((_, st))) => {
+                    chan.send(&Report::Status { raw: st });
+                    sys::exit(0);
+                }
+                _ => kill_all(),
+            }
+        }
+        if fds[0].revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            kill_all();
+        }
+    }
 }
 
 fn switch_identity(id: Identity) -> Result<(), Fail> {

@@ -339,10 +339,10 @@ impl Running {
             let report = match self.read_report()? {
                 Some(r) => r,
                 None => {
-                    // The helper (or its generator) closed the channel: in the direct modes
-                    // that is the close-on-exec of a successful execve.
+                    // The helper closed the channel: in `none` that is the close-on-exec of a
+                    // successful execve (the other modes report `Started`).
                     return match self.kind {
-                        Some(k) if k != SandboxKind::Namespaces => self.egress_ready(proxy),
+                        Some(SandboxKind::None) => self.egress_ready(proxy),
                         _ => Err(SandboxError::Protocol {
                             detail: "the helper exited before starting the generator".into(),
                         }),
@@ -370,9 +370,7 @@ impl Running {
                     };
                     self.egress = Some(self.serve_listener(proxy)?);
                 }
-                Report::Started {} if self.kind == Some(SandboxKind::Namespaces) => {
-                    return self.egress_ready(proxy)
-                }
+                Report::Started {} if self.reports_status() => return self.egress_ready(proxy),
                 Report::Error { layer, detail } => {
                     return Err(match layer.as_str() {
                         "unavailable" => SandboxError::Unavailable { reason: detail },
@@ -507,9 +505,18 @@ impl Running {
         }
     }
 
-    /// Namespace mode: the generator's own status, reported by the pid namespace's init.
+    /// Namespace mode and the fallback: a process outside the sandbox (the pid namespace's
+    /// init, the fallback's guard) reports `Started` and the generator's status.
+    fn reports_status(&self) -> bool {
+        matches!(
+            self.kind,
+            Some(SandboxKind::Namespaces | SandboxKind::LandlockSeccomp)
+        )
+    }
+
+    /// The generator's own status, as its init or guard reported it.
     fn generator_status(&mut self) -> Option<i32> {
-        if self.kind != Some(SandboxKind::Namespaces) {
+        if !self.reports_status() {
             return None;
         }
         // Every holder of the channel is gone: this reads to end-of-file without blocking.

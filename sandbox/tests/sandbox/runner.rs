@@ -228,3 +228,60 @@ fn wait_timeout_returns_none_while_running_then_the_same_outcome() {
         ExitStatus::Signaled(libc::SIGKILL)
     );
 }
+
+crate::in_both_modes!(killing_the_supervisor_kills_the_whole_sandbox);
+
+/// A worker killed with `kill -9` runs no cleanup: the sandbox itself must take the
+/// generator and everything it forked down with it (namespace mode: the pid namespace's
+/// init dies with its parents; fallback: the guard sees the supervisor's channel close and
+/// kills the process group, which the generator cannot leave).
+fn killing_the_supervisor_kills_the_whole_sandbox(mode: Mode) {
+    use std::io::BufRead;
+    let f = Fixture::new();
+    let tag = format!("airlock-orphan-{}", nonce());
+    let code = r#"
+import os, sys, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        time.sleep(600)
+    time.sleep(600)
+time.sleep(600)
+"#;
+    let mut spec = f.python(mode, code);
+    spec.args.push(tag.clone().into());
+    let spec_file = f.path("spec.json");
+    std::fs::write(&spec_file, serde_json::to_vec(&spec).unwrap()).unwrap();
+    let mut supervisor = std::process::Command::new(host())
+        .arg("__supervise")
+        .arg(&spec_file)
+        .arg(f.path("generator.log"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(supervisor.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("started "), "supervisor said {line:?}");
+    let until = Instant::now() + SAFETY_DEADLINE;
+    while processes_with(&tag).len() < 3 {
+        assert!(Instant::now() < until, "the generator tree never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    supervisor.kill().unwrap(); // SIGKILL: nothing of the supervisor runs afterwards.
+    supervisor.wait().unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while !processes_with(&tag).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survivors = processes_with(&tag);
+    for pid in &survivors {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        survivors.is_empty(),
+        "{mode:?}: sandbox processes outlived their supervisor: {survivors:?}"
+    );
+}
