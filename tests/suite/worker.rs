@@ -145,6 +145,7 @@ impl Env {
         Env::new(&[
             ("a.txt", b"hello\nworld\n", false),
             ("src/lib.py", b"def f():\n    return 1\n", false),
+            ("lib/util/helpers.py", b"def h():\n    return 2\n", false),
             ("README.md", b"# small\n", false),
         ])
     }
@@ -363,6 +364,12 @@ fn patch_from_an_editing_generator_applies_with_git_and_reproduces_its_tree() {
         ("tools/was-exec.sh", b"#!/bin/sh\necho was\n", true),
         ("tools/edit-and-exec.sh", b"#!/bin/sh\necho before\n", false),
         ("README.md", b"# readme\nold text\n", false),
+        ("lib/deep/nested/kept.txt", b"kept\n", false),
+        ("bin/tool.sh", b"#!/bin/sh\necho tool\n", false),
+        ("same/size.txt", b"aaaa\n", false),
+        ("untouched/a.txt", b"left alone\n", false),
+        ("untouched/sub/b.txt", b"left alone too\n", false),
+        ("LICENSE", b"a license\n", false),
     ]);
     let job = env.submit(&[]);
     let out = run(&mut env.worker(&job, &[], &[&env.gen("edit.sh")]));
@@ -600,6 +607,17 @@ fn symlinks_fifos_and_binaries_are_refused_with_their_rule_and_never_followed() 
     assert_eq!(rule("src"), Some("diff.symlink"), "{refused:?}");
     assert_eq!(rule("fifo"), Some("diff.special-file"), "{refused:?}");
     assert_eq!(rule("blob.bin"), Some("diff.binary"), "{refused:?}");
+    // Planted deep in a directory the generator otherwise left alone.
+    assert_eq!(
+        rule("lib/util/sneaky-link"),
+        Some("diff.symlink"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        rule("lib/util/sneaky-fifo"),
+        Some("diff.special-file"),
+        "{refused:?}"
+    );
     // The only section is the ordinary file: a replaced file or directory is left as it
     // was (no deletion), and nothing of /etc/passwd came along.
     let patch = art.patch();

@@ -373,8 +373,14 @@ impl RunContext<'_> {
     fn diff(&self) -> Result<PatchFile> {
         let before = self.run_dir.join("before");
         let made = self.job.base.build_before(self.work, &before)?;
-        tracing::debug!(linked = made.linked, written = made.written, "before tree");
+        tracing::debug!(
+            linked = made.linked,
+            written = made.written,
+            unchanged_tops = made.unchanged_tops.len(),
+            "before tree"
+        );
         let mut opts = DiffOptions::for_job(&self.job.request.limits);
+        opts.ignore = made.unchanged_tops;
         opts.max_diff_bytes = opts
             .max_diff_bytes
             .min(self.job.request.limits.max_artifact_bytes);
@@ -440,7 +446,9 @@ impl RunContext<'_> {
     /// Builds, signs and drops the final artifact. Returns whether it is partial.
     fn finish(&mut self, gen: &GeneratorRun, report: &Report) -> Result<bool> {
         let limits = &self.job.request.limits;
+        let t = Instant::now();
         let mut patch = self.diff()?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "step diff");
         let mut limits_hit: Vec<String> = gen.limits_hit.clone();
         if let Some(l) = patch.stats.limit_hit {
             limits_hit.push(l.as_str().to_owned());
@@ -483,6 +491,7 @@ impl RunContext<'_> {
             packet.egress = gen.egress.clone();
             built = artifact::build(&path, &packet, None, None)?;
         }
+        let t = Instant::now();
         artifact::sign_and_drop(
             &self.job.claims,
             self.job_key,
@@ -490,6 +499,7 @@ impl RunContext<'_> {
             &built,
             &packet,
         )?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "step sign and drop");
         Ok(packet.partial)
     }
 }

@@ -4,7 +4,8 @@
 //! generator left untouched are hard-linked from the workdir, the others are written from the
 //! pack. The worker thus creates one inode per bundle file, not two (on ext4, inode creation
 //! dominates the fixed cost of a job), and reads every byte of the bundle once before the
-//! generator runs.
+//! generator runs. Top-level names below which nothing changed are left out of `before` and
+//! skipped by the diff in both trees, so an untouched checkout costs no second tree at all.
 //!
 //! Guards against: a bundle whose tree disagrees with its signed manifest (every file's size,
 //! digest and mode is checked while streaming; no other file may exist), writing outside the
@@ -16,7 +17,10 @@
 //! the manifest's executable bit. Everything else in `before` comes from the pack.
 //! On `Ok` from [`unpack_bundle`]: the workdir holds exactly the manifest's files with their
 //! digests and modes, and the pack holds the same bytes. On `Ok` from [`Base::build_before`]:
-//! `before` holds exactly the manifest's files with their packed content and executable bit.
+//! `before` holds exactly the manifest's files under every top-level name not listed as
+//! unchanged, with their packed content and executable bit, and every name listed as
+//! unchanged holds, in the workdir, exactly its packed files (verified as above) and nothing
+//! else.
 //! Does not check: signatures (the caller verified the bundle's digest and statement first).
 //! While the generator still runs (a checkpoint), a file it rewrites in place after being
 //! hashed is shared by both trees and missing from that checkpoint's diff; the final diff is
@@ -291,18 +295,33 @@ fn check_against_manifest(
     Ok(spans)
 }
 
-/// How a `before` tree was made.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct BeforeStats {
-    /// Files shared with the workdir (untouched by the generator).
+/// What a diff needs besides the workdir: a `before` tree and the top-level names both trees
+/// skip because nothing below them changed.
+#[derive(Debug, Default)]
+pub struct BeforeTree {
+    /// Top-level names of the manifest whose every file is untouched and below which the
+    /// workdir holds nothing else: the diff skips them in both trees.
+    pub unchanged_tops: Vec<String>,
+    /// Files shared with the workdir (untouched, under a top-level name that changed).
     pub linked: u64,
     /// Files written from the pack (changed, deleted, replaced, re-moded).
     pub written: u64,
 }
 
+/// The top-level name of a relative path.
+fn top_of(rel: &str) -> &str {
+    rel.split('/').next().unwrap_or(rel)
+}
+
+/// Entries of the workdir looked at when searching it for paths the manifest does not list;
+/// past it, every top-level name counts as changed (the diff then sees everything).
+const MAX_EXTRA_SCAN: u64 = 500_000;
+
 impl Base {
-    /// Makes `before` (removed first if present) hold the pristine tree. See the module doc.
-    pub fn build_before(&self, work: &Path, before: &Path) -> Result<BeforeStats> {
+    /// Makes `before` (removed first if present) hold the pristine files under every top-level
+    /// name the generator changed, and lists the names it left exactly as packed. See the
+    /// module doc.
+    pub fn build_before(&self, work: &Path, before: &Path) -> Result<BeforeTree> {
         if fs::symlink_metadata(before).is_ok() {
             crate::workspace::remove_all(before)
                 .with_context(|| format!("{}: cannot remove", before.display()))?;
@@ -311,20 +330,50 @@ impl Base {
             .mode(0o700)
             .create(before)
             .with_context(|| format!("{}: cannot create", before.display()))?;
+
+        // Which packed files are untouched, and which top-level names hold a change.
+        let mut real_dirs: HashSet<String> = HashSet::new();
+        let untouched: Vec<bool> = self
+            .manifest
+            .files
+            .iter()
+            .map(|e| untouched(work, e, &mut real_dirs))
+            .collect();
+        let changed_tops: HashSet<&str> = self
+            .manifest
+            .files
+            .iter()
+            .zip(&untouched)
+            .filter(|(_, u)| !**u)
+            .map(|(e, _)| top_of(&e.path))
+            .collect();
+        let extra = self.extra_tops(work, &changed_tops);
+        let all_changed = extra.is_none();
+        let extra = extra.unwrap_or_default();
+        let is_changed =
+            |top: &str| all_changed || changed_tops.contains(top) || extra.contains(top);
+
         let pack = File::open(&self.pack)
             .with_context(|| format!("{}: cannot open", self.pack.display()))?;
         let mut dirs = Dirs::new(before);
-        let mut real_dirs: HashSet<String> = HashSet::new();
-        let mut stats = BeforeStats::default();
-        for (entry, &(offset, size)) in self.manifest.files.iter().zip(&self.spans) {
+        let mut tree = BeforeTree::default();
+        let mut tops: Vec<&str> = Vec::new();
+        for ((entry, &(offset, size)), &same) in
+            self.manifest.files.iter().zip(&self.spans).zip(&untouched)
+        {
             let rel = entry.path.as_str();
+            let top = top_of(rel);
+            if !is_changed(top) {
+                if tops.last() != Some(&top) {
+                    tops.push(top);
+                }
+                continue;
+            }
             dirs.parents_of(rel)
                 .with_context(|| format!("before/{rel}: cannot create parent"))?;
             let target = before.join(rel);
-            if untouched(work, entry, &mut real_dirs)
-                && fs::hard_link(work.join(rel), &target).is_ok()
-            {
-                stats.linked += 1;
+            if same && fs::hard_link(work.join(rel), &target).is_ok() {
+                tree.linked += 1;
                 continue;
             }
             let mode = mode_of(entry.executable());
@@ -337,9 +386,80 @@ impl Base {
             copy_span(&pack, offset, size, &mut out)
                 .with_context(|| format!("before/{rel}: cannot write"))?;
             out.set_permissions(Permissions::from_mode(mode))?;
-            stats.written += 1;
+            tree.written += 1;
         }
-        Ok(stats)
+        tops.dedup();
+        tree.unchanged_tops = tops.into_iter().map(str::to_owned).collect();
+        Ok(tree)
+    }
+
+    /// Top-level names below which the workdir holds something the manifest does not list (a
+    /// new file or directory, a link, a FIFO, a directory where a file was), without looking
+    /// below names already known to be changed. `None`: the scan ran past its budget.
+    fn extra_tops(&self, work: &Path, known: &HashSet<&str>) -> Option<HashSet<String>> {
+        let files: HashSet<&str> = self
+            .manifest
+            .files
+            .iter()
+            .map(|e| e.path.as_str())
+            .collect();
+        let mut dirs: HashSet<&str> = HashSet::new();
+        for e in &self.manifest.files {
+            for (i, _) in e.path.match_indices('/') {
+                dirs.insert(&e.path[..i]);
+            }
+        }
+        let mut extra: HashSet<String> = HashSet::new();
+        let mut seen: u64 = 0;
+        let mut stack: Vec<String> = vec![String::new()];
+        while let Some(rel_dir) = stack.pop() {
+            let Ok(rd) = fs::read_dir(work.join(&rel_dir)) else {
+                // Unreadable: whatever is below it counts as changed.
+                extra.insert(top_of(&rel_dir).to_owned());
+                continue;
+            };
+            for e in rd {
+                seen += 1;
+                if seen > MAX_EXTRA_SCAN {
+                    return None;
+                }
+                let Ok(e) = e else {
+                    extra.insert(top_of(&rel_dir).to_owned());
+                    continue;
+                };
+                let name = e.file_name();
+                let Some(name) = name.to_str() else {
+                    // A top-level name that is not UTF-8 is never skipped (the diff sees
+                    // and refuses it); below the top, it marks its top as changed.
+                    if !rel_dir.is_empty() {
+                        extra.insert(top_of(&rel_dir).to_owned());
+                    }
+                    continue;
+                };
+                let rel = if rel_dir.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{rel_dir}/{name}")
+                };
+                let top = top_of(&rel);
+                if known.contains(top) || extra.contains(top) {
+                    continue;
+                }
+                // `DirEntry::file_type` does not follow links.
+                let kind = e.file_type().ok();
+                let listed = match kind {
+                    Some(t) if t.is_dir() => dirs.contains(rel.as_str()),
+                    Some(t) if t.is_file() => files.contains(rel.as_str()),
+                    _ => false,
+                };
+                if !listed {
+                    extra.insert(top.to_owned());
+                } else if kind.is_some_and(|t| t.is_dir()) {
+                    stack.push(rel);
+                }
+            }
+        }
+        Some(extra)
     }
 }
 

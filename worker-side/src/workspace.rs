@@ -164,9 +164,11 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
+        let t = std::time::Instant::now();
         if let Err(e) = remove_all(&self.path) {
             tracing::warn!(dir = %self.path.display(), "cannot remove run directory: {e}");
         }
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "step clean up");
     }
 }
 
