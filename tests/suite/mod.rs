@@ -1,15 +1,15 @@
 //! Test modules (one line each on what they cover).
 
-/// `airlock init` and `airlock pack`: selection, scanning, redaction, determinism, bad input.
-mod pack;
-/// Hostile worker: crafted artifacts signed with a real job key; `gate` must reject each (exit 4).
-mod hostile_worker;
-/// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.
-mod worker;
-/// submit -> worker -> gate end to end: decisions, review branch content, checkout untouched.
-mod gate;
-/// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
-mod store;
 /// Egress: submit --egress -> worker's proxy -> the packet's egress log; the example
 /// OpenAI-compatible generator against a stand-in endpoint; refusals in the fallback.
 mod egress;
+/// submit -> worker -> gate end to end: decisions, review branch content, checkout untouched.
+mod gate;
+/// Hostile worker: crafted artifacts signed with a real job key; `gate` must reject each (exit 4).
+mod hostile_worker;
+/// `airlock init` and `airlock pack`: selection, scanning, redaction, determinism, bad input.
+mod pack;
+/// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
+mod store;
+/// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.
+mod worker;
