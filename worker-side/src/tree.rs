@@ -32,7 +32,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use airlock_core::digest::{sha256_reader, HashingReader, Sha256Digest};
+use airlock_core::digest::{HashingReader, HashingWriter, Sha256Digest};
 use airlock_core::format::{Manifest, Request, MAX_MANIFEST_BYTES, MAX_REQUEST_BYTES};
 use airlock_core::limits::TarLimits;
 use airlock_core::tar::{read_members, AllowedNames, MemberKind, TarError, TarRule};
@@ -115,12 +115,19 @@ fn mode_of(executable: bool) -> u32 {
     }
 }
 
+/// Bytes of the one buffer each pass reuses (allocated once, not once per file).
+const BUF_BYTES: usize = 64 * 1024;
+
 /// Writes everything read from `src` to both `a` and `b`.
-fn tee(src: &mut dyn Read, a: &mut dyn Write, b: &mut dyn Write) -> io::Result<u64> {
-    let mut buf = vec![0u8; 64 * 1024];
+fn tee(
+    src: &mut dyn Read,
+    a: &mut dyn Write,
+    b: &mut dyn Write,
+    buf: &mut [u8],
+) -> io::Result<u64> {
     let mut n: u64 = 0;
     loop {
-        let k = match src.read(&mut buf) {
+        let k = match src.read(buf) {
             Ok(0) => return Ok(n),
             Ok(k) => k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -171,6 +178,7 @@ pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> 
     let mut offset: u64 = 0;
     let mut dirs = Dirs::new(work);
     let mut files: Vec<Unpacked> = Vec::new();
+    let mut buf = vec![0u8; BUF_BYTES];
     let mut manifest: Option<(Vec<u8>, Sha256Digest)> = None;
     let mut request: Option<(Vec<u8>, Sha256Digest)> = None;
 
@@ -213,7 +221,7 @@ pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> 
                                 .open(work.join(rel))
                                 .map_err(|e| io_err("create", e))?;
                             let mut hashed = HashingReader::new(body);
-                            let n = tee(&mut hashed, &mut f, &mut pack_out)
+                            let n = tee(&mut hashed, &mut f, &mut pack_out, &mut buf)
                                 .map_err(|e| io_err("write", e))?;
                             f.set_permissions(Permissions::from_mode(mode))
                                 .map_err(|e| io_err("chmod", e))?;
@@ -333,11 +341,12 @@ impl Base {
 
         // Which packed files are untouched, and which top-level names hold a change.
         let mut real_dirs: HashSet<String> = HashSet::new();
+        let mut buf = vec![0u8; BUF_BYTES];
         let untouched: Vec<bool> = self
             .manifest
             .files
             .iter()
-            .map(|e| untouched(work, e, &mut real_dirs))
+            .map(|e| untouched(work, e, &mut real_dirs, &mut buf))
             .collect();
         let changed_tops: HashSet<&str> = self
             .manifest
@@ -383,7 +392,7 @@ impl Base {
                 .mode(mode)
                 .open(&target)
                 .with_context(|| format!("before/{rel}: cannot create"))?;
-            copy_span(&pack, offset, size, &mut out)
+            copy_span(&pack, offset, size, &mut out, &mut buf)
                 .with_context(|| format!("before/{rel}: cannot write"))?;
             out.set_permissions(Permissions::from_mode(mode))?;
             tree.written += 1;
@@ -463,8 +472,13 @@ impl Base {
     }
 }
 
-fn copy_span(pack: &File, mut offset: u64, size: u64, out: &mut File) -> io::Result<()> {
-    let mut buf = vec![0u8; 64 * 1024];
+fn copy_span(
+    pack: &File,
+    mut offset: u64,
+    size: u64,
+    out: &mut File,
+    buf: &mut [u8],
+) -> io::Result<()> {
     let end = offset + size;
     while offset < end {
         let want = usize::try_from((end - offset).min(buf.len() as u64)).unwrap_or(buf.len());
@@ -488,6 +502,7 @@ fn untouched(
     work: &Path,
     entry: &airlock_core::format::FileEntry,
     real_dirs: &mut HashSet<String>,
+    buf: &mut [u8],
 ) -> bool {
     let rel = entry.path.as_str();
     for (i, _) in rel.match_indices('/') {
@@ -527,7 +542,22 @@ fn untouched(
     {
         return false;
     }
-    matches!(sha256_reader(&file), Ok((d, n)) if d == entry.sha256 && n == entry.size)
+    matches!(hash_file(&file, buf), Ok((d, n)) if d == entry.sha256 && n == entry.size)
+}
+
+/// SHA-256 of what `file` yields, through `buf`.
+fn hash_file(mut file: &File, buf: &mut [u8]) -> io::Result<(Sha256Digest, u64)> {
+    let mut h = HashingWriter::new(io::sink());
+    loop {
+        match file.read(buf) {
+            Ok(0) => break,
+            Ok(n) => h.write_all(&buf[..n])?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let (_, d, n) = h.finish();
+    Ok((d, n))
 }
 
 /// The first regular file below `roots` (links not followed) whose size is at least `bytes`,
