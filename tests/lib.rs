@@ -34,8 +34,7 @@ pub fn cmd(program: &Path) -> Command {
 
 /// Runs and returns output; prints everything useful if `expect_ok` does not hold.
 pub fn run(c: &mut Command) -> Output {
-    let out = c.output().expect("spawn");
-    out
+    c.output().expect("spawn")
 }
 
 /// Formats a command's output for assertion messages.
