@@ -162,9 +162,12 @@ fn egress_of(packet: &Value) -> Vec<(String, bool, Option<String>)> {
 
 /// A stand-in chat-completions endpoint on 127.0.0.1: answers every POST with a canned
 /// completion whose content is `diff` in a ```diff block, and keeps what it was sent.
+/// What the stand-in was sent: (request line, headers, body).
+type Seen = Arc<Mutex<Vec<(String, Vec<String>, String)>>>;
+
 struct StandIn {
     addr: SocketAddr,
-    requests: Arc<Mutex<Vec<(String, Vec<String>, String)>>>,
+    requests: Seen,
 }
 
 impl StandIn {

@@ -63,6 +63,7 @@ pub mod rule {
     pub const PIN_MISMATCH: &str = "ledger.pin-mismatch";
 
     /// Every rule id, for the uniqueness test and the docs.
+    #[cfg_attr(not(test), allow(dead_code, reason = "read by the uniqueness test"))]
     pub const ALL: [&str; 10] = [
         GAP,
         NAME,

@@ -114,8 +114,8 @@ pub fn run(
         let fmt =
             |t: Option<u64>| t.map_or_else(|| "-".to_owned(), airlock_core::jobid::rfc3339_utc);
         println!(
-            "{:<38} {:<8} {:<20} {:<20} {}",
-            "JOB", "STATE", "CHECKPOINT", "LANDED", "DECISION"
+            "{:<38} {:<8} {:<20} {:<20} DECISION",
+            "JOB", "STATE", "CHECKPOINT", "LANDED"
         );
         for s in &out {
             println!(
