@@ -199,7 +199,6 @@ pub fn get_to_file(
             std::io::Seek::seek(&mut f2, std::io::SeekFrom::Start(0))?;
             Ok(Box::new(std::io::BufWriter::new(f2)) as Box<dyn Write>)
         })?;
-        file.sync_all()?;
         return airlock_core::digest::sha256_file(dest)
             .with_context(|| format!("{}: cannot read back", dest.display()));
     }
@@ -207,9 +206,9 @@ pub fn get_to_file(
     let mut out = HashingWriter::new(std::io::BufWriter::new(file));
     std::io::copy(&mut src, &mut out).map_err(|e| limit_context(e, what))?;
     let (buf, digest, n) = out.finish();
+    // Not synced: a scratch copy in the run directory, worthless after a crash.
     buf.into_inner()
-        .map_err(|e| anyhow::anyhow!("{what}: write failed: {}", e.error()))?
-        .sync_all()?;
+        .map_err(|e| anyhow::anyhow!("{what}: write failed: {}", e.error()))?;
     Ok((digest, n))
 }
 
