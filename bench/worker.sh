@@ -11,7 +11,14 @@
 # peak RSS (target < 32 MiB whatever the bundle size). The corpus's test files hold real key
 # material, so jobs are submitted with --redact.
 #
-# Usage: bench/worker.sh [RUNS]      env: CORPUS=dir (default target/bench/cpython)
+# On ext4, creating thousands of files within minutes of deleting thousands costs the inode
+# allocator a scan past every recently deleted inode (ext4 `recently_deleted`, a 60-300 s
+# window): back-to-back runs pay it on both sides, per file created, and the worker also
+# deletes its run directory inside its time (the seed's `rm -rf` is not timed). Wall times on
+# a busy machine are noisy; the cpu column is steadier. TMPDIR=/dev/shm runs both sides on
+# tmpfs, which shows the cost of the work itself.
+#
+# Usage: bench/worker.sh [RUNS]      env: CORPUS=dir (default target/bench/cpython), TMPDIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-5}"
