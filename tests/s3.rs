@@ -150,7 +150,10 @@ impl S3Server {
             .enable_all()
             .build()
             .expect("s3 runtime");
-        let fs = s3s_fs::FileSystem::new(root).expect("s3s-fs");
+        let fs = PrefixListing {
+            fs: s3s_fs::FileSystem::new(root).expect("s3s-fs"),
+            root: root.canonicalize().expect("s3 root"),
+        };
         let mut builder = s3s::service::S3ServiceBuilder::new(fs);
         builder.set_auth(s3s::auth::SimpleAuth::from_single(
             ACCESS_KEY,
@@ -369,6 +372,9 @@ async fn accept_loop(
                 continue;
             }
         }
+        // Without TCP_NODELAY a response written in two parts (headers, then the body)
+        // stalls on the client's delayed ACK: 40 ms per GET, which is not S3's doing.
+        let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         let service = service.clone();
         tokio::spawn(async move {
@@ -605,4 +611,180 @@ pub fn key_of(url: &str) -> String {
         .strip_prefix(&format!("{BUCKET}/"))
         .expect("path-style URL in the bucket")
         .to_owned()
+}
+
+/// s3s-fs, except that a listing walks only the directory its prefix names (s3s-fs walks the
+/// whole bucket for every listing, which makes a long benchmark quadratic in a way real S3
+/// is not). Every operation the airlock clients use is passed through unchanged.
+struct PrefixListing {
+    fs: s3s_fs::FileSystem,
+    root: PathBuf,
+}
+
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result, S3};
+
+#[async_trait::async_trait]
+impl S3 for PrefixListing {
+    async fn get_object(
+        &self,
+        r: S3Request<GetObjectInput>,
+    ) -> S3Result<S3Response<GetObjectOutput>> {
+        self.fs.get_object(r).await
+    }
+    async fn head_object(
+        &self,
+        r: S3Request<HeadObjectInput>,
+    ) -> S3Result<S3Response<HeadObjectOutput>> {
+        self.fs.head_object(r).await
+    }
+    async fn head_bucket(
+        &self,
+        r: S3Request<HeadBucketInput>,
+    ) -> S3Result<S3Response<HeadBucketOutput>> {
+        self.fs.head_bucket(r).await
+    }
+    async fn put_object(
+        &self,
+        r: S3Request<PutObjectInput>,
+    ) -> S3Result<S3Response<PutObjectOutput>> {
+        self.fs.put_object(r).await
+    }
+    async fn delete_object(
+        &self,
+        r: S3Request<DeleteObjectInput>,
+    ) -> S3Result<S3Response<DeleteObjectOutput>> {
+        self.fs.delete_object(r).await
+    }
+    async fn delete_objects(
+        &self,
+        r: S3Request<DeleteObjectsInput>,
+    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
+        self.fs.delete_objects(r).await
+    }
+    async fn copy_object(
+        &self,
+        r: S3Request<CopyObjectInput>,
+    ) -> S3Result<S3Response<CopyObjectOutput>> {
+        self.fs.copy_object(r).await
+    }
+    async fn create_multipart_upload(
+        &self,
+        r: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        self.fs.create_multipart_upload(r).await
+    }
+    async fn upload_part(
+        &self,
+        r: S3Request<UploadPartInput>,
+    ) -> S3Result<S3Response<UploadPartOutput>> {
+        self.fs.upload_part(r).await
+    }
+    async fn complete_multipart_upload(
+        &self,
+        r: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        self.fs.complete_multipart_upload(r).await
+    }
+    async fn abort_multipart_upload(
+        &self,
+        r: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        self.fs.abort_multipart_upload(r).await
+    }
+    async fn list_objects(
+        &self,
+        r: S3Request<ListObjectsInput>,
+    ) -> S3Result<S3Response<ListObjectsOutput>> {
+        self.fs.list_objects(r).await
+    }
+
+    async fn list_objects_v2(
+        &self,
+        req: S3Request<ListObjectsV2Input>,
+    ) -> S3Result<S3Response<ListObjectsV2Output>> {
+        let input = &req.input;
+        if input.delimiter.is_some() || input.bucket.contains(['/', '.']) {
+            return self.fs.list_objects_v2(req).await;
+        }
+        let bucket_root = self.root.join(&input.bucket);
+        if !bucket_root.is_dir() {
+            return Err(s3s::s3_error!(NoSuchBucket));
+        }
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let dir = prefix.rsplit_once('/').map_or("", |(d, _)| d);
+        if dir.split('/').any(|c| c == ".." || c == ".") {
+            return self.fs.list_objects_v2(req).await;
+        }
+        let start = bucket_root.join(dir);
+        let walk_prefix = prefix.clone();
+        let mut objects = tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            let mut stack = vec![start];
+            while let Some(d) = stack.pop() {
+                let Ok(rd) = std::fs::read_dir(&d) else {
+                    continue;
+                };
+                for e in rd.flatten() {
+                    let Ok(ft) = e.file_type() else { continue };
+                    let path = e.path();
+                    if ft.is_dir() {
+                        stack.push(path);
+                        continue;
+                    }
+                    let Some(key) = path
+                        .strip_prefix(&bucket_root)
+                        .ok()
+                        .and_then(|k| k.to_str())
+                        .map(str::to_owned)
+                    else {
+                        continue;
+                    };
+                    if !key.starts_with(&walk_prefix) {
+                        continue;
+                    }
+                    let Ok(meta) = e.metadata() else { continue };
+                    out.push(Object {
+                        key: Some(key),
+                        size: Some(i64::try_from(meta.len()).unwrap_or(i64::MAX)),
+                        last_modified: meta.modified().ok().map(Timestamp::from),
+                        ..Default::default()
+                    });
+                }
+            }
+            out
+        })
+        .await
+        .map_err(|e| s3s::s3_error!(InternalError, "list: {e}"))?;
+        objects.sort_by(|a, b| a.key.cmp(&b.key));
+        let after = match (&input.continuation_token, &input.start_after) {
+            (Some(t), Some(s)) => Some(t.max(s).clone()),
+            (Some(t), None) => Some(t.clone()),
+            (None, Some(s)) => Some(s.clone()),
+            (None, None) => None,
+        };
+        if let Some(after) = &after {
+            objects.retain(|o| o.key.as_deref().is_some_and(|k| k > after.as_str()));
+        }
+        let max = usize::try_from(input.max_keys.unwrap_or(1000).max(0)).unwrap_or(1000);
+        let truncated = objects.len() > max;
+        objects.truncate(max);
+        let next = if truncated {
+            objects.last().and_then(|o| o.key.clone())
+        } else {
+            None
+        };
+        Ok(S3Response::new(ListObjectsV2Output {
+            name: Some(input.bucket.clone()),
+            prefix: input.prefix.clone(),
+            max_keys: input.max_keys,
+            key_count: Some(i32::try_from(objects.len()).unwrap_or(i32::MAX)),
+            continuation_token: input.continuation_token.clone(),
+            start_after: input.start_after.clone(),
+            is_truncated: Some(truncated),
+            next_continuation_token: next,
+            contents: Some(objects),
+            ..Default::default()
+        }))
+    }
 }
