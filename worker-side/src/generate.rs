@@ -410,3 +410,48 @@ fn packet_egress(log: &EgressLog) -> Vec<EgressAttempt> {
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn pass_env_refuses_the_token_and_contract_variables() {
+        for bad in [
+            "AIRLOCK_JOB_TOKEN",
+            "AIRLOCK_REPORT",
+            "AIRLOCK_WORKDIR",
+            "AIRLOCK_PROMPT_FILE",
+        ] {
+            let e = check_pass_env(&names(&[bad])).unwrap_err().to_string();
+            assert!(e.contains("worker.pass-env"), "{e}");
+        }
+    }
+
+    #[test]
+    fn pass_env_refuses_malformed_names() {
+        for bad in ["", "1ABC", "A=B", "A B", "A\0B", "É"] {
+            assert!(check_pass_env(&names(&[bad])).is_err(), "{bad:?}");
+        }
+        check_pass_env(&names(&["OPENAI_API_KEY", "_X", "PATH"])).unwrap();
+    }
+
+    #[test]
+    fn file_size_cap_follows_the_artifact_cap_within_bounds() {
+        const MIB: u64 = 1024 * 1024;
+        let with = |b: u64| {
+            file_size_cap(&JobLimits {
+                max_artifact_bytes: b,
+                ..JobLimits::default()
+            })
+        };
+        assert_eq!(with(MIB), 64 * MIB);
+        assert_eq!(with(16 * MIB), 64 * MIB);
+        assert_eq!(with(100 * MIB), 400 * MIB);
+        assert_eq!(with(u64::MAX), 1024 * MIB);
+    }
+}

@@ -217,3 +217,64 @@ impl Termination {
         self.0.load(Ordering::Relaxed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn a_live_runs_locked_dir_is_kept_even_under_a_dead_pid() {
+        let r = root();
+        let live = RunDir::create(r.path(), "00112233aabbccdd").unwrap();
+        // Rename it under a pid that cannot exist: the lock, not the pid, decides.
+        let renamed = r.path().join("run-99999999-00112233aabbccdd");
+        std::fs::rename(live.path(), &renamed).unwrap();
+        assert_eq!(remove_leftovers(r.path()), 0);
+        assert!(renamed.exists());
+        drop(live);
+    }
+
+    #[test]
+    fn a_dead_runs_dir_is_removed_even_under_a_live_pid() {
+        let r = root();
+        // Our own pid is alive, but nobody holds the lock: a recycled pid.
+        let dir = r
+            .path()
+            .join(format!("run-{}-deadbeefdeadbeef", std::process::id()));
+        std::fs::create_dir_all(dir.join("work/ro")).unwrap();
+        std::fs::write(dir.join(LOCK_FILE), b"").unwrap();
+        std::fs::set_permissions(dir.join("work/ro"), std::fs::Permissions::from_mode(0o500))
+            .unwrap();
+        assert_eq!(remove_leftovers(r.path()), 1);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn without_a_lock_file_the_pid_decides_and_other_entries_stay() {
+        let r = root();
+        let dead = r.path().join("run-99999999-0123456789abcdef");
+        let live = r
+            .path()
+            .join(format!("run-{}-0123456789abcdef", std::process::id()));
+        let other = r.path().join("not-a-run");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        assert_eq!(remove_leftovers(r.path()), 1);
+        assert!(!dead.exists() && live.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_run_dir_goes_when_dropped() {
+        let r = root();
+        let d = RunDir::create(r.path(), "0011223344556677").unwrap();
+        let p = d.path().to_owned();
+        std::fs::create_dir_all(p.join("work/a")).unwrap();
+        drop(d);
+        assert!(!p.exists());
+    }
+}
