@@ -1328,3 +1328,81 @@ fn large_bundle_goes_up_as_a_multipart_upload_and_the_worker_verifies_it() {
     let out = env.gate(&job.id);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
+
+#[test]
+fn large_upload_shows_a_progress_bar_on_a_terminal_and_nowhere_else() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP: no `script` (util-linux) to give airlock a terminal");
+        return;
+    }
+    let env = S3Env::new();
+    write_files(
+        &env.repo,
+        &[
+            ("data/a.bin", &noise(5 << 20, 3)),
+            ("data/b.bin", &noise(5 << 20, 5)),
+        ],
+    );
+    git(&env.repo, &["add", "-A"]);
+    git(&env.repo, &["commit", "-q", "-m", "data"]);
+    let prompt = env.root.join("prompt.txt");
+    std::fs::write(&prompt, "x\n").unwrap();
+    let submit = |tty: bool, quiet: bool| -> String {
+        let mut args = vec![
+            bin("airlock").display().to_string(),
+            "--home".into(),
+            env.home.display().to_string(),
+        ];
+        if quiet {
+            args.push("-q".into());
+        }
+        args.extend(
+            [
+                "submit",
+                "--repo",
+                env.repo.to_str().unwrap(),
+                "--prompt-file",
+                prompt.to_str().unwrap(),
+            ]
+            .map(str::to_owned),
+        );
+        let mut c = env.airlock(); // for its environment; the program is replaced below
+        let c = if tty {
+            let line = args
+                .iter()
+                .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut s = Command::new("script");
+            s.env_clear()
+                .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))));
+            s.env("TERM", "xterm")
+                .args(["-q", "-e", "-c", &line, "/dev/null"]);
+            s
+        } else {
+            c.args(&args[3..]);
+            c
+        };
+        let mut c = c;
+        let out = run(&mut c);
+        assert!(out.status.success(), "{}", show(&out));
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let on_tty = submit(true, false);
+    assert!(
+        on_tty.contains("upload") && on_tty.contains("MiB"),
+        "{on_tty}"
+    );
+    let piped = submit(false, false);
+    assert!(!piped.contains("upload ["), "{piped}");
+    let quiet = submit(true, true);
+    assert!(!quiet.contains("upload ["), "{quiet}");
+}

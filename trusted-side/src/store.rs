@@ -197,7 +197,11 @@ impl Store {
             return self.put_bytes(key, &bytes);
         }
         let path = self.path(key);
-        let bar = crate::output::progress(len, "upload", self.quiet);
+        // `-q` (log level error or off) hides the bar too, without every caller passing it.
+        let quiet = self.quiet
+            || tracing::level_filters::LevelFilter::current()
+                < tracing::level_filters::LevelFilter::WARN;
+        let bar = crate::output::progress(len, "upload", quiet);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
             "{msg:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
         ) {
