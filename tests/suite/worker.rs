@@ -871,9 +871,9 @@ fn kill_9_mid_run_leaves_a_verifiable_partial_checkpoint() {
 /// parent-death signal), but a process the generator forks is re-parented to init and keeps
 /// running as the sandbox uid, in the pinned process group, after `kill -9` of the worker (a
 /// parent-death signal is not inherited across fork). Confined still (landlock, seccomp, CPU
-/// rlimit), but alive. Ignored until the sandbox reaps its tree when its supervisor dies.
+/// rlimit), but alive. Fixed in the sandbox: in the fallback the helper stays outside as the
+/// process group's leader and kills the group when the supervisor's channel closes.
 #[test]
-#[ignore = "airlock-sandbox gap: in the landlock+seccomp fallback, generator children survive kill -9 of the worker"]
 fn kill_9_in_the_fallback_sandbox_leaves_no_generator_process() {
     let env = Env::small();
     let job = env.submit(&["--checkpoint-secs", "1", "--wall-clock-secs", "600"]);
