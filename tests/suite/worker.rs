@@ -865,14 +865,11 @@ fn kill_9_mid_run_leaves_a_verifiable_partial_checkpoint() {
     assert!(env.run_dirs().is_empty(), "{:?}", env.run_dirs());
 }
 
-/// The landlock+seccomp fallback (no user namespaces) promises the same: "orphaning (every
-/// process has a parent-death signal)" (sandbox `helper.rs`). It does not hold today: the
-/// generator's own process dies with the worker (the helper, which execs it, re-arms its
-/// parent-death signal), but a process the generator forks is re-parented to init and keeps
-/// running as the sandbox uid, in the pinned process group, after `kill -9` of the worker (a
-/// parent-death signal is not inherited across fork). Confined still (landlock, seccomp, CPU
-/// rlimit), but alive. Fixed in the sandbox: in the fallback the helper stays outside as the
-/// process group's leader and kills the group when the supervisor's channel closes.
+/// The landlock+seccomp fallback (no user namespaces) promises the same as the namespace
+/// sandbox: after `kill -9` of the worker, no process of the generator survives, including
+/// processes it forked (a parent-death signal is not inherited across fork, so the sandbox's
+/// helper stays outside as the process group's leader and kills the group when the
+/// supervisor's channel closes).
 #[test]
 fn kill_9_in_the_fallback_sandbox_leaves_no_generator_process() {
     let env = Env::small();
