@@ -21,6 +21,8 @@ use bytes::Bytes;
 use hyper::body::{Body as HttpBody, Frame, Incoming};
 use hyper::{Request, Response};
 use object_store::ObjectStore;
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result, S3};
 
 /// The access key id the server accepts (a test value, not shaped like a cloud key).
 pub const ACCESS_KEY: &str = "airlock-test-access";
@@ -620,9 +622,6 @@ struct PrefixListing {
     fs: s3s_fs::FileSystem,
     root: PathBuf,
 }
-
-use s3s::dto::*;
-use s3s::{S3Request, S3Response, S3Result, S3};
 
 #[async_trait::async_trait]
 impl S3 for PrefixListing {

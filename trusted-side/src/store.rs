@@ -5,9 +5,13 @@
 //!
 //! Guards against: reading an unbounded object into memory or onto disk (every GET is capped
 //! and counted while streaming), partial uploads being visible (single PUTs are atomic in
-//! every backend; large files go through multipart, which only appears when completed), and
-//! overwriting what must be written once (`put_new` uses a conditional create).
-//! Does not check: what the bytes mean; callers verify signatures and digests.
+//! every backend; large files go through multipart, which only appears when completed and is
+//! aborted on error), overwriting what must be written once (`put_new` uses a conditional
+//! create), and handing a worker a credential (`worker_url` gives a `file://` path or a
+//! presigned URL for one key and one method, expiring; `memory://` refuses).
+//! Does not check: what the bytes mean; callers verify signatures and digests. A presigned PUT
+//! cannot cap the size of what is written: the capped reads here are the guard.
+//! Uploads above 8 MiB show a progress bar on a terminal (hidden when piped or with `-q`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
