@@ -569,18 +569,26 @@ impl Scanner {
         &self.rules
     }
 
-    /// Every rule's regex as one alternation, `(?-u)(?:r1)|(?:r2)|…`, for comparing with
-    /// a plain regex tool (e.g. `rg -e "$(…)"`) in benchmarks. ASCII classes, like the
-    /// scanner. It has no keyword gating, allowlists or capture semantics: a baseline, not
-    /// a substitute.
-    pub fn regex_alternation(&self) -> String {
-        let parts: Vec<String> = self
-            .rules
+    /// Every rule's regex, one per entry, each prefixed `(?-u)` (ASCII classes, like the
+    /// scanner), for comparing with a plain regex tool in benchmarks (`rg -f FILE` ORs one
+    /// pattern per line into one alternation). No keyword gating, allowlists or capture
+    /// semantics: a baseline, not a substitute.
+    pub fn regex_patterns(&self) -> Vec<String> {
+        self.rules
             .iter()
             .filter_map(|r| r.regex.as_ref())
+            .map(|r| format!("(?-u){r}"))
+            .collect()
+    }
+
+    /// [`Scanner::regex_patterns`] as one alternation, `(?:(?-u)r1)|(?:(?-u)r2)|…`.
+    pub fn regex_alternation(&self) -> String {
+        let parts: Vec<String> = self
+            .regex_patterns()
+            .iter()
             .map(|r| format!("(?:{r})"))
             .collect();
-        format!("(?-u){}", parts.join("|"))
+        parts.join("|")
     }
 
     /// The global allowlists.

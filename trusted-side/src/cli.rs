@@ -135,7 +135,8 @@ pub struct ScanArgs {
     /// Also write SARIF 2.1.0 to FILE (for code-scanning UIs).
     #[arg(long, value_name = "FILE")]
     pub sarif: Option<PathBuf>,
-    /// Print every rule's regex as one alternation (for comparing with other tools) and exit.
+    /// Print every rule's regex, one per line (`rg -f` input, for comparing with other
+    /// tools), and exit.
     #[arg(long, hide = true)]
     pub print_regex: bool,
 }

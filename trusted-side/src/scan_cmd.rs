@@ -174,7 +174,9 @@ fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
 pub fn run(args: &ScanArgs, quiet: bool) -> Result<Outcome> {
     let scanner = scanner(args.config.as_deref(), args.gitleaks_config.as_deref())?;
     if args.print_regex {
-        println!("{}", scanner.regex_alternation());
+        for pattern in scanner.regex_patterns() {
+            println!("{pattern}");
+        }
         return Ok(Outcome::Ok);
     }
     let report = match (&args.rev, &args.path) {
