@@ -1,4 +1,5 @@
-//! The scanner: compiles rules once, then finds secrets in file contents.
+//! The scanner: checks rules once, compiles each regex on first use (`lazy_regex.rs`), then
+//! finds secrets in file contents.
 //!
 //! Scanning one file: (1) binary content (a NUL byte in the first 8 KiB) and allowlisted
 //! paths are skipped; (2) one Aho-Corasick pass over the bytes finds every rule keyword
@@ -34,6 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::allow;
 use crate::error::ScanError;
+use crate::lazy_regex::LazyRegex;
 use crate::rule::{check_rule_id, Allowlist, Check, Condition, Rule, Span, Target};
 
 /// Bytes before a keyword hit that a [`Span::Line`] or [`Span::Block`] window reaches back.
@@ -152,17 +154,19 @@ pub struct ScanReport {
 struct CompiledAllowlist {
     condition: Condition,
     target: Target,
-    regexes: Vec<Regex>,
+    regexes: Vec<LazyRegex>,
     stopwords: Vec<Vec<u8>>,
-    paths: Vec<Regex>,
+    paths: Vec<LazyRegex>,
     globs: Option<GlobSet>,
     checks: Vec<Check>,
 }
 
+/// A rule's matchers. Regexes are checked when the scanner is built and compiled on first
+/// use (see `lazy_regex.rs`).
 struct CompiledRule {
-    regex: Option<Regex>,
-    path: Option<Regex>,
-    context: Option<Regex>,
+    regex: Option<LazyRegex>,
+    path: Option<LazyRegex>,
+    context: Option<LazyRegex>,
     allowlists: Vec<CompiledAllowlist>,
     fallback: bool,
 }
@@ -193,6 +197,15 @@ impl fmt::Debug for Scanner {
     }
 }
 
+/// The scanner's regex syntax: byte-oriented (`utf8(false)`), ASCII or Unicode classes,
+/// nesting capped at 64.
+pub(crate) fn syntax_config(unicode: bool) -> syntax::Config {
+    syntax::Config::new()
+        .utf8(false)
+        .unicode(unicode)
+        .nest_limit(64)
+}
+
 /// Compiles one regex with the scanner's settings: byte-oriented (matches any bytes),
 /// ASCII classes (`\w`, `\b`, `(?i)` as in Go's RE2, which gitleaks uses), size-capped.
 /// Falls back to Unicode classes if the pattern needs them (`\pL`).
@@ -206,12 +219,7 @@ pub(crate) fn compile_regex(rule_id: &str, what: &str, pattern: &str) -> Result<
     }
     let build = |unicode: bool| {
         meta::Builder::new()
-            .syntax(
-                syntax::Config::new()
-                    .utf8(false)
-                    .unicode(unicode)
-                    .nest_limit(64),
-            )
+            .syntax(syntax_config(unicode))
             .configure(
                 meta::Config::new()
                     .match_kind(MatchKind::LeftmostFirst)
@@ -259,12 +267,12 @@ fn compile_allowlist(owner: &str, al: &Allowlist) -> Result<CompiledAllowlist, S
     let regexes = al
         .regexes
         .iter()
-        .map(|r| compile_regex(owner, "allowlist regex", r))
+        .map(|r| LazyRegex::new(owner, "allowlist regex", r))
         .collect::<Result<Vec<_>, _>>()?;
     let paths = al
         .paths
         .iter()
-        .map(|r| compile_regex(owner, "allowlist path regex", r))
+        .map(|r| LazyRegex::new(owner, "allowlist path regex", r))
         .collect::<Result<Vec<_>, _>>()?;
     let ctx = if owner == "<global>" {
         "[allowlist]".to_string()
@@ -293,7 +301,10 @@ impl CompiledAllowlist {
     }
 
     fn path_matches(&self, path: &str) -> bool {
-        self.paths.iter().any(|r| r.is_match(path.as_bytes()))
+        // A regex that cannot be built matches nothing: the allowlist allows less.
+        self.paths
+            .iter()
+            .any(|r| r.is_match(path.as_bytes()).unwrap_or(false))
             || self.globs.as_ref().is_some_and(|g| g.is_match(path))
     }
 
@@ -320,7 +331,11 @@ impl CompiledAllowlist {
         }
         if !self.regexes.is_empty() {
             let target = cand.target(self.target);
-            note(self.regexes.iter().any(|r| r.is_match(target)));
+            note(
+                self.regexes
+                    .iter()
+                    .any(|r| r.is_match(target).unwrap_or(false)),
+            );
         }
         if !self.stopwords.is_empty() {
             let lower = cand.secret().to_ascii_lowercase();
@@ -437,8 +452,9 @@ impl Scanner {
     }
 
     /// A scanner from explicit rules and global allowlists. Validates ids (unique,
-    /// `[A-Za-z0-9._-]`, at most 64 bytes), compiles every regex and glob, and checks that
-    /// each rule has a regex or a path and that `secret_group` exists in its regex.
+    /// `[A-Za-z0-9._-]`, at most 64 bytes), parses every regex and compiles every glob, and
+    /// checks that each rule has a regex or a path and that `secret_group` exists in its
+    /// regex. Each regex is compiled on first use ([`Scanner::compile_all`] forces them).
     pub fn new(rules: Vec<Rule>, global: Vec<Allowlist>) -> Result<Scanner, ScanError> {
         let mut seen = std::collections::HashSet::new();
         let mut compiled = Vec::with_capacity(rules.len());
@@ -467,7 +483,7 @@ impl Scanner {
             rule.keywords.sort();
             rule.keywords.dedup();
             let regex = match &rule.regex {
-                Some(r) => Some(compile_regex(&rule.id, "regex", r)?),
+                Some(r) => Some(LazyRegex::new(&rule.id, "regex", r)?),
                 None => None,
             };
             if let (Some(re), Some(g)) = (&regex, rule.secret_group) {
@@ -483,11 +499,11 @@ impl Scanner {
                 }
             }
             let path = match &rule.path {
-                Some(p) => Some(compile_regex(&rule.id, "path", p)?),
+                Some(p) => Some(LazyRegex::new(&rule.id, "path", p)?),
                 None => None,
             };
             let context = match &rule.context {
-                Some(c) => Some(compile_regex(&rule.id, "context", c)?),
+                Some(c) => Some(LazyRegex::new(&rule.id, "context", c)?),
                 None => None,
             };
             let allowlists = rule
@@ -567,6 +583,27 @@ impl Scanner {
     /// The rules, in priority order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// Compiles every regex now (the scanner otherwise compiles each on first use) and
+    /// returns the first that cannot be built: for tests and for checking a rule file up
+    /// front. After `Ok`, no search can hit a build error.
+    pub fn compile_all(&self) -> Result<(), ScanError> {
+        let allowlists = self
+            .compiled
+            .iter()
+            .flat_map(|c| c.allowlists.iter())
+            .chain(self.global.iter());
+        let in_allowlists = allowlists.flat_map(|al| al.regexes.iter().chain(al.paths.iter()));
+        let in_rules = self
+            .compiled
+            .iter()
+            .flat_map(|c| [&c.regex, &c.path, &c.context])
+            .flatten();
+        for lazy in in_rules.chain(in_allowlists) {
+            lazy.get()?;
+        }
+        Ok(())
     }
 
     /// Every rule's regex, one per entry, each prefixed `(?-u)` (ASCII classes, like the
@@ -661,7 +698,10 @@ impl Scanner {
             }
             let a = match self.compiled.get(ri) {
                 Some(c) => {
-                    c.path.as_ref().is_none_or(|p| p.is_match(path.as_bytes()))
+                    // A path regex that cannot be built counts as matching (fail closed).
+                    c.path
+                        .as_ref()
+                        .is_none_or(|p| p.is_match(path.as_bytes()).unwrap_or(true))
                         && !c.allowlists.iter().any(|al| al.allows_whole_path(path))
                 }
                 None => false,
@@ -733,7 +773,7 @@ impl Scanner {
             let (Some(rule), Some(comp)) = (self.rules.get(ri), self.compiled.get(ri)) else {
                 continue;
             };
-            let Some(regex) = &comp.regex else {
+            let Some(lazy) = &comp.regex else {
                 // Path-only rule: the file itself is the finding.
                 if is_whole {
                     raw.push(Raw {
@@ -743,6 +783,18 @@ impl Scanner {
                     });
                 }
                 continue;
+            };
+            let regex = match lazy.get() {
+                Ok(re) => re,
+                Err(_) => {
+                    // Fail closed: a rule that cannot run reports the file (its start).
+                    raw.push(Raw {
+                        rule: ri,
+                        start: 0,
+                        end: 0,
+                    });
+                    continue;
+                }
             };
             let merged = if is_whole {
                 vec![(0, len)]
@@ -773,7 +825,8 @@ impl Scanner {
                         continue;
                     }
                     if let Some(ctx) = &comp.context {
-                        let ok = *context_ok.get_or_insert_with(|| ctx.is_match(content));
+                        let ok = *context_ok
+                            .get_or_insert_with(|| ctx.is_match(content).unwrap_or(true));
                         if !ok {
                             continue;
                         }

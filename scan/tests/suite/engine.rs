@@ -1,6 +1,6 @@
 use super::common::{rendered, scanner};
 use airlock_scan::testgen::{render, Rng};
-use airlock_scan::{Scanner, SkipReason};
+use airlock_scan::{Rule, Scanner, SkipReason};
 use std::path::PathBuf;
 
 #[test]
@@ -195,4 +195,71 @@ fn regex_alternation_compiles_as_one_pattern() {
     assert!(re.is_ok(), "the alternation does not compile");
     let r = rendered("t = ghp_{{a:36}}", 1);
     assert!(re.unwrap().is_match(r.text.as_bytes()));
+}
+
+#[test]
+fn every_builtin_regex_compiles() {
+    // The default scanner compiles regexes on first use; this forces all of them, so no
+    // search over real input can meet a build error in a built-in rule or allowlist.
+    Scanner::with_default_rules()
+        .unwrap()
+        .compile_all()
+        .unwrap();
+}
+
+#[test]
+fn bad_regex_syntax_is_still_refused_when_the_rules_load() {
+    let mut r = Rule::new("broken", "ghp_(unclosed");
+    r.keywords = vec!["ghp_".into()];
+    let e = Scanner::new(vec![r], vec![]).unwrap_err().to_string();
+    assert!(
+        e.contains("rule `broken`") && e.contains("scan.rule-regex"),
+        "{e}"
+    );
+    // A missing capture group is found without compiling, too.
+    let mut r = Rule::new("no-group", "ghp_[a-z]{4}");
+    r.secret_group = Some(1);
+    let e = Scanner::new(vec![r], vec![]).unwrap_err().to_string();
+    assert!(e.contains("secret group 1 does not exist"), "{e}");
+}
+
+#[test]
+fn a_rule_too_big_to_compile_fails_closed_on_first_use() {
+    // Parses (so the rule set loads) but its compiled NFA exceeds REGEX_SIZE_LIMIT.
+    let mut big = Rule::new("too-big", "(?:tok[a-z]{1000}){1000}");
+    big.keywords = vec!["tok".into()];
+    let mut allow = Rule::new("allowed-by-a-huge-allowlist", "ghp_([a-z]{8})");
+    allow.keywords = vec!["ghp_".into()];
+    allow.allowlists = vec![airlock_scan::Allowlist {
+        // Would allow the secret below if it could be built.
+        regexes: vec!["(?:[a-z]{1000}){1000}|^abcdefgh$".into()],
+        ..Default::default()
+    }];
+    let s = Scanner::new(vec![big, allow], vec![]).unwrap();
+    let e = s.compile_all().unwrap_err().to_string();
+    assert!(e.contains("rule `too-big`"), "{e}");
+    // The rule cannot run: the file is reported at its start, not passed.
+    let f = s.scan("cfg.txt", b"x = 1\ny = tok\n");
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].rule_id.as_str(), f[0].line), ("too-big", 1));
+    // An allowlist that cannot be built allows nothing.
+    let small = Scanner::new(
+        vec![{
+            let mut r = Rule::new("same-allowlist-small", "ghp_([a-z]{8})");
+            r.keywords = vec!["ghp_".into()];
+            r.allowlists = vec![airlock_scan::Allowlist {
+                regexes: vec!["^abcdefgh$".into()],
+                ..Default::default()
+            }];
+            r
+        }],
+        vec![],
+    )
+    .unwrap();
+    assert!(small.scan("cfg.txt", b"key = ghp_abcdefgh\n").is_empty());
+    let f = s.scan("cfg.txt", b"key = ghp_abcdefgh\n");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].rule_id, "allowed-by-a-huge-allowlist");
+    // Without a keyword hit nothing is compiled or reported.
+    assert!(s.scan("cfg.txt", b"nothing here\n").is_empty());
 }

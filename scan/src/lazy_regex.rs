@@ -1,0 +1,92 @@
+//! Regexes checked when a rule set loads and compiled on first use.
+//!
+//! Compiling a rule set of a hundred regexes (Thompson NFA, one-pass DFA, literal
+//! prefilters) costs tens of milliseconds, paid by every `airlock pack`, `gate` and `scan`,
+//! although most rules never see a keyword hit in a given tree. A [`LazyRegex`] checks its
+//! pattern at load time the cheap way (length cap, parse to HIR with the scanner's syntax
+//! settings: syntax errors, nesting depth, capture groups), so a broken rule file is still
+//! refused when it loads, and builds the matcher the first time a search needs it (at most
+//! once; threads that race wait for the first).
+//!
+//! Guards against: a pattern that parses but whose compiled form exceeds
+//! [`crate::REGEX_SIZE_LIMIT`], the only error left for first use. [`LazyRegex::get`]
+//! returns it, and every caller in the engine fails closed: a rule whose regex cannot be
+//! built reports the file (a finding at its start), an allowlist whose regex cannot be
+//! built allows nothing, a path or context condition that cannot be built counts as met.
+//! [`crate::Scanner::compile_all`] builds everything up front, for tests and config checks.
+
+use std::sync::OnceLock;
+
+use regex_automata::meta::Regex;
+use regex_automata::util::syntax;
+
+use crate::engine::{compile_regex, syntax_config};
+use crate::error::ScanError;
+use crate::MAX_REGEX_LEN;
+
+/// A validated pattern, compiled on first use.
+pub(crate) struct LazyRegex {
+    owner: String,
+    what: &'static str,
+    pattern: String,
+    captures_len: usize,
+    compiled: OnceLock<Result<Regex, String>>,
+}
+
+impl LazyRegex {
+    /// Checks `pattern` (length, syntax, nesting) without compiling it. `owner` (a rule id
+    /// or `<global>`) and `what` (`regex`, `path`, ...) name it in errors.
+    pub(crate) fn new(
+        owner: &str,
+        what: &'static str,
+        pattern: &str,
+    ) -> Result<LazyRegex, ScanError> {
+        let error = |reason: String| ScanError::RuleRegex {
+            rule_id: owner.to_string(),
+            what: what.to_string(),
+            reason,
+        };
+        if pattern.len() > MAX_REGEX_LEN {
+            return Err(error(format!(
+                "{} bytes long, at most {MAX_REGEX_LEN}",
+                pattern.len()
+            )));
+        }
+        // As `compile_regex`: ASCII classes first, Unicode classes if the pattern needs them.
+        let hir = syntax::parse_with(pattern, &syntax_config(false))
+            .or_else(|_| syntax::parse_with(pattern, &syntax_config(true)))
+            .map_err(|e| error(e.to_string()))?;
+        Ok(LazyRegex {
+            owner: owner.to_string(),
+            what,
+            pattern: pattern.to_string(),
+            captures_len: hir.properties().explicit_captures_len() + 1,
+            compiled: OnceLock::new(),
+        })
+    }
+
+    /// Capture groups, counting the implicit group 0 (as `Regex::captures_len`).
+    pub(crate) fn captures_len(&self) -> usize {
+        self.captures_len
+    }
+
+    /// The compiled regex, built now if this is the first use.
+    pub(crate) fn get(&self) -> Result<&Regex, ScanError> {
+        let built = self.compiled.get_or_init(|| {
+            compile_regex(&self.owner, self.what, &self.pattern).map_err(|e| match e {
+                ScanError::RuleRegex { reason, .. } => reason,
+                other => other.to_string(),
+            })
+        });
+        built.as_ref().map_err(|reason| ScanError::RuleRegex {
+            rule_id: self.owner.clone(),
+            what: self.what.to_string(),
+            reason: reason.clone(),
+        })
+    }
+
+    /// `Some(is_match)`, or `None` if the regex cannot be built (the caller fails closed).
+    pub(crate) fn is_match(&self, haystack: &[u8]) -> Option<bool> {
+        self.get().ok().map(|re| re.is_match(haystack))
+    }
+}
