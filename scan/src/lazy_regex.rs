@@ -53,9 +53,11 @@ impl LazyRegex {
             )));
         }
         // As `compile_regex`: ASCII classes first, Unicode classes if the pattern needs them.
-        let hir = syntax::parse_with(pattern, &syntax_config(false))
-            .or_else(|_| syntax::parse_with(pattern, &syntax_config(true)))
-            .map_err(|e| error(e.to_string()))?;
+        let hir = match syntax::parse_with(pattern, &syntax_config(false)) {
+            Ok(hir) => hir,
+            Err(_) => syntax::parse_with(pattern, &syntax_config(true))
+                .map_err(|e| error(e.to_string()))?,
+        };
         Ok(LazyRegex {
             owner: owner.to_string(),
             what,
