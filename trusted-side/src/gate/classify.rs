@@ -28,13 +28,17 @@ use std::str::FromStr;
 use std::sync::LazyLock;
 
 use anyhow::{bail, Context};
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
 use super::policy::{Policy, Verdict};
 
 #[path = "classify_table.rs"]
 mod table;
+
+#[path = "glob_table.rs"]
+mod glob_table;
+use glob_table::GlobTable;
 
 /// Bytes of a file's start that content rules look at; the rest is ignored.
 pub const CONTENT_HINT_MAX_BYTES: usize = 64 * 1024;
@@ -177,13 +181,11 @@ pub fn fold_path(path: &str) -> String {
     out
 }
 
-/// The compiled rule table: one glob set over folded paths, one over normalised paths, each
-/// glob mapped back to its rule's position.
+/// The rule table as two glob tables (see `glob_table.rs`): one over folded paths, one over
+/// normalised paths, each glob tagged with its rule's position.
 struct Compiled {
-    folded: GlobSet,
-    folded_rule: Vec<usize>,
-    exact: GlobSet,
-    exact_rule: Vec<usize>,
+    folded: GlobTable,
+    exact: GlobTable,
 }
 
 /// Reads a glob: no `/` means "this file name at any depth"; a trailing `/**` also matches
@@ -215,26 +217,21 @@ pub(crate) fn compile_glob(
 }
 
 fn compile_table() -> Result<Compiled, String> {
-    let mut folded = GlobSetBuilder::new();
-    let mut folded_rule = Vec::new();
-    let mut exact = GlobSetBuilder::new();
-    let mut exact_rule = Vec::new();
+    let mut folded = GlobTable::new();
+    let mut exact = GlobTable::new();
     for (i, rule) in table::RULES.iter().enumerate() {
         for g in rule.globs {
-            folded.add(compile_glob(g, false).map_err(|e| format!("{}: {e}", rule.id))?);
-            folded_rule.push(i);
+            folded
+                .add(&anchor(g), i)
+                .map_err(|e| format!("{}: {e}", rule.id))?;
         }
         for g in rule.exact_globs {
-            exact.add(compile_glob(g, false).map_err(|e| format!("{}: {e}", rule.id))?);
-            exact_rule.push(i);
+            exact
+                .add(&anchor(g), i)
+                .map_err(|e| format!("{}: {e}", rule.id))?;
         }
     }
-    Ok(Compiled {
-        folded: folded.build().map_err(|e| e.to_string())?,
-        folded_rule,
-        exact: exact.build().map_err(|e| e.to_string())?,
-        exact_rule,
-    })
+    Ok(Compiled { folded, exact })
 }
 
 static COMPILED: LazyLock<Result<Compiled, String>> = LazyLock::new(compile_table);
@@ -242,19 +239,8 @@ static COMPILED: LazyLock<Result<Compiled, String>> = LazyLock::new(compile_tabl
 /// Positions in the rule table whose globs match `path`, ascending, without content tests.
 fn glob_hits(c: &Compiled, path: &str) -> Vec<usize> {
     let norm = normalize_path(path);
-    let folded = fold_path(&norm);
-    let mut hits: Vec<usize> = c
-        .folded
-        .matches(folded.as_str())
-        .into_iter()
-        .filter_map(|g| c.folded_rule.get(g).copied())
-        .chain(
-            c.exact
-                .matches(norm.as_str())
-                .into_iter()
-                .filter_map(|g| c.exact_rule.get(g).copied()),
-        )
-        .collect();
+    let mut hits = c.folded.matches(&fold_path(&norm));
+    hits.extend(c.exact.matches(&norm));
     hits.sort_unstable();
     hits.dedup();
     hits
@@ -562,6 +548,86 @@ mod tests {
             });
         }
         out
+    }
+
+    /// Paths a glob should (and nearly should) match: its wildcards filled in several ways,
+    /// each brace alternative, and near misses (a prefix, a suffix, a changed extension).
+    fn samples_for(glob: &str) -> Vec<String> {
+        let mut alternatives = vec![String::new()];
+        let mut rest = glob;
+        while let Some(open) = rest.find('{') {
+            let close = rest[open..].find('}').map(|c| open + c).unwrap();
+            let head = &rest[..open];
+            let options: Vec<&str> = rest[open + 1..close].split(',').collect();
+            alternatives = alternatives
+                .iter()
+                .flat_map(|a| options.iter().map(move |o| format!("{a}{head}{o}")))
+                .collect();
+            rest = &rest[close + 1..];
+        }
+        let mut out = Vec::new();
+        for a in alternatives.iter().map(|a| format!("{a}{rest}")) {
+            for (deep, star, any) in [("", "", "q"), ("d", "x", "Z"), ("d/e", "a.b", ".")] {
+                let filled = a
+                    .replace("**", "\u{1}")
+                    .replace('*', star)
+                    .replace('?', any)
+                    .replace('\u{1}', deep);
+                let filled = filled.trim_matches('/').replace("//", "/");
+                for p in [
+                    filled.clone(),
+                    format!("top/{filled}"),
+                    format!("{filled}/child"),
+                    format!("{filled}x"),
+                    format!("{filled}.bak"),
+                    filled.to_uppercase(),
+                ] {
+                    if !p.is_empty() {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn glob_table_reads_every_table_glob_like_globset() {
+        // The reference: each anchored table glob compiled by globset, as the docs say.
+        let mut globs: Vec<(String, bool)> = Vec::new();
+        for r in RULES {
+            globs.extend(r.globs.iter().map(|g| (anchor(g), true)));
+            globs.extend(r.exact_globs.iter().map(|g| (anchor(g), false)));
+        }
+        let reference: Vec<globset::GlobMatcher> = globs
+            .iter()
+            .map(|(g, _)| compile_glob(g, false).unwrap().compile_matcher())
+            .collect();
+        let mut ours = GlobTable::new();
+        for (i, (g, _)) in globs.iter().enumerate() {
+            ours.add(g, i).unwrap();
+        }
+        let mut paths: BTreeSet<String> = rows()
+            .into_iter()
+            .map(|r| normalize_path(&r.path))
+            .collect();
+        for (g, _) in &globs {
+            paths.extend(samples_for(g));
+        }
+        assert!(paths.len() > 5_000, "only {} sample paths", paths.len());
+        let mut positives = 0;
+        for path in &paths {
+            let expected: Vec<usize> = reference
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.is_match(path))
+                .map(|(i, _)| i)
+                .collect();
+            positives += expected.len();
+            assert_eq!(ours.matches(path), expected, "{path:?}");
+        }
+        // The samples exercise matches, not only misses.
+        assert!(positives > paths.len() / 2, "{positives} matches");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The path classification rules, in evaluation order: the first rule that matches decides.
 //!
-//! Glob syntax (globset, `literal_separator`): `*` and `?` stay inside one path component, `**`
+//! Glob syntax (globset's with `literal_separator`, read by `glob_table.rs`): `*` and `?` stay inside one path component, `**`
 //! crosses components, `{a,b}` is an alternation. A glob without `/` matches the file name at
 //! any depth (it is read as `**/<glob>`); a glob with `/` is anchored at the repository root
 //! unless it starts with `**/`. A trailing `/**` also matches the directory's own path (a file
