@@ -8,6 +8,7 @@ pub mod policy;
 pub mod report;
 pub mod review;
 pub mod run;
+pub mod sparse_apply;
 
 #[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use report::{print, GateReport};

@@ -1,6 +1,8 @@
 //! Applies the worker's patch with real git against the packed revision, and writes the
 //! optional review branch, without touching the user's checkout, HEAD, index or branches.
 //!
+//! The check without `--review-branch` runs in a sparse scratch worktree (`sparse_apply.rs`).
+//! With it, or when a patched path is not a plain file at the revision, it runs here.
 //! How (all plumbing, `git -C <repo>`):
 //! - a temporary index (`GIT_INDEX_FILE` in the job directory) loaded with `git read-tree
 //!   <revision>`; `git apply --cached` on it (atomic: on failure nothing is written);
@@ -31,6 +33,8 @@ use std::process::{Command, Stdio};
 use airlock_core::diff::{apply_file, FileKind, FileMode, ParsedPatch};
 use anyhow::{bail, Context, Result};
 
+use super::sparse_apply::Sparse;
+
 /// Largest blob read from the repository for the exact-apply check.
 pub const MAX_BLOB_BYTES: u64 = 64 * 1024 * 1024;
 /// Lines of git's stderr kept in an `apply-failed` reason.
@@ -56,6 +60,30 @@ const GIT_ENV_CLEARED: &[&str] = &[
     "GIT_DIFF_OPTS",
 ];
 
+/// Pins the options and environment every git command of the gate runs with: repository
+/// config that would change how a patch applies is overridden, variables that would redirect
+/// git elsewhere are removed, messages are in English. Adds `-c` options: call it before the
+/// subcommand's arguments.
+pub(super) fn sanitize(c: &mut Command) {
+    for (k, v) in [
+        ("core.fsmonitor", "false"),
+        ("apply.whitespace", "nowarn"),
+        ("apply.ignoreWhitespace", "no"),
+        ("core.quotePath", "false"),
+        ("commit.gpgSign", "false"),
+    ] {
+        c.arg("-c").arg(format!("{k}={v}"));
+    }
+    for k in GIT_ENV_CLEARED {
+        c.env_remove(k);
+    }
+    c.env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_LITERAL_PATHSPECS", "1")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("LC_ALL", "C")
+        .env("LANGUAGE", "C");
+}
+
 /// Where git commands run and which index and object directory they use.
 #[derive(Clone, Debug)]
 struct Git {
@@ -71,23 +99,7 @@ impl Git {
         c.arg("-C").arg(&self.repo);
         // Replacement objects would let refs/replace/ change what a revision id means.
         c.arg("--no-replace-objects");
-        for (k, v) in [
-            ("core.fsmonitor", "false"),
-            ("apply.whitespace", "nowarn"),
-            ("apply.ignoreWhitespace", "no"),
-            ("core.quotePath", "false"),
-            ("commit.gpgSign", "false"),
-        ] {
-            c.arg("-c").arg(format!("{k}={v}"));
-        }
-        for k in GIT_ENV_CLEARED {
-            c.env_remove(k);
-        }
-        c.env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_LITERAL_PATHSPECS", "1")
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .env("LC_ALL", "C")
-            .env("LANGUAGE", "C");
+        sanitize(&mut c);
         if let Some(i) = &self.index {
             c.env("GIT_INDEX_FILE", i);
         }
@@ -137,7 +149,7 @@ impl Git {
     }
 }
 
-fn stderr_lines(stderr: &[u8]) -> String {
+pub(super) fn stderr_lines(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<String> = text
         .lines()
@@ -231,11 +243,40 @@ fn objects_dir(repo: &Path) -> Result<PathBuf> {
         .with_context(|| format!("{}: cannot find the object directory", abs.display()))
 }
 
-/// Step 8: applies `patch_bytes` (already parsed as `patch`) to `revision` in a temporary index
-/// with temporary objects (`repo_objects`, from [`check_revision`], is only read, as an
-/// alternate), then cross-checks every changed file against the exact applier. With
-/// `want_tree`, also returns the resulting tree id (for the review branch to compare against).
+/// Step 8: applies `patch_bytes` (already parsed as `patch`) to `revision` with real git and
+/// cross-checks every changed file against the exact applier. Without `want_tree`, in a sparse
+/// scratch worktree (`sparse_apply.rs`: two git processes, whatever the repository's size)
+/// unless a patched path is not a plain file at the revision; otherwise, and with `want_tree`
+/// (the review branch compares trees), in a temporary index. `Err`: the revision is not in the
+/// repository, or git or the disk failed.
 pub fn apply_check(
+    repo: &Path,
+    job_dir: &Path,
+    revision: &str,
+    (patch_bytes, patch): (&[u8], &ParsedPatch),
+    want_tree: bool,
+) -> Result<ApplyOutcome> {
+    if !want_tree {
+        match super::sparse_apply::apply_check(repo, job_dir, revision, (patch_bytes, patch))? {
+            Sparse::Outcome(outcome) => return Ok(outcome),
+            Sparse::NeedsIndex(why) => tracing::debug!("apply check in an index: {why}"),
+        }
+    }
+    let repo_objects = check_revision(repo, revision)?;
+    apply_check_in_index(
+        repo,
+        &repo_objects,
+        job_dir,
+        revision,
+        (patch_bytes, patch),
+        want_tree,
+    )
+}
+
+/// [`apply_check`] in a temporary index with temporary objects (`repo_objects`, from
+/// [`check_revision`], is only read, as an alternate). With `want_tree`, also returns the
+/// resulting tree id.
+pub fn apply_check_in_index(
     repo: &Path,
     repo_objects: &Path,
     job_dir: &Path,

@@ -14,8 +14,9 @@
 //! 5. path checks against the manifest and the deny-list;
 //! 6. change limits (the request's, tightened by the policy) and the packet's counts;
 //! 7. hunks covering redacted lines;
-//! 8. apply with real git against the packed revision in a temporary index (never the
-//!    user's checkout), cross-checked file by file with the exact applier;
+//! 8. apply with real git against the packed revision, in a sparse scratch worktree or a
+//!    temporary index (never the user's checkout), cross-checked file by file with the exact
+//!    applier; a revision missing from the local repository is an error (exit 1);
 //! 9. secret scan of added lines;
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
@@ -182,8 +183,6 @@ fn judge(
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
-    // (8, early) the revision must be in the local repository: an error, not a verdict
-    let repo_objects = review::check_revision(&opts.repo, &record.revision)?;
     // 2. the manifest
     let Some(bundle) = read_bundle(store, job_dir, record, report)? else {
         return Ok(None);
@@ -246,7 +245,6 @@ fn judge(
     // 8. apply with real git
     let applied = match review::apply_check(
         &opts.repo,
-        &repo_objects,
         job_dir,
         &record.revision,
         (&patch_bytes, &patch),

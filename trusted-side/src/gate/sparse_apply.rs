@@ -1,0 +1,677 @@
+//! Step 8 without an index: real `git apply` in a scratch worktree that holds only the files
+//! the patch touches, as they are at the packed revision. Two git processes whatever the
+//! repository's size (`git cat-file --batch` reads the revision, `git apply` applies), where
+//! the index route (`review.rs`) needs six and a `read-tree` of the whole revision.
+//!
+//! How:
+//! - one `git cat-file --batch` in the repository answers, in order: the revision (must be a
+//!   commit, else the gate stops: fetch it first), every ancestor directory of every patched
+//!   path (trees: the entries' modes; a blob where a directory must be is a conflict), and
+//!   every patched path (its blob, or missing);
+//! - each patched file that exists at the revision is written into `<job>/.sparse-*/tree/`
+//!   with its mode (the executable bit); `git apply` runs there outside any repository
+//!   (`GIT_CEILING_DIRECTORIES` stops discovery at the scratch directory; no attributes or
+//!   filters, like `--cached`), so it checks each hunk's context and each old mode against
+//!   the revision's bytes;
+//! - afterwards the scratch tree must hold exactly the patch's surviving paths, each a regular
+//!   file with the mode the patch states; each is applied again with the core's exact applier
+//!   and must be byte-identical (git may apply a hunk at an offset).
+//!
+//! Falls back to the index route ([`Sparse::NeedsIndex`]) when a patched path is not a plain
+//! file at the revision (a symlink, a submodule): the index route judges those.
+//! Guards against: the same as the index route (a patch git reads differently from the gate,
+//! repository config changing how it applies), plus a patch that adds a file the revision
+//! already has, or a file where the revision has a directory (or the reverse), which the
+//! sparse tree alone would not show. Nothing is written outside the scratch directory: paths
+//! passed the strict parser (relative, no `..`, no `.git`, no control bytes) and are checked
+//! again here before any file is created.
+//! Does not check: the patch's paths or content (`checks.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path};
+use std::process::{Command, Stdio};
+
+use airlock_core::diff::{apply_file, FileKind, FileMode, ParsedPatch};
+use anyhow::{bail, Context, Result};
+
+use super::review::{self, AppliedFile, ApplyOutcome, MAX_BLOB_BYTES};
+
+/// Largest tree object read (a directory listing at the revision).
+const MAX_TREE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What the sparse route concluded.
+#[derive(Debug)]
+pub enum Sparse {
+    /// A verdict on the patch (applied exactly, or why not).
+    Outcome(ApplyOutcome),
+    /// A patched path is not a plain file at the revision: use the index route.
+    NeedsIndex(String),
+}
+
+/// What `git cat-file --batch` said about one request.
+#[derive(Debug)]
+enum Object {
+    Missing,
+    Found { kind: String, body: Vec<u8> },
+}
+
+/// One entry of a tree object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TreeEntry {
+    mode: String,
+}
+
+/// Applies `patch_bytes` (parsed as `patch`) to `revision` of `repo` in a scratch worktree under
+/// `job_dir`. `Err`: the revision is not in the repository, or git or the disk failed.
+pub fn apply_check(
+    repo: &Path,
+    job_dir: &Path,
+    revision: &str,
+    (patch_bytes, patch): (&[u8], &ParsedPatch),
+) -> Result<Sparse> {
+    if !review::is_full_oid(revision) {
+        bail!("job record revision {revision:?} is not a full commit id");
+    }
+    for fp in &patch.files {
+        check_relative(&fp.path)?;
+    }
+    // Requests: the commit, the root tree, every ancestor directory, every patched path.
+    let mut dirs: BTreeSet<String> = BTreeSet::new();
+    for fp in &patch.files {
+        let mut at = fp.path.as_str();
+        while let Some((parent, _)) = at.rsplit_once('/') {
+            dirs.insert(parent.to_owned());
+            at = parent;
+        }
+    }
+    let mut requests = vec![
+        format!("{revision}^{{commit}}"),
+        format!("{revision}^{{tree}}"),
+    ];
+    requests.extend(dirs.iter().map(|d| format!("{revision}:{d}")));
+    requests.extend(
+        patch
+            .files
+            .iter()
+            .map(|fp| format!("{revision}:{}", fp.path)),
+    );
+    let mut answers = cat_file(repo, &requests)?.into_iter();
+    match answers.next() {
+        Some(Object::Found { kind, .. }) if kind == "commit" => {}
+        _ => bail!(
+            "{}: revision {revision} (the packed revision) is not in this repository: fetch the revision first (e.g. `git fetch origin {revision}`), or pass --repo",
+            repo.display()
+        ),
+    }
+    let oid_len = revision.len() / 2;
+    let mut trees: BTreeMap<String, BTreeMap<Vec<u8>, TreeEntry>> = BTreeMap::new();
+    match answers.next() {
+        Some(Object::Found { kind, body }) if kind == "tree" => {
+            trees.insert(String::new(), parse_tree(&body, oid_len)?);
+        }
+        _ => bail!("git cat-file: revision {revision} has no tree"),
+    }
+    for dir in &dirs {
+        match answers.next() {
+            Some(Object::Found { kind, body }) if kind == "tree" => {
+                trees.insert(dir.clone(), parse_tree(&body, oid_len)?);
+            }
+            Some(Object::Found { .. }) => {
+                return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                    "{}: not a directory at the revision, the patch puts files below it",
+                    super::report::shown(dir)
+                ))));
+            }
+            Some(Object::Missing) => {}
+            None => bail!("git cat-file: fewer answers than requests"),
+        }
+    }
+    let mut old: BTreeMap<&str, (Vec<u8>, FileMode)> = BTreeMap::new();
+    for fp in &patch.files {
+        let answer = answers
+            .next()
+            .context("git cat-file: fewer answers than requests")?;
+        let (parent, name) = fp.path.rsplit_once('/').unwrap_or(("", fp.path.as_str()));
+        let entry = trees
+            .get(parent)
+            .and_then(|t| t.get(name.as_bytes()))
+            .cloned();
+        let shown = super::report::shown(&fp.path);
+        match (answer, entry) {
+            (Object::Missing, None) => {
+                if fp.kind != FileKind::Added {
+                    return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                        "{shown}: does not exist at the revision"
+                    ))));
+                }
+            }
+            (Object::Found { .. }, Some(_)) if fp.kind == FileKind::Added => {
+                return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                    "{shown}: already exists at the revision"
+                ))));
+            }
+            (Object::Found { kind, body }, Some(entry)) => {
+                let mode = match (kind.as_str(), entry.mode.as_str()) {
+                    ("blob", "100644") => FileMode::Regular,
+                    ("blob", "100755") => FileMode::Executable,
+                    (kind, mode) => {
+                        return Ok(Sparse::NeedsIndex(format!(
+                            "{shown} is a {kind} with mode {mode} at the revision"
+                        )))
+                    }
+                };
+                if let Some(want) = fp.old_mode {
+                    if want != mode {
+                        return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                            "{shown}: mode at the revision is {}, the patch expects {}",
+                            mode.as_str(),
+                            want.as_str()
+                        ))));
+                    }
+                }
+                old.insert(fp.path.as_str(), (body, mode));
+            }
+            (_, _) => bail!("git cat-file: {shown}: the tree and the path disagree"),
+        }
+    }
+
+    let scratch = tempfile::Builder::new()
+        .prefix(".sparse-")
+        .tempdir_in(job_dir)
+        .with_context(|| format!("{}: cannot create a scratch directory", job_dir.display()))?;
+    let tree = scratch.path().join("tree");
+    fs::create_dir(&tree)?;
+    for (path, (body, mode)) in &old {
+        write_file(&tree, path, body, *mode)?;
+    }
+    if let Err(why) = git_apply(scratch.path(), &tree, patch_bytes)? {
+        return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+            "git apply: {why}"
+        ))));
+    }
+    Ok(Sparse::Outcome(compare(&tree, patch, old)?))
+}
+
+/// Reads what git left in `tree` and checks it against the patch and the exact applier.
+fn compare(
+    tree: &Path,
+    patch: &ParsedPatch,
+    mut old: BTreeMap<&str, (Vec<u8>, FileMode)>,
+) -> Result<ApplyOutcome> {
+    let mut expected: BTreeSet<String> = BTreeSet::new();
+    let mut files = BTreeMap::new();
+    for fp in &patch.files {
+        let shown = super::report::shown(&fp.path);
+        let before = old.remove(fp.path.as_str());
+        let path = tree.join(&fp.path);
+        let new = match fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
+            Ok(meta) if !meta.file_type().is_file() => {
+                return Ok(ApplyOutcome::Failed(format!(
+                    "{shown}: git left something other than a regular file"
+                )))
+            }
+            Ok(meta) => {
+                let executable = meta.permissions().mode() & 0o100 != 0;
+                let mode = if executable {
+                    FileMode::Executable
+                } else {
+                    FileMode::Regular
+                };
+                let mut bytes = Vec::new();
+                fs::File::open(&path)?
+                    .take(MAX_BLOB_BYTES + 1)
+                    .read_to_end(&mut bytes)?;
+                if bytes.len() as u64 > MAX_BLOB_BYTES {
+                    bail!("{shown}: over the {MAX_BLOB_BYTES}-byte limit after the patch");
+                }
+                Some((bytes, mode))
+            }
+        };
+        let want_mode = match fp.kind {
+            FileKind::Deleted => None,
+            FileKind::Added => Some(fp.new_mode.unwrap_or(FileMode::Regular)),
+            _ => fp.new_mode.or(before.as_ref().map(|(_, m)| *m)),
+        };
+        let got_mode = new.as_ref().map(|(_, m)| *m);
+        if got_mode != want_mode {
+            let say = |m: Option<FileMode>| m.map_or("absent", FileMode::as_str);
+            return Ok(ApplyOutcome::Failed(format!(
+                "{shown}: git left it {}, the patch says {}",
+                say(got_mode),
+                say(want_mode)
+            )));
+        }
+        let old_bytes = before.map(|(b, _)| b);
+        let new_bytes = new.map(|(b, _)| b);
+        let exact = match apply_file(old_bytes.as_deref(), fp) {
+            Ok(x) => x,
+            Err(e) => {
+                return Ok(ApplyOutcome::Failed(format!(
+                    "git applied it, but not exactly where the patch says (offset): {e}"
+                )))
+            }
+        };
+        if exact != new_bytes {
+            return Ok(ApplyOutcome::Failed(format!(
+                "{shown}: git's result differs from the exact application of the patch"
+            )));
+        }
+        if new_bytes.is_some() {
+            expected.insert(fp.path.clone());
+        }
+        files.insert(
+            fp.path.clone(),
+            AppliedFile {
+                old: old_bytes,
+                new: new_bytes,
+            },
+        );
+    }
+    // Git must have changed nothing else.
+    let mut found = Vec::new();
+    list_files(tree, "", &mut found)?;
+    if let Some(extra) = found.iter().find(|p| !expected.contains(*p)) {
+        return Ok(ApplyOutcome::Failed(format!(
+            "git changed {}, which the patch as parsed does not name",
+            super::report::shown(extra)
+        )));
+    }
+    Ok(ApplyOutcome::Applied { tree: None, files })
+}
+
+/// Every non-directory below `dir`, as `/`-separated paths relative to the walk's start.
+fn list_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if entry.file_type()?.is_dir() {
+            list_files(&entry.path(), &rel, out)?;
+        } else {
+            out.push(rel);
+        }
+    }
+    Ok(())
+}
+
+/// Refuses anything but plain relative components (the parser did; this is the second lock
+/// before creating files).
+fn check_relative(path: &str) -> Result<()> {
+    let ok = !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        && !path.contains('\n');
+    if !ok {
+        bail!("patch path {path:?} is not a plain relative path");
+    }
+    Ok(())
+}
+
+fn write_file(tree: &Path, path: &str, body: &[u8], mode: FileMode) -> Result<()> {
+    let target = tree.join(path);
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let perm = match mode {
+        FileMode::Executable => 0o755,
+        FileMode::Regular => 0o644,
+    };
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(perm)
+        .open(&target)
+        .with_context(|| format!("{}", target.display()))?;
+    f.write_all(body)?;
+    // The umask may have cleared bits the mode needs.
+    f.set_permissions(fs::Permissions::from_mode(perm))?;
+    Ok(())
+}
+
+/// Runs `git apply` in `tree`, outside any repository. `Ok(Err(why))`: git refused the patch.
+fn git_apply(scratch: &Path, tree: &Path, patch_bytes: &[u8]) -> Result<Result<(), String>> {
+    let mut c = Command::new("git");
+    review::sanitize(&mut c);
+    c.current_dir(tree)
+        .env("GIT_CEILING_DIRECTORIES", scratch)
+        .args(["apply", "--whitespace=nowarn", "--no-recount", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().context("cannot run git (is it installed?)")?;
+    let mut stdin = child.stdin.take().context("git apply: no stdin")?;
+    let bytes = patch_bytes.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+    });
+    let out = child.wait_with_output().context("git apply")?;
+    let _ = writer.join();
+    Ok(if out.status.success() {
+        Ok(())
+    } else {
+        Err(review::stderr_lines(&out.stderr))
+    })
+}
+
+/// Sends `requests` to one `git cat-file --batch` in `repo` (from a thread, so neither pipe
+/// can fill up) and reads one answer per request, each object at most [`MAX_BLOB_BYTES`]
+/// (trees [`MAX_TREE_BYTES`]).
+fn cat_file(repo: &Path, requests: &[String]) -> Result<Vec<Object>> {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(repo).arg("--no-replace-objects");
+    review::sanitize(&mut c);
+    let mut child = c
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run git (is it installed?)")?;
+    let mut stdin = child.stdin.take().context("git cat-file: no stdin")?;
+    let stdout = child.stdout.take().context("git cat-file: no stdout")?;
+    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(lines.as_bytes());
+    });
+    let mut reader = BufReader::with_capacity(256 * 1024, stdout);
+    let result = (|| -> Result<Vec<Object>> {
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            let mut header = String::new();
+            if reader.read_line(&mut header)? == 0 {
+                bail!("git cat-file ended early (is --repo a git repository?)");
+            }
+            let header = header.trim_end_matches('\n');
+            if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+                out.push(Object::Missing);
+                continue;
+            }
+            let f: Vec<&str> = header.split(' ').collect();
+            let [_, kind, size] = f.as_slice() else {
+                bail!("git cat-file: unexpected answer to {request:?}");
+            };
+            let size: u64 = size.parse().context("git cat-file: bad size")?;
+            let cap = if *kind == "tree" {
+                MAX_TREE_BYTES
+            } else {
+                MAX_BLOB_BYTES
+            };
+            if size > cap {
+                bail!("{request}: {size} bytes, over the {cap}-byte limit");
+            }
+            let mut body = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            (&mut reader).take(size + 1).read_to_end(&mut body)?;
+            if body.len() as u64 != size + 1 || body.pop() != Some(b'\n') {
+                bail!("git cat-file: truncated answer to {request:?}");
+            }
+            out.push(Object::Found {
+                kind: (*kind).to_owned(),
+                body,
+            });
+        }
+        Ok(out)
+    })();
+    // Close our end first: a git still writing answers gets EPIPE and stops reading requests,
+    // so the writer cannot block forever.
+    drop(reader);
+    let _ = writer.join();
+    let status = child.wait()?;
+    let objects =
+        result.with_context(|| format!("{}: not a git repository (--repo)", repo.display()));
+    if !status.success() && objects.is_err() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        return objects.with_context(|| review::stderr_lines(err.as_bytes()));
+    }
+    objects
+}
+
+/// Parses a tree object: `<octal mode> <name>\0<raw oid>` entries.
+fn parse_tree(body: &[u8], oid_len: usize) -> Result<BTreeMap<Vec<u8>, TreeEntry>> {
+    let mut out = BTreeMap::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let sp = rest
+            .iter()
+            .position(|b| *b == b' ')
+            .context("malformed tree object")?;
+        let nul = rest
+            .iter()
+            .position(|b| *b == 0)
+            .filter(|n| *n > sp)
+            .context("malformed tree object")?;
+        let mode = std::str::from_utf8(rest.get(..sp).unwrap_or_default())
+            .context("malformed tree object")?;
+        let name = rest.get(sp + 1..nul).unwrap_or_default().to_vec();
+        rest = rest
+            .get(nul + 1 + oid_len..)
+            .context("malformed tree object")?;
+        // Git writes `40000` for trees; the others are six digits.
+        out.insert(
+            name,
+            TreeEntry {
+                mode: format!("{mode:0>6}"),
+            },
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use airlock_core::diff::{parse_patch, DiffLimits};
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    /// A repository with a regular file, an executable, a nested file and a symlink.
+    fn repo() -> (tempfile::TempDir, String) {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        git(r, &["init", "-q", "-b", "main"]);
+        let lines: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        fs::write(r.join("a.txt"), &lines).unwrap();
+        fs::create_dir_all(r.join("bin")).unwrap();
+        fs::write(r.join("bin/run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+        fs::set_permissions(r.join("bin/run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::create_dir_all(r.join("dir/sub")).unwrap();
+        fs::write(r.join("dir/sub/x.txt"), "x\n").unwrap();
+        std::os::unix::fs::symlink("a.txt", r.join("link")).unwrap();
+        git(r, &["add", "-A"]);
+        git(r, &["commit", "-q", "-m", "base"]);
+        let rev = git(r, &["rev-parse", "HEAD"]);
+        (d, rev)
+    }
+
+    const MODIFY: &str = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -2,3 +2,3 @@\n line 2\n-line 3\n+line three\n line 4\n";
+    const BAD_CONTEXT: &str = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -2,3 +2,3 @@\n line 2\n-line 30\n+line three\n line 4\n";
+    const OFFSET: &str = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -5,3 +5,3 @@\n line 7\n-line 8\n+line eight\n line 9\n";
+    const ADD: &str = "diff --git a/new/file.txt b/new/file.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new/file.txt\n@@ -0,0 +1 @@\n+hello\n";
+    const ADD_EXISTING: &str = "diff --git a/a.txt b/a.txt\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+hello\n";
+    const ADD_BELOW_FILE: &str = "diff --git a/a.txt/inner b/a.txt/inner\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt/inner\n@@ -0,0 +1 @@\n+hello\n";
+    const ADD_OVER_DIR: &str = "diff --git a/dir b/dir\nnew file mode 100644\n--- /dev/null\n+++ b/dir\n@@ -0,0 +1 @@\n+hello\n";
+    const DELETE: &str = "diff --git a/dir/sub/x.txt b/dir/sub/x.txt\ndeleted file mode 100644\n--- a/dir/sub/x.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n";
+    const DELETE_MISSING: &str = "diff --git a/nope.txt b/nope.txt\ndeleted file mode 100644\n--- a/nope.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n";
+    const MODE: &str = "diff --git a/bin/run.sh b/bin/run.sh\nold mode 100755\nnew mode 100644\n";
+    const WRONG_OLD_MODE: &str = "diff --git a/a.txt b/a.txt\nold mode 100755\nnew mode 100644\n";
+    const SYMLINK_EDIT: &str = "diff --git a/link b/link\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-a.txt\n\\ No newline at end of file\n+b.txt\n\\ No newline at end of file\n";
+
+    fn parsed(text: &str) -> ParsedPatch {
+        parse_patch(text.as_bytes(), &DiffLimits::default()).unwrap()
+    }
+
+    fn sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Sparse {
+        apply_check(repo, job, rev, (text.as_bytes(), &parsed(text))).unwrap()
+    }
+
+    fn in_index(repo: &Path, job: &Path, rev: &str, text: &str) -> ApplyOutcome {
+        let objects = review::check_revision(repo, rev).unwrap();
+        review::apply_check_in_index(
+            repo,
+            &objects,
+            job,
+            rev,
+            (text.as_bytes(), &parsed(text)),
+            false,
+        )
+        .unwrap()
+    }
+
+    fn snapshot(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        list_files(dir, "", &mut out).unwrap();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn agrees_with_the_index_route_and_touches_nothing_but_scratch() {
+        let (d, rev) = repo();
+        let job = tempfile::tempdir().unwrap();
+        let before = snapshot(d.path());
+        let cases = [
+            ("modify", MODIFY, None),
+            ("bad context", BAD_CONTEXT, Some("git apply")),
+            ("offset", OFFSET, Some("offset")),
+            ("add", ADD, None),
+            ("add existing", ADD_EXISTING, Some("already exists")),
+            ("add below a file", ADD_BELOW_FILE, Some("not a directory")),
+            ("add over a directory", ADD_OVER_DIR, Some("already exists")),
+            ("delete", DELETE, None),
+            ("delete missing", DELETE_MISSING, Some("does not exist")),
+            ("mode", MODE, None),
+            (
+                "wrong old mode",
+                WRONG_OLD_MODE,
+                Some("mode at the revision"),
+            ),
+        ];
+        for (name, text, failure) in cases {
+            let ours = match sparse(d.path(), job.path(), &rev, text) {
+                Sparse::Outcome(o) => o,
+                Sparse::NeedsIndex(why) => panic!("{name}: needs index: {why}"),
+            };
+            let reference = in_index(d.path(), job.path(), &rev, text);
+            match (&ours, &reference, failure) {
+                (
+                    ApplyOutcome::Applied { files: a, .. },
+                    ApplyOutcome::Applied { files: b, .. },
+                    None,
+                ) => assert_eq!(a, b, "{name}"),
+                (ApplyOutcome::Failed(why), ApplyOutcome::Failed(_), Some(want)) => {
+                    assert!(why.contains(want), "{name}: {why}")
+                }
+                _ => panic!("{name}: sparse {ours:?}, index {reference:?}"),
+            }
+        }
+        // The modified file's both sides are as expected.
+        let Sparse::Outcome(ApplyOutcome::Applied { files, .. }) =
+            sparse(d.path(), job.path(), &rev, MODIFY)
+        else {
+            panic!("modify did not apply");
+        };
+        let a = &files["a.txt"];
+        assert!(String::from_utf8_lossy(a.new.as_ref().unwrap()).contains("line three\n"));
+        assert!(String::from_utf8_lossy(a.old.as_ref().unwrap()).contains("line 3\n"));
+        // Nothing left in the job directory, nothing changed in the repository.
+        assert_eq!(snapshot(job.path()), Vec::<String>::new());
+        assert_eq!(snapshot(d.path()), before);
+        assert_eq!(git(d.path(), &["status", "--porcelain"]), "");
+    }
+
+    #[test]
+    fn a_symlink_at_the_revision_goes_to_the_index_route() {
+        let (d, rev) = repo();
+        let job = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            sparse(d.path(), job.path(), &rev, SYMLINK_EDIT),
+            Sparse::NeedsIndex(why) if why.contains("120000")
+        ));
+        // Through the public entry point, the index route judges it (git refuses to apply
+        // a text patch to a symlink without a mode change the parser would have refused).
+        let outcome = review::apply_check(
+            d.path(),
+            job.path(),
+            &rev,
+            (SYMLINK_EDIT.as_bytes(), &parsed(SYMLINK_EDIT)),
+            false,
+        )
+        .unwrap();
+        assert!(matches!(outcome, ApplyOutcome::Failed(_)), "{outcome:?}");
+    }
+
+    #[test]
+    fn an_unknown_revision_or_a_non_repository_is_an_error() {
+        let (d, _) = repo();
+        let job = tempfile::tempdir().unwrap();
+        let missing = "1".repeat(40);
+        let e = apply_check(
+            d.path(),
+            job.path(),
+            &missing,
+            (MODIFY.as_bytes(), &parsed(MODIFY)),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("is not in this repository"), "{e}");
+        let plain = tempfile::tempdir().unwrap();
+        let e = apply_check(
+            plain.path(),
+            job.path(),
+            &missing,
+            (MODIFY.as_bytes(), &parsed(MODIFY)),
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("git"), "{e:#}");
+        let e = apply_check(
+            d.path(),
+            job.path(),
+            "HEAD",
+            (MODIFY.as_bytes(), &parsed(MODIFY)),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not a full commit id"), "{e}");
+    }
+
+    #[test]
+    fn tree_objects_parse() {
+        let mut body = b"100644 a.txt\0".to_vec();
+        body.extend([7u8; 20]);
+        body.extend(b"40000 dir\0");
+        body.extend([9u8; 20]);
+        let t = parse_tree(&body, 20).unwrap();
+        assert_eq!(t[b"a.txt".as_slice()].mode, "100644");
+        assert_eq!(t[b"dir".as_slice()].mode, "040000");
+        assert!(parse_tree(b"100644 a.txt\0short", 20).is_err());
+        assert!(parse_tree(b"no separator", 20).is_err());
+    }
+}
