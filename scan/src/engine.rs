@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::allow;
 use crate::error::ScanError;
-use crate::lazy_regex::LazyRegex;
+use crate::lazy_regex::{Checks, LazyRegex};
 use crate::rule::{check_rule_id, Allowlist, Check, Condition, Rule, Span, Target};
 
 /// Bytes before a keyword hit that a [`Span::Line`] or [`Span::Block`] window reaches back.
@@ -263,16 +263,20 @@ fn compile_globs(context: &str, globs: &[String]) -> Result<Option<GlobSet>, Sca
     })
 }
 
-fn compile_allowlist(owner: &str, al: &Allowlist) -> Result<CompiledAllowlist, ScanError> {
+fn compile_allowlist(
+    owner: &str,
+    al: &Allowlist,
+    checks: Checks,
+) -> Result<CompiledAllowlist, ScanError> {
     let regexes = al
         .regexes
         .iter()
-        .map(|r| LazyRegex::new(owner, "allowlist regex", r))
+        .map(|r| LazyRegex::new(owner, "allowlist regex", r, checks))
         .collect::<Result<Vec<_>, _>>()?;
     let paths = al
         .paths
         .iter()
-        .map(|r| LazyRegex::new(owner, "allowlist path regex", r))
+        .map(|r| LazyRegex::new(owner, "allowlist path regex", r, checks))
         .collect::<Result<Vec<_>, _>>()?;
     let ctx = if owner == "<global>" {
         "[allowlist]".to_string()
@@ -445,9 +449,13 @@ struct Raw {
 impl Scanner {
     /// The built-in rule set with the built-in global allowlist.
     pub fn with_default_rules() -> Result<Scanner, ScanError> {
-        Scanner::new(
+        // The built-in regexes are constants of this crate: tests parse and compile every
+        // one of them (`builtin_rules_pass_the_full_check`, `every_builtin_regex_compiles`),
+        // so loading skips the parse and each is compiled on first use.
+        Scanner::build(
             crate::builtin::default_rules(),
             crate::builtin::default_global_allowlists(),
+            Checks::BuiltIn,
         )
     }
 
@@ -456,6 +464,14 @@ impl Scanner {
     /// checks that each rule has a regex or a path and that `secret_group` exists in its
     /// regex. Each regex is compiled on first use ([`Scanner::compile_all`] forces them).
     pub fn new(rules: Vec<Rule>, global: Vec<Allowlist>) -> Result<Scanner, ScanError> {
+        Scanner::build(rules, global, Checks::Full)
+    }
+
+    fn build(
+        rules: Vec<Rule>,
+        global: Vec<Allowlist>,
+        checks: Checks,
+    ) -> Result<Scanner, ScanError> {
         let mut seen = std::collections::HashSet::new();
         let mut compiled = Vec::with_capacity(rules.len());
         let mut rules = rules;
@@ -483,11 +499,11 @@ impl Scanner {
             rule.keywords.sort();
             rule.keywords.dedup();
             let regex = match &rule.regex {
-                Some(r) => Some(LazyRegex::new(&rule.id, "regex", r)?),
+                Some(r) => Some(LazyRegex::new(&rule.id, "regex", r, checks)?),
                 None => None,
             };
-            if let (Some(re), Some(g)) = (&regex, rule.secret_group) {
-                let groups = re.captures_len();
+            let groups = regex.as_ref().and_then(LazyRegex::captures_len);
+            if let (Some(groups), Some(g)) = (groups, rule.secret_group) {
                 if g >= groups {
                     return Err(ScanError::RuleInvalid {
                         rule_id: rule.id.clone(),
@@ -499,17 +515,17 @@ impl Scanner {
                 }
             }
             let path = match &rule.path {
-                Some(p) => Some(LazyRegex::new(&rule.id, "path", p)?),
+                Some(p) => Some(LazyRegex::new(&rule.id, "path", p, checks)?),
                 None => None,
             };
             let context = match &rule.context {
-                Some(c) => Some(LazyRegex::new(&rule.id, "context", c)?),
+                Some(c) => Some(LazyRegex::new(&rule.id, "context", c, checks)?),
                 None => None,
             };
             let allowlists = rule
                 .allowlists
                 .iter()
-                .map(|al| compile_allowlist(&rule.id, al))
+                .map(|al| compile_allowlist(&rule.id, al, checks))
                 .collect::<Result<Vec<_>, _>>()?;
             compiled.push(CompiledRule {
                 regex,
@@ -564,7 +580,7 @@ impl Scanner {
         };
         let global_compiled = global
             .iter()
-            .map(|al| compile_allowlist("<global>", al))
+            .map(|al| compile_allowlist("<global>", al, checks))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scanner {
             rules,

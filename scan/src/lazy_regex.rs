@@ -24,22 +24,34 @@ use crate::engine::{compile_regex, syntax_config};
 use crate::error::ScanError;
 use crate::MAX_REGEX_LEN;
 
+/// How much a rule set is checked when it loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checks {
+    /// Every pattern parsed now (rules from a config file or a caller).
+    Full,
+    /// The crate's own constants: tests parse and compile each one, loading skips the parse.
+    BuiltIn,
+}
+
 /// A validated pattern, compiled on first use.
 pub(crate) struct LazyRegex {
     owner: String,
     what: &'static str,
     pattern: String,
-    captures_len: usize,
+    /// Known once parsed (not for [`Checks::BuiltIn`]).
+    captures_len: Option<usize>,
     compiled: OnceLock<Result<Regex, String>>,
 }
 
 impl LazyRegex {
-    /// Checks `pattern` (length, syntax, nesting) without compiling it. `owner` (a rule id
-    /// or `<global>`) and `what` (`regex`, `path`, ...) name it in errors.
+    /// Checks `pattern` (length, syntax, nesting) without compiling it, unless `checks` is
+    /// [`Checks::BuiltIn`]. `owner` (a rule id or `<global>`) and `what` (`regex`, `path`, ...)
+    /// name it in errors.
     pub(crate) fn new(
         owner: &str,
         what: &'static str,
         pattern: &str,
+        checks: Checks,
     ) -> Result<LazyRegex, ScanError> {
         let error = |reason: String| ScanError::RuleRegex {
             rule_id: owner.to_string(),
@@ -52,6 +64,15 @@ impl LazyRegex {
                 pattern.len()
             )));
         }
+        if checks == Checks::BuiltIn {
+            return Ok(LazyRegex {
+                owner: owner.to_string(),
+                what,
+                pattern: pattern.to_string(),
+                captures_len: None,
+                compiled: OnceLock::new(),
+            });
+        }
         // As `compile_regex`: ASCII classes first, Unicode classes if the pattern needs them.
         let hir = match syntax::parse_with(pattern, &syntax_config(false)) {
             Ok(hir) => hir,
@@ -62,13 +83,14 @@ impl LazyRegex {
             owner: owner.to_string(),
             what,
             pattern: pattern.to_string(),
-            captures_len: hir.properties().explicit_captures_len() + 1,
+            captures_len: Some(hir.properties().explicit_captures_len() + 1),
             compiled: OnceLock::new(),
         })
     }
 
-    /// Capture groups, counting the implicit group 0 (as `Regex::captures_len`).
-    pub(crate) fn captures_len(&self) -> usize {
+    /// Capture groups, counting the implicit group 0 (as `Regex::captures_len`), when the
+    /// pattern was parsed at load time.
+    pub(crate) fn captures_len(&self) -> Option<usize> {
         self.captures_len
     }
 

@@ -263,3 +263,13 @@ fn a_rule_too_big_to_compile_fails_closed_on_first_use() {
     // Without a keyword hit nothing is compiled or reported.
     assert!(s.scan("cfg.txt", b"nothing here\n").is_empty());
 }
+
+#[test]
+fn builtin_rules_pass_the_full_check() {
+    // `with_default_rules` skips parsing its own constants when it loads; the full check
+    // (syntax, nesting, secret groups) must hold for every one of them.
+    let s = Scanner::with_default_rules().unwrap();
+    let full = Scanner::new(s.rules().to_vec(), s.global_allowlists().to_vec()).unwrap();
+    full.compile_all().unwrap();
+    assert_eq!(full.rules().len(), s.rules().len());
+}
