@@ -33,7 +33,7 @@ use std::process::{Command, Stdio};
 use airlock_core::diff::{apply_file, FileKind, FileMode, ParsedPatch};
 use anyhow::{bail, Context, Result};
 
-use super::sparse_apply::Sparse;
+use super::sparse_apply::{Prepared, Sparse};
 
 /// Largest blob read from the repository for the exact-apply check.
 pub const MAX_BLOB_BYTES: u64 = 64 * 1024 * 1024;
@@ -244,20 +244,22 @@ fn objects_dir(repo: &Path) -> Result<PathBuf> {
 }
 
 /// Step 8: applies `patch_bytes` (already parsed as `patch`) to `revision` with real git and
-/// cross-checks every changed file against the exact applier. Without `want_tree`, in a sparse
-/// scratch worktree (`sparse_apply.rs`: two git processes, whatever the repository's size)
-/// unless a patched path is not a plain file at the revision; otherwise, and with `want_tree`
-/// (the review branch compares trees), in a temporary index. `Err`: the revision is not in the
+/// cross-checks every changed file against the exact applier. With `sparse` (started early
+/// by the caller), in a sparse scratch worktree (`sparse_apply.rs`: two git processes,
+/// whatever the repository's size) unless a patched path is not a plain file at the revision;
+/// otherwise, and without `sparse`, in a temporary index, which also gives the resulting tree
+/// id (the review branch compares trees). `Err`: the revision is not in the
 /// repository, or git or the disk failed.
 pub fn apply_check(
     repo: &Path,
     job_dir: &Path,
     revision: &str,
     (patch_bytes, patch): (&[u8], &ParsedPatch),
-    want_tree: bool,
+    sparse: Option<Prepared>,
 ) -> Result<ApplyOutcome> {
-    if !want_tree {
-        match super::sparse_apply::apply_check(repo, job_dir, revision, (patch_bytes, patch))? {
+    let want_tree = sparse.is_none();
+    if let Some(prepared) = sparse {
+        match prepared.run(patch_bytes, patch)? {
             Sparse::Outcome(outcome) => return Ok(outcome),
             Sparse::NeedsIndex(why) => tracing::debug!("apply check in an index: {why}"),
         }

@@ -49,6 +49,7 @@ use super::deps;
 use super::policy::{Policy, Verdict};
 use super::report::{ChangeStats, ChangedFile, GateReport, Reason, ReviewBranch};
 use super::review::{self, AppliedFile, ApplyOutcome, ReviewCommit};
+use super::sparse_apply::Prepared;
 use crate::fetch::{self, FetchRefused, Fetched};
 use crate::ledger::{self, Event};
 use crate::store::Store;
@@ -183,6 +184,12 @@ fn judge(
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
+    // (8, early) start git for the apply check now: its start-up overlaps steps 2-7
+    let sparse = if opts.review_branch {
+        None
+    } else {
+        Some(Prepared::start(&opts.repo, job_dir, &record.revision)?)
+    };
     // 2. the manifest
     let Some(bundle) = read_bundle(store, job_dir, record, report)? else {
         return Ok(None);
@@ -248,7 +255,7 @@ fn judge(
         job_dir,
         &record.revision,
         (&patch_bytes, &patch),
-        opts.review_branch,
+        sparse,
     )? {
         ApplyOutcome::Applied { tree, files } => Some((tree, files)),
         ApplyOutcome::Failed(why) => {

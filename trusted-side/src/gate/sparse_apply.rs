@@ -31,8 +31,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Component, Path};
-use std::process::{Command, Stdio};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 use airlock_core::diff::{apply_file, FileKind, FileMode, ParsedPatch};
 use anyhow::{bail, Context, Result};
@@ -64,135 +64,212 @@ struct TreeEntry {
     mode: String,
 }
 
-/// Applies `patch_bytes` (parsed as `patch`) to `revision` of `repo` in a scratch worktree under
-/// `job_dir`. `Err`: the revision is not in the repository, or git or the disk failed.
-pub fn apply_check(
-    repo: &Path,
-    job_dir: &Path,
-    revision: &str,
-    (patch_bytes, patch): (&[u8], &ParsedPatch),
-) -> Result<Sparse> {
-    if !review::is_full_oid(revision) {
-        bail!("job record revision {revision:?} is not a full commit id");
-    }
-    for fp in &patch.files {
-        check_relative(&fp.path)?;
-    }
-    // Requests: the commit, the root tree, every ancestor directory, every patched path.
-    let mut dirs: BTreeSet<String> = BTreeSet::new();
-    for fp in &patch.files {
-        let mut at = fp.path.as_str();
-        while let Some((parent, _)) = at.rsplit_once('/') {
-            dirs.insert(parent.to_owned());
-            at = parent;
+/// The sparse route's two git processes, started before the patch is read so that their
+/// start-up overlaps the gate's other steps: `git cat-file --batch` in the repository and
+/// `git apply` in the (still empty) scratch tree, both waiting on their input. `git apply`
+/// reads its whole patch before it looks at a file, so the tree can be filled in between.
+/// Dropping it stops both processes and removes the scratch directory.
+pub struct Prepared {
+    repo: PathBuf,
+    revision: String,
+    scratch: tempfile::TempDir,
+    cat_file: Option<Child>,
+    apply: Option<Child>,
+}
+
+impl Prepared {
+    /// Starts the processes for checking a patch against `revision` of `repo`, with the
+    /// scratch directory in `job_dir`. `Err`: the revision is not a full id, or git cannot run.
+    pub fn start(repo: &Path, job_dir: &Path, revision: &str) -> Result<Prepared> {
+        if !review::is_full_oid(revision) {
+            bail!("job record revision {revision:?} is not a full commit id");
         }
+        fs::create_dir_all(job_dir)?;
+        let scratch = tempfile::Builder::new()
+            .prefix(".sparse-")
+            .tempdir_in(job_dir)
+            .with_context(|| format!("{}: cannot create a scratch directory", job_dir.display()))?;
+        let tree = scratch.path().join("tree");
+        fs::create_dir(&tree)?;
+        let mut prepared = Prepared {
+            repo: repo.to_owned(),
+            revision: revision.to_owned(),
+            scratch,
+            cat_file: None,
+            apply: None,
+        };
+        let mut c = Command::new("git");
+        c.arg("-C").arg(repo).arg("--no-replace-objects");
+        review::sanitize(&mut c);
+        c.args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        prepared.cat_file = Some(c.spawn().context("cannot run git (is it installed?)")?);
+        let mut c = Command::new("git");
+        review::sanitize(&mut c);
+        c.current_dir(&tree)
+            .env("GIT_CEILING_DIRECTORIES", prepared.scratch.path())
+            .args(["apply", "--whitespace=nowarn", "--no-recount", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        prepared.apply = Some(c.spawn().context("cannot run git (is it installed?)")?);
+        Ok(prepared)
     }
-    let mut requests = vec![
-        format!("{revision}^{{commit}}"),
-        format!("{revision}^{{tree}}"),
-    ];
-    requests.extend(dirs.iter().map(|d| format!("{revision}:{d}")));
-    requests.extend(
-        patch
-            .files
-            .iter()
-            .map(|fp| format!("{revision}:{}", fp.path)),
-    );
-    let mut answers = cat_file(repo, &requests)?.into_iter();
-    match answers.next() {
+
+    /// Applies `patch_bytes` (parsed as `patch`). `Err`: the revision is not in the
+    /// repository, or git or the disk failed.
+    pub fn run(mut self, patch_bytes: &[u8], patch: &ParsedPatch) -> Result<Sparse> {
+        let (Some(lookup), Some(apply)) = (self.cat_file.take(), self.apply.take()) else {
+            bail!("the sparse apply check ran twice");
+        };
+        // Owned by guards from here on, so every early return stops them.
+        let mut lookup = ChildGuard(lookup);
+        let apply = ChildGuard(apply);
+        let repo = self.repo.clone();
+        let revision = self.revision.clone();
+        let tree = self.scratch.path().join("tree");
+        let revision = revision.as_str();
+        let repo = repo.as_path();
+        for fp in &patch.files {
+            check_relative(&fp.path)?;
+        }
+        // Requests: the commit, the root tree, every ancestor directory, every patched path.
+        let mut dirs: BTreeSet<String> = BTreeSet::new();
+        for fp in &patch.files {
+            let mut at = fp.path.as_str();
+            while let Some((parent, _)) = at.rsplit_once('/') {
+                dirs.insert(parent.to_owned());
+                at = parent;
+            }
+        }
+        let mut requests = vec![
+            format!("{revision}^{{commit}}"),
+            format!("{revision}^{{tree}}"),
+        ];
+        requests.extend(dirs.iter().map(|d| format!("{revision}:{d}")));
+        requests.extend(
+            patch
+                .files
+                .iter()
+                .map(|fp| format!("{revision}:{}", fp.path)),
+        );
+        let mut answers = cat_file(repo, &mut lookup.0, &requests)?.into_iter();
+        drop(lookup);
+        match answers.next() {
         Some(Object::Found { kind, .. }) if kind == "commit" => {}
         _ => bail!(
             "{}: revision {revision} (the packed revision) is not in this repository: fetch the revision first (e.g. `git fetch origin {revision}`), or pass --repo",
             repo.display()
         ),
     }
-    let oid_len = revision.len() / 2;
-    let mut trees: BTreeMap<String, BTreeMap<Vec<u8>, TreeEntry>> = BTreeMap::new();
-    match answers.next() {
-        Some(Object::Found { kind, body }) if kind == "tree" => {
-            trees.insert(String::new(), parse_tree(&body, oid_len)?);
-        }
-        _ => bail!("git cat-file: revision {revision} has no tree"),
-    }
-    for dir in &dirs {
+        let oid_len = revision.len() / 2;
+        let mut trees: BTreeMap<String, BTreeMap<Vec<u8>, TreeEntry>> = BTreeMap::new();
         match answers.next() {
             Some(Object::Found { kind, body }) if kind == "tree" => {
-                trees.insert(dir.clone(), parse_tree(&body, oid_len)?);
+                trees.insert(String::new(), parse_tree(&body, oid_len)?);
             }
-            Some(Object::Found { .. }) => {
-                return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
-                    "{}: not a directory at the revision, the patch puts files below it",
-                    super::report::shown(dir)
-                ))));
-            }
-            Some(Object::Missing) => {}
-            None => bail!("git cat-file: fewer answers than requests"),
+            _ => bail!("git cat-file: revision {revision} has no tree"),
         }
-    }
-    let mut old: BTreeMap<&str, (Vec<u8>, FileMode)> = BTreeMap::new();
-    for fp in &patch.files {
-        let answer = answers
-            .next()
-            .context("git cat-file: fewer answers than requests")?;
-        let (parent, name) = fp.path.rsplit_once('/').unwrap_or(("", fp.path.as_str()));
-        let entry = trees
-            .get(parent)
-            .and_then(|t| t.get(name.as_bytes()))
-            .cloned();
-        let shown = super::report::shown(&fp.path);
-        match (answer, entry) {
-            (Object::Missing, None) => {
-                if fp.kind != FileKind::Added {
+        for dir in &dirs {
+            match answers.next() {
+                Some(Object::Found { kind, body }) if kind == "tree" => {
+                    trees.insert(dir.clone(), parse_tree(&body, oid_len)?);
+                }
+                Some(Object::Found { .. }) => {
                     return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
-                        "{shown}: does not exist at the revision"
+                        "{}: not a directory at the revision, the patch puts files below it",
+                        super::report::shown(dir)
                     ))));
                 }
+                Some(Object::Missing) => {}
+                None => bail!("git cat-file: fewer answers than requests"),
             }
-            (Object::Found { .. }, Some(_)) if fp.kind == FileKind::Added => {
-                return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
-                    "{shown}: already exists at the revision"
-                ))));
-            }
-            (Object::Found { kind, body }, Some(entry)) => {
-                let mode = match (kind.as_str(), entry.mode.as_str()) {
-                    ("blob", "100644") => FileMode::Regular,
-                    ("blob", "100755") => FileMode::Executable,
-                    (kind, mode) => {
-                        return Ok(Sparse::NeedsIndex(format!(
-                            "{shown} is a {kind} with mode {mode} at the revision"
-                        )))
-                    }
-                };
-                if let Some(want) = fp.old_mode {
-                    if want != mode {
+        }
+        let mut old: BTreeMap<&str, (Vec<u8>, FileMode)> = BTreeMap::new();
+        for fp in &patch.files {
+            let answer = answers
+                .next()
+                .context("git cat-file: fewer answers than requests")?;
+            let (parent, name) = fp.path.rsplit_once('/').unwrap_or(("", fp.path.as_str()));
+            let entry = trees
+                .get(parent)
+                .and_then(|t| t.get(name.as_bytes()))
+                .cloned();
+            let shown = super::report::shown(&fp.path);
+            match (answer, entry) {
+                (Object::Missing, None) => {
+                    if fp.kind != FileKind::Added {
                         return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
-                            "{shown}: mode at the revision is {}, the patch expects {}",
-                            mode.as_str(),
-                            want.as_str()
+                            "{shown}: does not exist at the revision"
                         ))));
                     }
                 }
-                old.insert(fp.path.as_str(), (body, mode));
+                (Object::Found { .. }, Some(_)) if fp.kind == FileKind::Added => {
+                    return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                        "{shown}: already exists at the revision"
+                    ))));
+                }
+                (Object::Found { kind, body }, Some(entry)) => {
+                    let mode = match (kind.as_str(), entry.mode.as_str()) {
+                        ("blob", "100644") => FileMode::Regular,
+                        ("blob", "100755") => FileMode::Executable,
+                        (kind, mode) => {
+                            return Ok(Sparse::NeedsIndex(format!(
+                                "{shown} is a {kind} with mode {mode} at the revision"
+                            )))
+                        }
+                    };
+                    if let Some(want) = fp.old_mode {
+                        if want != mode {
+                            return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                                "{shown}: mode at the revision is {}, the patch expects {}",
+                                mode.as_str(),
+                                want.as_str()
+                            ))));
+                        }
+                    }
+                    old.insert(fp.path.as_str(), (body, mode));
+                }
+                (_, _) => bail!("git cat-file: {shown}: the tree and the path disagree"),
             }
-            (_, _) => bail!("git cat-file: {shown}: the tree and the path disagree"),
+        }
+
+        for (path, (body, mode)) in &old {
+            write_file(&tree, path, body, *mode)?;
+        }
+        if let Err(why) = finish_apply(apply, patch_bytes)? {
+            return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                "git apply: {why}"
+            ))));
+        }
+        Ok(Sparse::Outcome(compare(&tree, patch, old)?))
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        for child in [self.cat_file.take(), self.apply.take()]
+            .into_iter()
+            .flatten()
+        {
+            drop(ChildGuard(child));
         }
     }
+}
 
-    let scratch = tempfile::Builder::new()
-        .prefix(".sparse-")
-        .tempdir_in(job_dir)
-        .with_context(|| format!("{}: cannot create a scratch directory", job_dir.display()))?;
-    let tree = scratch.path().join("tree");
-    fs::create_dir(&tree)?;
-    for (path, (body, mode)) in &old {
-        write_file(&tree, path, body, *mode)?;
+/// Kills and reaps a child process when dropped (a no-op once it has exited and been
+/// waited for).
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
     }
-    if let Err(why) = git_apply(scratch.path(), &tree, patch_bytes)? {
-        return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
-            "git apply: {why}"
-        ))));
-    }
-    Ok(Sparse::Outcome(compare(&tree, patch, old)?))
 }
 
 /// Reads what git left in `tree` and checks it against the patch and the exact applier.
@@ -338,45 +415,30 @@ fn write_file(tree: &Path, path: &str, body: &[u8], mode: FileMode) -> Result<()
     Ok(())
 }
 
-/// Runs `git apply` in `tree`, outside any repository. `Ok(Err(why))`: git refused the patch.
-fn git_apply(scratch: &Path, tree: &Path, patch_bytes: &[u8]) -> Result<Result<(), String>> {
-    let mut c = Command::new("git");
-    review::sanitize(&mut c);
-    c.current_dir(tree)
-        .env("GIT_CEILING_DIRECTORIES", scratch)
-        .args(["apply", "--whitespace=nowarn", "--no-recount", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().context("cannot run git (is it installed?)")?;
-    let mut stdin = child.stdin.take().context("git apply: no stdin")?;
+/// Feeds the patch to the waiting `git apply` and collects its verdict. `Ok(Err(why))`: git
+/// refused the patch.
+fn finish_apply(mut apply: ChildGuard, patch_bytes: &[u8]) -> Result<Result<(), String>> {
+    let mut stdin = apply.0.stdin.take().context("git apply: no stdin")?;
+    let mut stderr = apply.0.stderr.take().context("git apply: no stderr")?;
     let bytes = patch_bytes.to_vec();
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&bytes);
     });
-    let out = child.wait_with_output().context("git apply")?;
+    let mut err = Vec::new();
+    (&mut stderr).take(64 * 1024).read_to_end(&mut err)?;
     let _ = writer.join();
-    Ok(if out.status.success() {
+    let status = apply.0.wait().context("git apply")?;
+    Ok(if status.success() {
         Ok(())
     } else {
-        Err(review::stderr_lines(&out.stderr))
+        Err(review::stderr_lines(&err))
     })
 }
 
-/// Sends `requests` to one `git cat-file --batch` in `repo` (from a thread, so neither pipe
-/// can fill up) and reads one answer per request, each object at most [`MAX_BLOB_BYTES`]
-/// (trees [`MAX_TREE_BYTES`]).
-fn cat_file(repo: &Path, requests: &[String]) -> Result<Vec<Object>> {
-    let mut c = Command::new("git");
-    c.arg("-C").arg(repo).arg("--no-replace-objects");
-    review::sanitize(&mut c);
-    let mut child = c
-        .args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot run git (is it installed?)")?;
+/// Sends `requests` to the waiting `git cat-file --batch` (from a thread, so neither pipe can
+/// fill up) and reads one answer per request, each object at most [`MAX_BLOB_BYTES`] (trees
+/// [`MAX_TREE_BYTES`]).
+fn cat_file(repo: &Path, child: &mut Child, requests: &[String]) -> Result<Vec<Object>> {
     let mut stdin = child.stdin.take().context("git cat-file: no stdin")?;
     let stdout = child.stdout.take().context("git cat-file: no stdout")?;
     let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
@@ -389,7 +451,7 @@ fn cat_file(repo: &Path, requests: &[String]) -> Result<Vec<Object>> {
         for request in requests {
             let mut header = String::new();
             if reader.read_line(&mut header)? == 0 {
-                bail!("git cat-file ended early (is --repo a git repository?)");
+                bail!("git cat-file ended early");
             }
             let header = header.trim_end_matches('\n');
             if header.ends_with(" missing") || header.ends_with(" ambiguous") {
@@ -425,17 +487,22 @@ fn cat_file(repo: &Path, requests: &[String]) -> Result<Vec<Object>> {
     // so the writer cannot block forever.
     drop(reader);
     let _ = writer.join();
-    let status = child.wait()?;
-    let objects =
-        result.with_context(|| format!("{}: not a git repository (--repo)", repo.display()));
-    if !status.success() && objects.is_err() {
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
+    if result.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+        let mut err = Vec::new();
+        if let Some(e) = child.stderr.take() {
+            let _ = e.take(64 * 1024).read_to_end(&mut err);
         }
-        return objects.with_context(|| review::stderr_lines(err.as_bytes()));
+        return result.with_context(|| {
+            format!(
+                "{}: not a git repository (--repo)? {}",
+                repo.display(),
+                review::stderr_lines(&err)
+            )
+        });
     }
-    objects
+    result
 }
 
 /// Parses a tree object: `<octal mode> <name>\0<raw oid>` entries.
@@ -528,8 +595,12 @@ mod tests {
         parse_patch(text.as_bytes(), &DiffLimits::default()).unwrap()
     }
 
+    fn try_sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Result<Sparse> {
+        Prepared::start(repo, job, rev)?.run(text.as_bytes(), &parsed(text))
+    }
+
     fn sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Sparse {
-        apply_check(repo, job, rev, (text.as_bytes(), &parsed(text))).unwrap()
+        try_sparse(repo, job, rev, text).unwrap()
     }
 
     fn in_index(repo: &Path, job: &Path, rev: &str, text: &str) -> ApplyOutcome {
@@ -617,12 +688,13 @@ mod tests {
         ));
         // Through the public entry point, the index route judges it (git refuses to apply
         // a text patch to a symlink without a mode change the parser would have refused).
+        let prepared = Prepared::start(d.path(), job.path(), &rev).unwrap();
         let outcome = review::apply_check(
             d.path(),
             job.path(),
             &rev,
             (SYMLINK_EDIT.as_bytes(), &parsed(SYMLINK_EDIT)),
-            false,
+            Some(prepared),
         )
         .unwrap();
         assert!(matches!(outcome, ApplyOutcome::Failed(_)), "{outcome:?}");
@@ -633,33 +705,20 @@ mod tests {
         let (d, _) = repo();
         let job = tempfile::tempdir().unwrap();
         let missing = "1".repeat(40);
-        let e = apply_check(
-            d.path(),
-            job.path(),
-            &missing,
-            (MODIFY.as_bytes(), &parsed(MODIFY)),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = try_sparse(d.path(), job.path(), &missing, MODIFY)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is not in this repository"), "{e}");
         let plain = tempfile::tempdir().unwrap();
-        let e = apply_check(
-            plain.path(),
-            job.path(),
-            &missing,
-            (MODIFY.as_bytes(), &parsed(MODIFY)),
-        )
-        .unwrap_err();
-        assert!(format!("{e:#}").contains("git"), "{e:#}");
-        let e = apply_check(
-            d.path(),
-            job.path(),
-            "HEAD",
-            (MODIFY.as_bytes(), &parsed(MODIFY)),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = try_sparse(plain.path(), job.path(), &missing, MODIFY).unwrap_err();
+        assert!(format!("{e:#}").contains("not a git repository"), "{e:#}");
+        let e = try_sparse(d.path(), job.path(), "HEAD", MODIFY)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a full commit id"), "{e}");
+        // Started but never run (the gate stopped earlier): nothing is left behind.
+        drop(Prepared::start(d.path(), job.path(), &missing).unwrap());
+        assert_eq!(snapshot(job.path()), Vec::<String>::new());
     }
 
     #[test]
