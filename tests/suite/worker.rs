@@ -434,6 +434,58 @@ fn patch_from_an_editing_generator_applies_with_git_and_reproduces_its_tree() {
     assert_eq!(art.packet["files_changed"], files, "{}", art.packet);
 }
 
+/// Same-size edits with the packed mtime put back to the nanosecond, in directories nothing
+/// else touches: one file rewritten in place, two files swapped by rename. Only the ctime (and,
+/// for the swap, the inode) shows them; the script checks that the mtimes are back.
+const KEEP_MTIME: &str = r#"#!/bin/sh
+set -eu
+t=$(stat -c %y quiet/edited.txt)
+printf 'bbbb\n' > quiet/edited.txt
+touch -d "$t" quiet/edited.txt
+[ "$(stat -c %y quiet/edited.txt)" = "$t" ]
+t1=$(stat -c %y swapped/one.txt)
+t2=$(stat -c %y swapped/two.txt)
+mv swapped/one.txt swapped/tmp
+mv swapped/two.txt swapped/one.txt
+mv swapped/tmp swapped/two.txt
+touch -d "$t1" swapped/one.txt
+touch -d "$t2" swapped/two.txt
+[ "$(stat -c %y swapped/one.txt)" = "$t1" ]
+"#;
+
+#[test]
+fn edits_that_keep_size_and_mtime_are_still_in_the_patch() {
+    let env = Env::new(&[
+        ("quiet/edited.txt", b"aaaa\n", false),
+        ("quiet/kept.txt", b"kept\n", false),
+        ("swapped/one.txt", b"one!\n", false),
+        ("swapped/two.txt", b"two!\n", false),
+        ("README.md", b"# readme\n", false),
+    ]);
+    let script = env.gens.join("keep_mtime.sh");
+    std::fs::write(&script, KEEP_MTIME).unwrap();
+    chmod(&script, 0o755);
+    let job = env.submit(&[]);
+    let out = run(&mut env.worker(&job, &[], &[&env.gen("keep_mtime.sh")]));
+    assert!(out.status.success(), "worker: {}", show(&out));
+    let art = env.artifact(&job);
+    assert_eq!(art.packet["exit"]["code"], 0, "{}", art.packet);
+    assert_eq!(art.packet["files_changed"], 3, "{}", art.packet);
+    let patch = art.patch();
+    for want in [
+        "+++ b/quiet/edited.txt\n@@ -1 +1 @@\n-aaaa\n+bbbb\n",
+        "+++ b/swapped/one.txt\n@@ -1 +1 @@\n-one!\n+two!\n",
+        "+++ b/swapped/two.txt\n@@ -1 +1 @@\n-two!\n+one!\n",
+    ] {
+        assert!(patch.contains(want), "missing {want:?} in:\n{patch}");
+    }
+    assert!(
+        !patch.contains("kept.txt") && !patch.contains("README"),
+        "{patch}"
+    );
+    env.fetch_ok(&job);
+}
+
 #[test]
 fn generator_past_the_wall_clock_is_killed_with_its_children_and_reported_as_timeout() {
     let env = Env::small();

@@ -284,7 +284,12 @@ fn fetch_and_verify(
         );
     }
 
-    let bundle = crate::tree::unpack_bundle(&bundle_path, work, &run_dir.join("base.pack"))?;
+    let bundle = crate::tree::unpack_bundle(
+        &bundle_path,
+        work,
+        &run_dir.join("base.pack"),
+        generator_owner(),
+    )?;
     std::fs::remove_file(&bundle_path)?;
     predicate
         .manifest_sha256
@@ -299,6 +304,16 @@ fn fetch_and_verify(
         request: bundle.request,
         base: bundle.base,
     })
+}
+
+/// Who the workdir's files will belong to when the generator starts: a root worker's sandbox
+/// hands them to its unprivileged identity (`airlock-sandbox`), which the unpack does as it
+/// writes them (the hand-over then leaves them as they are).
+fn generator_owner() -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let id = airlock_sandbox::DEFAULT_UNPRIVILEGED_ID;
+    root.then_some((id, id))
 }
 
 /// A patch written to disk, with its account.

@@ -15,13 +15,21 @@
 //! regular file reached through real directories, opened without following a link or blocking
 //! on a FIFO, is the very inode that was looked at, and hashes to the manifest's digest with
 //! the manifest's executable bit. Everything else in `before` comes from the pack.
+//! A file need not be re-read to be known untouched when `lstat` still says what `fstat` said
+//! once it was unpacked (device, inode, mode, size, mtime, ctime) and that ctime is strictly
+//! before the end of the unpack (git's racy-timestamp rule: the ctime of a stamp file made
+//! after the last workdir file; nothing can set a ctime, and any later write, chmod, chown,
+//! link or rename gives the inode a ctime at or after the stamp's). Files in the same clock
+//! tick as the stamp, or whose stat differs in any field, are hashed as before.
 //! On `Ok` from [`unpack_bundle`]: the workdir holds exactly the manifest's files with their
 //! digests and modes, and the pack holds the same bytes. On `Ok` from [`Base::build_before`]:
 //! `before` holds exactly the manifest's files under every top-level name not listed as
 //! unchanged, with their packed content and executable bit, and every name listed as
 //! unchanged holds, in the workdir, exactly its packed files (verified as above) and nothing
 //! else.
-//! Does not check: signatures (the caller verified the bundle's digest and statement first).
+//! Does not check: signatures (the caller verified the bundle's digest and statement first);
+//! edits hidden by stepping the system clock back to the unpack's clock tick (needs root on
+//! the host; the trusted side re-checks the patch anyway).
 //! While the generator still runs (a checkpoint), a file it rewrites in place after being
 //! hashed is shared by both trees and missing from that checkpoint's diff; the final diff is
 //! taken once no process of the sandbox is left.
@@ -48,6 +56,38 @@ struct Unpacked {
     executable: bool,
     sha256: Sha256Digest,
     offset: u64,
+    seen: Seen,
+}
+
+/// What `stat` says of a file, less what the manifest already pins (size) and what reading
+/// changes (atime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Seen {
+    fn of(m: &fs::Metadata) -> Seen {
+        Seen {
+            dev: m.dev(),
+            ino: m.ino(),
+            mode: m.mode(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+}
+
+/// Where a packed file's bytes are, and what its workdir copy looked like once unpacked.
+struct Span {
+    offset: u64,
+    size: u64,
+    /// `None`: its ctime was not strictly before the stamp; always re-read.
+    seen: Option<Seen>,
 }
 
 /// The pristine tree: the verified manifest and, for each of its files, where its bytes sit in
@@ -56,8 +96,8 @@ pub struct Base {
     /// The manifest, checked against the unpacked tree.
     pub manifest: Manifest,
     pack: PathBuf,
-    /// `(offset, size)` in the pack of `manifest.files[i]`.
-    spans: Vec<(u64, u64)>,
+    /// The pack span and unpacked stat of `manifest.files[i]`.
+    spans: Vec<Span>,
 }
 
 /// What the bundle held besides its tree.
@@ -161,8 +201,15 @@ fn read_small(
 }
 
 /// Unpacks the bundle at `bundle` into `work` (created here) and `pack` (created here), and
-/// checks the tree against the manifest. See the module doc.
-pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> {
+/// checks the tree against the manifest. Every workdir file is made to belong to `owner` when
+/// given (a root worker's generator identity: handing files over before they are looked at
+/// keeps their ctime from moving later). See the module doc.
+pub fn unpack_bundle(
+    bundle: &Path,
+    work: &Path,
+    pack: &Path,
+    owner: Option<(u32, u32)>,
+) -> Result<Bundle> {
     DirBuilder::new()
         .mode(0o755)
         .create(work)
@@ -223,8 +270,13 @@ pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> 
                             let mut hashed = HashingReader::new(body);
                             let n = tee(&mut hashed, &mut f, &mut pack_out, &mut buf)
                                 .map_err(|e| io_err("write", e))?;
+                            if let Some((uid, gid)) = owner {
+                                std::os::unix::fs::fchown(&f, Some(uid), Some(gid))
+                                    .map_err(|e| io_err("chown", e))?;
+                            }
                             f.set_permissions(Permissions::from_mode(mode))
                                 .map_err(|e| io_err("chmod", e))?;
+                            let seen = Seen::of(&f.metadata().map_err(|e| io_err("stat", e))?);
                             let (_, sha256, _) = hashed.finish();
                             files.push(Unpacked {
                                 path: rel.to_owned(),
@@ -232,6 +284,7 @@ pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> 
                                 executable: m.executable,
                                 sha256,
                                 offset,
+                                seen,
                             });
                             offset += n;
                         }
@@ -245,6 +298,16 @@ pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> 
     pack_out
         .into_inner()
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {}", pack.display(), e.error()))?;
+    // The end of the unpack, on the filesystem's clock: made after every workdir file.
+    let stamp_path = pack.with_extension("stamp");
+    let stamp = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&stamp_path)
+        .and_then(|f| f.metadata())
+        .with_context(|| format!("{}: cannot create", stamp_path.display()))?;
+    let unpacked_at = (stamp.ctime(), stamp.ctime_nsec());
 
     let Some((manifest_bytes, manifest_sha256)) = manifest else {
         bail!("bundle refused (bundle.manifest): bundle.tar.gz has no manifest.json");
@@ -255,7 +318,7 @@ pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> 
     let manifest = Manifest::from_json(&manifest_bytes)?;
     drop(manifest_bytes);
     let request = Request::from_json(&request_bytes)?;
-    let spans = check_against_manifest(files, &manifest)?;
+    let spans = check_against_manifest(files, &manifest, unpacked_at)?;
     Ok(Bundle {
         base: Base {
             manifest,
@@ -269,11 +332,13 @@ pub fn unpack_bundle(bundle: &Path, work: &Path, pack: &Path) -> Result<Bundle> 
 }
 
 /// `bundle.manifest`: the unpacked files are exactly the manifest's, with its sizes, digests
-/// and modes. Returns the pack spans in manifest order.
+/// and modes. Returns the spans in manifest order, keeping the stat of files whose ctime is
+/// strictly before `unpacked_at`.
 fn check_against_manifest(
     mut files: Vec<Unpacked>,
     manifest: &Manifest,
-) -> Result<Vec<(u64, u64)>> {
+    unpacked_at: (i64, i64),
+) -> Result<Vec<Span>> {
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     if files.len() != manifest.files.len() {
         bail!(
@@ -298,7 +363,11 @@ fn check_against_manifest(
                 got.path
             );
         }
-        spans.push((got.offset, got.size));
+        spans.push(Span {
+            offset: got.offset,
+            size: got.size,
+            seen: (got.seen.ctime < unpacked_at).then_some(got.seen),
+        });
     }
     Ok(spans)
 }
@@ -346,7 +415,8 @@ impl Base {
             .manifest
             .files
             .iter()
-            .map(|e| untouched(work, e, &mut real_dirs, &mut buf))
+            .zip(&self.spans)
+            .map(|(e, span)| untouched(work, e, span.seen, &mut real_dirs, &mut buf))
             .collect();
         let changed_tops: HashSet<&str> = self
             .manifest
@@ -367,9 +437,7 @@ impl Base {
         let mut dirs = Dirs::new(before);
         let mut tree = BeforeTree::default();
         let mut tops: Vec<&str> = Vec::new();
-        for ((entry, &(offset, size)), &same) in
-            self.manifest.files.iter().zip(&self.spans).zip(&untouched)
-        {
+        for ((entry, span), &same) in self.manifest.files.iter().zip(&self.spans).zip(&untouched) {
             let rel = entry.path.as_str();
             let top = top_of(rel);
             if !is_changed(top) {
@@ -392,7 +460,7 @@ impl Base {
                 .mode(mode)
                 .open(&target)
                 .with_context(|| format!("before/{rel}: cannot create"))?;
-            copy_span(&pack, offset, size, &mut out, &mut buf)
+            copy_span(&pack, span.offset, span.size, &mut out, &mut buf)
                 .with_context(|| format!("before/{rel}: cannot write"))?;
             out.set_permissions(Permissions::from_mode(mode))?;
             tree.written += 1;
@@ -496,11 +564,13 @@ fn copy_span(
 }
 
 /// Whether `work/<entry.path>` is still the packed file: a regular file reached through real
-/// directories, with the packed size, executable bit and digest, opened without following a
-/// link or blocking, and the same inode that was looked at.
+/// directories, with the packed size and executable bit, and either `unpacked` (see the module
+/// doc) or, opened without following a link or blocking and the same inode that was looked
+/// at, the packed digest.
 fn untouched(
     work: &Path,
     entry: &airlock_core::format::FileEntry,
+    unpacked: Option<Seen>,
     real_dirs: &mut HashSet<String>,
     buf: &mut [u8],
 ) -> bool {
@@ -524,6 +594,9 @@ fn untouched(
     let executable = seen.mode() & 0o100 != 0;
     if !seen.is_file() || seen.len() != entry.size || executable != entry.executable() {
         return false;
+    }
+    if unpacked.is_some_and(|u| u == Seen::of(&seen)) {
+        return true;
     }
     let Ok(file) = OpenOptions::new()
         .read(true)

@@ -6,7 +6,8 @@
 //! worker first hands the workdir and the private tmp to that identity.
 //!
 //! Guards against: a root generator; following links while handing over the tree (`lchown`,
-//! no descent into symlinks or other filesystems).
+//! no descent into symlinks or other filesystems). Entries that already belong to the identity
+//! are left untouched (no `lchown`: their ctime keeps meaning "last changed").
 //! On `Ok`: the workdir and private tmp (and everything below them) belong to the identity,
 //! and every directory above them is searchable by it.
 //! Does not check: that the generator program is readable by the identity (the exec error
@@ -69,8 +70,12 @@ fn hand_over(root: &Path, uid: u32, gid: u32) -> Result<(), String> {
             if meta.dev() != dev {
                 continue;
             }
-            lchown(&path, Some(uid), Some(gid))
-                .map_err(|e| format!("chown {}: {e}", path.display()))?;
+            // Already handed over (the worker's unpack does so as it writes each file): leave
+            // it, so that its ctime still says when it was last changed.
+            if meta.uid() != uid || meta.gid() != gid {
+                lchown(&path, Some(uid), Some(gid))
+                    .map_err(|e| format!("chown {}: {e}", path.display()))?;
+            }
             if meta.is_dir() {
                 stack.push(path);
             }
