@@ -5,11 +5,14 @@
 //! from step 5 on every check runs so the report is complete):
 //! 1. fetch and verify ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code
 //!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …);
-//! 2. the bundle's manifest: download `inbox/<job>/bundle.tar.gz` (capped), its sha256 must be
-//!    the record's, stream it through the safe reader keeping `manifest.json` and the line
-//!    numbers of redaction markers in packed files; a missing bundle is an error (exit 1);
-//! 3. safe unpack of the artifact into a fresh `jobs/<job>/unpacked-<n>/` (exact member names),
-//!    re-hashing it on the way (it must still be the fetched artifact); removed when done;
+//! 2. the bundle's manifest: stream `inbox/<job>/bundle.tar.gz` (capped; read in place from a
+//!    file store, downloaded to a scratch file from others) through the hasher and the safe
+//!    reader, keeping `manifest.json` and the line numbers of redaction markers in packed
+//!    files; its sha256 must be the record's (checked before anything read is used); a
+//!    missing bundle is an error (exit 1);
+//! 3. the artifact through the safe reader in memory (exact member names, every tar rule of
+//!    the unpacker, nothing written to disk), re-hashing it on the way (it must still be the
+//!    fetched artifact); `patch.diff` is kept;
 //! 4. `patch.diff` must hash to the packet's `diff_sha256`, then the strict parser;
 //! 5. path checks against the manifest and the deny-list;
 //! 6. change limits (the request's, tightened by the policy) and the packet's counts;
@@ -40,8 +43,8 @@ use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
 use airlock_core::store_layout as layout;
-use airlock_core::tar::{read_members, unpack_into, AllowedNames, TarError, TarRule};
-use anyhow::{bail, Context, Result};
+use airlock_core::tar::{read_members, AllowedNames, TarError, TarRule};
+use anyhow::{Context, Result};
 
 use super::checks::{self, code, RedactedLines};
 use super::classify::classify_path;
@@ -195,7 +198,7 @@ fn judge(
         return Ok(None);
     };
     // 3. safe unpack
-    let Some(patch_bytes) = unpack_patch(job_dir, fetched, report)? else {
+    let Some(patch_bytes) = read_patch(fetched, report)? else {
         return Ok(None);
     };
     // 4. digest, strict parse
@@ -316,57 +319,81 @@ fn read_bundle(
     report: &mut GateReport,
 ) -> Result<Option<BundleView>> {
     let job = &record.job;
-    std::fs::create_dir_all(job_dir)?;
-    let scratch = tempfile::Builder::new()
-        .prefix(".bundle-")
-        .tempdir_in(job_dir)
-        .with_context(|| format!("{}: cannot create a scratch directory", job_dir.display()))?;
-    let path = scratch.path().join("bundle.tar.gz");
     let limits = TarLimits::bundle();
     let cap = limits
         .max_stream_bytes()
         .saturating_add(limits.max_stream_bytes() / 64);
     let key = layout::inbox_bundle(job);
-    let Some((digest, _)) = store.get_to_file(&key, cap, &path)? else {
-        bail!(
+    let gone = || {
+        anyhow::anyhow!(
             "job {job}: the bundle is gone from the inbox ({key}): it was garbage-collected or never uploaded, and the gate needs its manifest (submit the job again)"
-        );
+        )
     };
-    if digest != record.bundle_sha256 {
+    // A file store is read in place; other stores are downloaded to a scratch file first.
+    let mut _scratch = None;
+    let path = match store.local_root() {
+        Some(root) => root.join(&key),
+        None => {
+            std::fs::create_dir_all(job_dir)?;
+            let dir = tempfile::Builder::new()
+                .prefix(".bundle-")
+                .tempdir_in(job_dir)
+                .with_context(|| {
+                    format!("{}: cannot create a scratch directory", job_dir.display())
+                })?;
+            let path = dir.path().join("bundle.tar.gz");
+            if store.get_to_file(&key, cap, &path)?.is_none() {
+                return Err(gone());
+            }
+            _scratch = Some(dir);
+            path
+        }
+    };
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(gone()),
+        Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
+    };
+    // The bytes are parsed while they are hashed; nothing read is used unless the digest is
+    // the signed record's (the safe reader is built for hostile input either way).
+    let mut hashing = HashingReader::new(BufReader::new(file).take(cap + 1));
+    let mut manifest_bytes: Option<Vec<u8>> = None;
+    let mut redacted = RedactedLines::new();
+    let read = read_members(&mut hashing, &limits, &AllowedNames::Bundle, |m, r| {
+        if m.path == "manifest.json" {
+            let max = airlock_core::format::MAX_MANIFEST_BYTES as u64;
+            let mut buf = Vec::new();
+            r.take(max + 1)
+                .read_to_end(&mut buf)
+                .map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+            manifest_bytes = Some(buf);
+        } else if let Some(rel) = m.path.strip_prefix("files/") {
+            let lines = marker_lines(r).map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+            if !lines.is_empty() {
+                redacted.insert(rel.to_owned(), lines);
+            }
+        }
+        Ok(())
+    });
+    // Hash what the reader left (trailing bytes, a refused archive's rest) up to the cap.
+    let _ = std::io::copy(&mut hashing, &mut std::io::sink());
+    let (_, digest, size) = hashing.finish();
+    if size > cap || digest != record.bundle_sha256 {
         report.push(Reason::new(
             code::BUNDLE_DIGEST,
             Verdict::Reject,
             format!(
-                "{key} hashes to sha256:{digest}; the signed job record says sha256:{}",
+                "{key} hashes to sha256:{digest}{}; the signed job record says sha256:{}",
+                if size > cap {
+                    " (over the size cap)"
+                } else {
+                    ""
+                },
                 record.bundle_sha256
             ),
         ));
         return Ok(None);
     }
-    let mut manifest_bytes: Option<Vec<u8>> = None;
-    let mut redacted = RedactedLines::new();
-    let file = std::fs::File::open(&path)?;
-    let read = read_members(
-        BufReader::new(file),
-        &limits,
-        &AllowedNames::Bundle,
-        |m, r| {
-            if m.path == "manifest.json" {
-                let max = airlock_core::format::MAX_MANIFEST_BYTES as u64;
-                let mut buf = Vec::new();
-                r.take(max + 1)
-                    .read_to_end(&mut buf)
-                    .map_err(|e| TarError::io(Some(&m.path), "read", e))?;
-                manifest_bytes = Some(buf);
-            } else if let Some(rel) = m.path.strip_prefix("files/") {
-                let lines = marker_lines(r).map_err(|e| TarError::io(Some(&m.path), "read", e))?;
-                if !lines.is_empty() {
-                    redacted.insert(rel.to_owned(), lines);
-                }
-            }
-            Ok(())
-        },
-    );
     if let Err(e) = read {
         let rule = e.rule().id();
         report.push(
@@ -442,53 +469,31 @@ fn marker_lines(r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
     Ok(out)
 }
 
-/// Removes a directory tree when dropped.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Step 3. Returns the bytes of `patch.diff`, or `Ok(None)` after pushing a reject.
-fn unpack_patch(
-    job_dir: &Path,
-    fetched: &Fetched,
-    report: &mut GateReport,
-) -> Result<Option<Vec<u8>>> {
-    let mut n = 1u32;
-    let dest = loop {
-        let d = job_dir.join(format!("unpacked-{n}"));
-        if !d.exists() {
-            break d;
-        }
-        n += 1;
-        if n > 10_000 {
-            bail!("{}: too many unpacked-* directories", job_dir.display());
-        }
-    };
+fn read_patch(fetched: &Fetched, report: &mut GateReport) -> Result<Option<Vec<u8>>> {
     let file = std::fs::File::open(&fetched.artifact_path)
         .with_context(|| format!("{}: cannot open", fetched.artifact_path.display()))?;
     let mut hashing = HashingReader::new(BufReader::new(file));
-    let unpacked = unpack_into(
+    let mut patch: Option<Vec<u8>> = None;
+    let read = read_members(
         &mut hashing,
-        &dest,
         &TarLimits::artifact(),
         &AllowedNames::artifact(),
+        |m, r| {
+            let mut sink = std::io::sink();
+            if m.path == "patch.diff" {
+                let mut bytes = Vec::new();
+                r.take(MAX_PATCH_BYTES + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+                patch = Some(bytes);
+            }
+            std::io::copy(r, &mut sink).map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+            Ok(())
+        },
     );
+    let _ = std::io::copy(&mut hashing, &mut std::io::sink());
     let (_, local_digest, _) = hashing.finish();
-    let summary = match unpacked {
-        Ok(s) => s,
-        Err(e) if e.rule() == TarRule::DestExists || e.rule() == TarRule::Io => {
-            return Err(anyhow::Error::new(e.with_label("artifact.tar.gz")))
-        }
-        Err(e) => {
-            report.push(checks::tar_refusal(&e.with_label("artifact.tar.gz")));
-            return Ok(None);
-        }
-    };
-    let _cleanup = RemoveOnDrop(summary.dest.clone());
     if local_digest != fetched.artifact_sha256 {
         report.push(Reason::new(
             code::ARTIFACT_CHANGED,
@@ -501,9 +506,17 @@ fn unpack_patch(
         ));
         return Ok(None);
     }
-    let patch_path = dest.join("patch.diff");
-    let has_patch = summary.read.members.iter().any(|m| m.path == "patch.diff");
-    if !has_patch {
+    match read {
+        Ok(_) => {}
+        Err(e) if e.rule() == TarRule::Io => {
+            return Err(anyhow::Error::new(e.with_label("artifact.tar.gz")))
+        }
+        Err(e) => {
+            report.push(checks::tar_refusal(&e.with_label("artifact.tar.gz")));
+            return Ok(None);
+        }
+    }
+    let Some(bytes) = patch else {
         report.push(
             Reason::new(
                 code::ARTIFACT_INCOMPLETE,
@@ -513,11 +526,7 @@ fn unpack_patch(
             .rule("artifact.missing-member"),
         );
         return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&patch_path)?
-        .take(MAX_PATCH_BYTES + 1)
-        .read_to_end(&mut bytes)?;
+    };
     if bytes.len() as u64 > MAX_PATCH_BYTES {
         report.push(
             Reason::new(

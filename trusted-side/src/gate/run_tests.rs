@@ -603,3 +603,53 @@ fn policy_file_decides_and_stale_rules_are_warned_about() {
         "src/** matches packed files"
     );
 }
+
+#[test]
+fn bundle_swapped_in_the_inbox_is_rejected_before_its_manifest_is_used() {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(SRC_EDIT));
+    // Another valid bundle (of another job) in this job's inbox slot.
+    let (other, other_claims) = fixture(&[("src/extra.rs", "pub fn x() {}\n")], false);
+    let other_bundle = other
+        .store
+        .get_bytes(&layout::inbox_bundle(&other_claims.job), 1 << 30)
+        .unwrap()
+        .unwrap();
+    f.store
+        .put_bytes(&layout::inbox_bundle(&claims.job), &other_bundle)
+        .unwrap();
+    let r = gate(&f, &claims.job, false);
+    assert_eq!(codes(&r), vec!["bundle-digest-mismatch"], "{:?}", r.reasons);
+    assert_eq!(r.decision, Verdict::Reject);
+    // Garbage (not even gzip) is the same verdict, not a tar error: the digest comes first.
+    f.store
+        .put_bytes(&layout::inbox_bundle(&claims.job), b"not a bundle")
+        .unwrap();
+    let r = gate(&f, &claims.job, false);
+    assert_eq!(codes(&r), vec!["bundle-digest-mismatch"], "{:?}", r.reasons);
+    // Nothing left behind in the job directory but the fetched artifact and its envelope.
+    let job_dir = crate::fetch::job_dir(&f.home.dir, &claims.job);
+    let mut left: Vec<String> = std::fs::read_dir(&job_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert!(left.iter().all(|n| !n.starts_with('.')), "{left:?}");
+}
+
+#[test]
+fn bundle_gone_from_the_inbox_is_an_error_not_a_verdict() {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(SRC_EDIT));
+    f.store.delete(&layout::inbox_bundle(&claims.job)).unwrap();
+    let opts = GateOptions {
+        repo: f.repo.clone(),
+        policy: Policy::default(),
+        review_branch: false,
+    };
+    let e = run_gate(&f.home, &f.store, &f.key, &claims.job, &opts).unwrap_err();
+    assert!(
+        e.to_string().contains("the bundle is gone from the inbox"),
+        "{e}"
+    );
+}
