@@ -27,7 +27,7 @@ pub use read::{
     read_members, unpack_into, AllowedNames, Member, MemberKind, ReadSummary, UnpackSummary,
     ARTIFACT_MEMBERS, BUNDLE_FILES_DIR, BUNDLE_TOP_FILES,
 };
-pub use write::DeterministicTarWriter;
+pub use write::{Cut, DeterministicTarWriter, GZIP_HEADER};
 
 /// Label used in messages until the caller names the archive with [`TarError::with_label`].
 pub const DEFAULT_LABEL: &str = "archive";

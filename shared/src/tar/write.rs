@@ -12,8 +12,7 @@
 
 use std::io::{self, Read, Write};
 
-use flate2::write::GzEncoder;
-use flate2::{Compression, GzBuilder};
+use flate2::{Compress, Compression, FlushCompress, Status};
 
 use super::names::NameSet;
 use super::{TarError, TarRule};
@@ -31,7 +30,7 @@ use crate::paths::check_relative_path;
 /// assert_eq!(&bytes[..2], &[0x1f, 0x8b]);
 /// ```
 pub struct DeterministicTarWriter<W: Write> {
-    builder: Option<tar::Builder<GzEncoder<W>>>,
+    builder: Option<tar::Builder<Gzip<W>>>,
     limits: TarLimits,
     names: NameSet,
     last: Option<String>,
@@ -49,10 +48,11 @@ impl<W: Write> DeterministicTarWriter<W> {
     /// A writer that refuses to exceed `limits` (entries, member and total size, path length
     /// and depth), so that a packer fails early with the reader's rule ids.
     pub fn with_limits(w: W, limits: TarLimits) -> Self {
-        let gz = GzBuilder::new()
-            .mtime(0)
-            .operating_system(255)
-            .write(w, Compression::new(6));
+        let gz = Gzip::new(w, 0, 0, 0);
+        Self::from_gzip(gz, limits)
+    }
+
+    fn from_gzip(gz: Gzip<W>, limits: TarLimits) -> Self {
         DeterministicTarWriter {
             builder: Some(tar::Builder::new(gz)),
             limits,
@@ -62,6 +62,61 @@ impl<W: Write> DeterministicTarWriter<W> {
             total_bytes: 0,
             failed: false,
         }
+    }
+
+    /// Ends the deflate stream's current block at a byte boundary and restarts the compressor
+    /// with a fresh state, so that what follows compresses independently of what came before
+    /// (still one gzip member: a sync flush, then a reset). Returns where the stream stands.
+    ///
+    /// The compressed bytes written so far after the 10-byte gzip header
+    /// ([`GZIP_HEADER`]) can later be replayed with [`DeterministicTarWriter::resume`]: a
+    /// packer reuses the members of one revision across bundles that differ only after the cut,
+    /// and both routes give the same bytes.
+    pub fn cut(&mut self) -> Result<Cut, TarError> {
+        if self.failed {
+            return Err(poisoned());
+        }
+        let builder = self.builder.as_mut().ok_or_else(poisoned)?;
+        let r = builder.get_mut().cut();
+        self.failed |= r.is_err();
+        r.map_err(|e| TarError::io(None, "cut gzip stream", e))
+    }
+
+    /// A writer whose output starts with the gzip header and the `compressed` bytes of an
+    /// earlier writer up to its [`DeterministicTarWriter::cut`], holding `members` (each path,
+    /// whether it is a directory, and its size, in the order written). The members are checked
+    /// again exactly as [`DeterministicTarWriter::append_file`] checks them (path rules, order,
+    /// collisions, limits); the caller vouches that `compressed` is what that writer wrote for
+    /// them (e.g. by a digest taken then). `compressed` must yield exactly
+    /// `cut.compressed_bytes` bytes (`tar.size-mismatch` otherwise).
+    pub fn resume<'a>(
+        w: W,
+        limits: TarLimits,
+        cut: &Cut,
+        compressed: impl Read,
+        members: impl IntoIterator<Item = (&'a str, bool, u64)>,
+    ) -> Result<Self, TarError> {
+        let mut gz = Gzip::new(w, cut.crc32, cut.tar_bytes, cut.compressed_bytes);
+        gz.header()
+            .map_err(|e| TarError::io(None, "write resumed stream", e))?;
+        let mut exact = ExactReader {
+            inner: compressed,
+            remaining: cut.compressed_bytes,
+            mismatch: None,
+        };
+        if let Err(e) = io::copy(&mut exact, &mut gz.out) {
+            return Err(match exact.mismatch {
+                Some(reason) => {
+                    TarError::member_rejected("(resumed stream)", TarRule::SizeMismatch, reason)
+                }
+                None => TarError::io(None, "write resumed stream", e),
+            });
+        }
+        let mut w = Self::from_gzip(gz, limits);
+        for (path, is_dir, size) in members {
+            w.account(path, is_dir, size)?;
+        }
+        Ok(w)
     }
 
     /// Appends a regular file of exactly `size` bytes read from `reader`, mode 0755 if
@@ -102,17 +157,8 @@ impl<W: Write> DeterministicTarWriter<W> {
             .map_err(|e| TarError::io(None, "finish gzip stream", e))
     }
 
-    fn append(
-        &mut self,
-        path: &str,
-        is_dir: bool,
-        executable: bool,
-        size: u64,
-        reader: impl Read,
-    ) -> Result<(), TarError> {
-        if self.failed {
-            return Err(poisoned());
-        }
+    /// Checks a member against the rules and limits and records it (name set, order, counts).
+    fn account(&mut self, path: &str, is_dir: bool, size: u64) -> Result<(), TarError> {
         let limits = &self.limits;
         check_relative_path(path, limits.max_path_bytes, limits.max_depth)
             .map_err(|e| TarError::from_path(path, &e))?;
@@ -157,6 +203,24 @@ impl<W: Write> DeterministicTarWriter<W> {
         self.names
             .insert(path, is_dir)
             .map_err(|(rule, reason)| TarError::member_rejected(path, rule, reason))?;
+        self.entries = entries;
+        self.total_bytes = total;
+        self.last = Some(path.to_owned());
+        Ok(())
+    }
+
+    fn append(
+        &mut self,
+        path: &str,
+        is_dir: bool,
+        executable: bool,
+        size: u64,
+        reader: impl Read,
+    ) -> Result<(), TarError> {
+        if self.failed {
+            return Err(poisoned());
+        }
+        self.account(path, is_dir, size)?;
 
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(if is_dir {
@@ -186,9 +250,6 @@ impl<W: Write> DeterministicTarWriter<W> {
                 None => TarError::io(Some(path), "write member", e),
             });
         }
-        self.entries = entries;
-        self.total_bytes = total;
-        self.last = Some(path.to_owned());
         Ok(())
     }
 }
@@ -199,6 +260,124 @@ fn poisoned() -> TarError {
         "write",
         io::Error::other("the writer failed earlier; its output is incomplete"),
     )
+}
+
+/// The gzip header every writer emits: no name, no extra, MTIME 0, XFL 0, OS 255.
+pub const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+
+/// Zlib level of every writer.
+const LEVEL: u32 = 6;
+
+/// Where a [`DeterministicTarWriter`] stood at a [`DeterministicTarWriter::cut`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// CRC-32 of the tar bytes so far.
+    pub crc32: u32,
+    /// Tar (uncompressed) bytes so far.
+    pub tar_bytes: u64,
+    /// Deflate bytes written so far, after the gzip header; the stream ends on a byte boundary
+    /// there and nothing after it refers back.
+    pub compressed_bytes: u64,
+}
+
+/// A single-member gzip writer (RFC 1952) over a raw deflate stream, which can end a block at
+/// a byte boundary and restart the compressor fresh ([`Gzip::cut`]) or start from the state of
+/// such a cut. Without a cut its output is that of `flate2`'s `GzEncoder` at the same level.
+struct Gzip<W: Write> {
+    out: W,
+    z: Compress,
+    crc: u32,
+    tar_bytes: u64,
+    compressed_bytes: u64,
+    buf: Vec<u8>,
+    header_pending: bool,
+}
+
+impl<W: Write> Gzip<W> {
+    /// Starts at a cut (`0, 0, 0` for a fresh stream). The header and any replayed prefix are
+    /// the caller's; a fresh stream (`compressed_bytes` 0) writes the header itself.
+    fn new(out: W, crc: u32, tar_bytes: u64, compressed_bytes: u64) -> Self {
+        Gzip {
+            out,
+            z: Compress::new(Compression::new(LEVEL), false),
+            crc,
+            tar_bytes,
+            compressed_bytes,
+            buf: Vec::with_capacity(64 * 1024),
+            header_pending: true,
+        }
+    }
+
+    fn header(&mut self) -> io::Result<()> {
+        if self.header_pending {
+            self.header_pending = false;
+            self.out.write_all(&GZIP_HEADER)?;
+        }
+        Ok(())
+    }
+
+    /// Deflates `input` with `flush`, writing everything produced.
+    fn deflate(&mut self, mut input: &[u8], flush: FlushCompress) -> io::Result<()> {
+        self.header()?;
+        loop {
+            self.buf.clear();
+            let before = self.z.total_in();
+            let status = self
+                .z
+                .compress_vec(input, &mut self.buf, flush)
+                .map_err(io::Error::other)?;
+            let used = usize::try_from(self.z.total_in() - before).map_err(io::Error::other)?;
+            input = &input[used..];
+            self.out.write_all(&self.buf)?;
+            self.compressed_bytes += self.buf.len() as u64;
+            let room_left = self.buf.len() < self.buf.capacity();
+            let done = match flush {
+                FlushCompress::Finish => status == Status::StreamEnd,
+                _ => input.is_empty() && room_left,
+            };
+            if done {
+                return Ok(());
+            }
+            if used == 0 && self.buf.is_empty() && status == Status::BufError {
+                return Err(io::Error::other("deflate made no progress"));
+            }
+        }
+    }
+
+    fn cut(&mut self) -> io::Result<Cut> {
+        self.deflate(&[], FlushCompress::Sync)?;
+        self.z = Compress::new(Compression::new(LEVEL), false);
+        Ok(Cut {
+            crc32: self.crc,
+            tar_bytes: self.tar_bytes,
+            compressed_bytes: self.compressed_bytes,
+        })
+    }
+
+    fn finish(mut self) -> io::Result<W> {
+        self.deflate(&[], FlushCompress::Finish)?;
+        self.out.write_all(&self.crc.to_le_bytes())?;
+        // ISIZE: the length modulo 2^32 (RFC 1952).
+        self.out
+            .write_all(&((self.tar_bytes & 0xffff_ffff) as u32).to_le_bytes())?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write> Write for Gzip<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.deflate(data, FlushCompress::None)?;
+        self.crc = zlib_rs::crc32::crc32(self.crc, data);
+        self.tar_bytes += data.len() as u64;
+        Ok(data.len())
+    }
+
+    /// Flushes the sink only: a deflate flush here would make the output depend on when the
+    /// tar builder flushes.
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Yields exactly `remaining` bytes of `inner`, failing if it has fewer or more.
@@ -256,6 +435,101 @@ mod tests {
         w.append_file("manifest.json", false, 2, &b"{}"[..])
             .unwrap();
         w.finish().unwrap()
+    }
+
+    #[test]
+    fn matches_the_formats_example_byte_for_byte() {
+        // docs/FORMATS.md, "Writing": the same bytes as flate2's GzEncoder at level 6.
+        let mut w = DeterministicTarWriter::new(Vec::new());
+        w.append_file("files/hello.txt", false, 6, &b"hello\n"[..])
+            .unwrap();
+        w.append_file("files/run.sh", true, 10, &b"#!/bin/sh\n"[..])
+            .unwrap();
+        let b = w.finish().unwrap();
+        assert_eq!(b.len(), 140);
+        assert_eq!(
+            crate::digest::Sha256Digest::of_bytes(&b).to_string(),
+            "116556db88648a94ca716e01b3a2493b3161f9eadf1af53aa2689c9e4ce7e06e"
+        );
+    }
+
+    /// Members before the cut, and the bundle tail after it.
+    fn cut_sample(tail: &[u8]) -> (Vec<u8>, Cut) {
+        let mut w = DeterministicTarWriter::new(Vec::new());
+        w.append_file("files/a.txt", false, 3000, &[b'a'; 3000][..])
+            .unwrap();
+        w.append_file("files/b/c.sh", true, 5, &b"#!x\n\n"[..])
+            .unwrap();
+        let cut = w.cut().unwrap();
+        w.append_file("manifest.json", false, tail.len() as u64, tail)
+            .unwrap();
+        (w.finish().unwrap(), cut)
+    }
+
+    #[test]
+    fn a_resumed_stream_equals_the_uncut_route_and_reads_back() {
+        let (whole, cut) = cut_sample(b"{\"x\":1}");
+        let start = GZIP_HEADER.len();
+        let prefix = &whole[start..start + cut.compressed_bytes as usize];
+        let members = [("files/a.txt", false, 3000), ("files/b/c.sh", false, 5)];
+        let mut w =
+            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, prefix, members)
+                .unwrap();
+        w.append_file("manifest.json", false, 7, &b"{\"x\":1}"[..])
+            .unwrap();
+        let resumed = w.finish().unwrap();
+        assert_eq!(resumed, whole);
+        // Another tail after the same prefix: a valid archive with the new content.
+        let (other, cut2) = cut_sample(b"{\"x\":22}");
+        assert_eq!(cut2, cut);
+        assert_eq!(
+            &other[..start + prefix.len()],
+            &whole[..start + prefix.len()]
+        );
+        let mut seen = Vec::new();
+        crate::tar::read_members(
+            &other[..],
+            &TarLimits::bundle(),
+            &crate::tar::AllowedNames::Bundle,
+            |m, r| {
+                let mut buf = Vec::new();
+                r.read_to_end(&mut buf)?;
+                seen.push((m.path.clone(), buf.len()));
+                Ok(())
+            },
+        )
+        .unwrap();
+        let names: Vec<&str> = seen.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(names, ["files/a.txt", "files/b/c.sh", "manifest.json"]);
+        assert_eq!(seen[2].1, 8);
+    }
+
+    #[test]
+    fn resume_checks_the_prefix_length_and_the_members_again() {
+        let (whole, cut) = cut_sample(b"{}");
+        let prefix = &whole[GZIP_HEADER.len()..GZIP_HEADER.len() + cut.compressed_bytes as usize];
+        let short = &prefix[..prefix.len() - 1];
+        let members = [("files/a.txt", false, 3000u64)];
+        let e =
+            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, short, members)
+                .err()
+                .unwrap();
+        assert_eq!(e.rule(), TarRule::SizeMismatch);
+        // Out of order, and a later member colliding with a resumed one: refused as if appended.
+        let members = [("files/b", false, 1u64), ("files/a", false, 1)];
+        let e =
+            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, prefix, members)
+                .err()
+                .unwrap();
+        assert_eq!(e.rule(), TarRule::OutOfOrder);
+        let members = [("files/README", false, 1u64)];
+        let mut w =
+            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, prefix, members)
+                .unwrap();
+        let e = w
+            .append_file("files/readme", false, 0, io::empty())
+            .unwrap_err();
+        assert_eq!(e.rule(), TarRule::Collision);
     }
 
     #[test]
