@@ -67,7 +67,8 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
     let key = home.signing_key()?;
     let store = Store::open(&home.config.store)?;
-    let out = submit_job(&store, &key, args, global.quiet || args.json)?;
+    let cache = crate::pack::cache::dir(&home.dir);
+    let out = submit_job_cached(&store, &key, args, global.quiet || args.json, cache)?;
     if args.json {
         crate::output::print_json(&out)?;
     } else {
@@ -94,6 +95,18 @@ pub fn submit_job(
     key: &SigningKey,
     args: &SubmitArgs,
     quiet: bool,
+) -> Result<Submitted> {
+    submit_job_cached(store, key, args, quiet, None)
+}
+
+/// [`submit_job`], reusing the `files/` part of earlier packs kept in `cache_dir`; see
+/// [`crate::pack::cache`].
+pub fn submit_job_cached(
+    store: &Store,
+    key: &SigningKey,
+    args: &SubmitArgs,
+    quiet: bool,
+    cache_dir: Option<PathBuf>,
 ) -> Result<Submitted> {
     let ttl = parse_duration(&args.ttl)?;
     if ttl == 0 || ttl > airlock_core::token::MAX_LIFETIME_SECS {
@@ -124,6 +137,9 @@ pub fn submit_job(
         max_file_bytes: args.pack.max_file_bytes,
         job: job.clone(),
         quiet,
+        cache_dir,
+        // The staging directory is uploaded and deleted: nothing there needs to survive a crash.
+        durable: false,
     };
     let staging = tempfile::tempdir().context("cannot create a staging directory")?;
     let summary = pack::pack_bundle(&opts, key, staging.path())?;

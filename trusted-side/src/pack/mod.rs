@@ -13,6 +13,7 @@
 //! submodules smuggled in the tree, names that collide by case or normalisation on the worker,
 //! and a bundle held in memory (one file at a time, bounded queues between threads).
 
+pub mod cache;
 pub mod select;
 
 use std::collections::{BTreeMap, HashSet};
@@ -31,7 +32,7 @@ use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
 use airlock_core::paths;
-use airlock_core::tar::{read_members, AllowedNames, DeterministicTarWriter};
+use airlock_core::tar::{read_members, AllowedNames, Cut, DeterministicTarWriter};
 use airlock_scan::{Finding, Scanner};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -71,6 +72,12 @@ pub struct PackOptions<'a> {
     pub job: JobId,
     /// Hide progress.
     pub quiet: bool,
+    /// Where to keep and look up the `files/` part of earlier packs of the same tree and
+    /// options (see [`cache`]); `None` packs from scratch and keeps nothing.
+    pub cache_dir: Option<PathBuf>,
+    /// Sync the bundle and envelope to disk (an `--out` directory the user keeps); a staging
+    /// directory that is uploaded and deleted needs no sync.
+    pub durable: bool,
 }
 
 /// What a pack produced.
@@ -137,6 +144,8 @@ pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
         max_file_bytes: args.max_file_bytes,
         job: new_job_id()?,
         quiet: global.quiet || json,
+        cache_dir: cache::dir(&home.dir),
+        durable: true,
     };
     let summary = pack_bundle(&opts, &key, out)?;
     if json {
@@ -178,12 +187,15 @@ pub fn new_job_id() -> Result<JobId> {
 }
 
 /// Packs, rescans, signs and writes `out/bundle.tar.gz` + `out/bundle.dsse.json`.
+///
+/// With a cache directory, the `files/` part (selected, scanned, redacted, compressed and
+/// rescanned by an earlier pack of the same tree with the same options, by this same binary)
+/// is reused: only `manifest.json` and `request.json` are written, scanned and compressed
+/// anew. Both routes give the same bytes (the writer cuts the deflate stream after the files).
 pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
     let scanner = Scanner::with_default_rules().context("secret scanner")?;
     let repo = Repo::open(opts.repo)?;
     let (revision, tree) = repo.resolve(opts.rev)?;
-    let entries = repo.list_tree(&revision)?;
-    let selection = select_entries(entries, opts)?;
 
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let tmp_bundle = tempfile::Builder::new()
@@ -208,24 +220,49 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
     }
     let request_bytes = format::to_json_bytes(&request);
     let request_sha256 = Sha256Digest::of_bytes(&request_bytes);
+    let source = Source {
+        repo: opts.repo_name.clone(),
+        revision: revision.clone(),
+        tree: tree.clone(),
+    };
 
-    let written = write_bundle(
-        &repo,
-        &selection.keep,
-        opts,
-        &scanner,
-        tmp_bundle.as_file().try_clone()?,
-        &request_bytes,
-        request_sha256,
-        Source {
-            repo: opts.repo_name.clone(),
-            revision: revision.clone(),
-            tree: tree.clone(),
-        },
-        &selection.skipped,
-    )?;
-    findings.extend(written.findings);
-    redactions.extend(written.redactions);
+    let cache = opts
+        .cache_dir
+        .as_deref()
+        .and_then(|dir| cache::PackCache::new(dir, &tree, opts));
+    let hit = match &cache {
+        Some(c) if findings.is_empty() => c.load(),
+        _ => None,
+    };
+    let from_cache = hit.is_some();
+    let (part, skipped) = match hit {
+        Some(hit) => {
+            let tar = hit.resume(tmp_bundle.as_file().try_clone()?)?;
+            let part = FilesPart {
+                files: hit.meta.files,
+                tar,
+                findings: Vec::new(),
+                redactions: hit.meta.redactions,
+                bytes: hit.meta.bytes,
+                cut: hit.meta.cut.into(),
+            };
+            (part, hit.meta.skipped)
+        }
+        None => {
+            let entries = repo.list_tree(&revision)?;
+            let selection = select_entries(entries, opts)?;
+            let part = write_files(
+                &repo,
+                &selection.keep,
+                opts,
+                &scanner,
+                tmp_bundle.as_file().try_clone()?,
+            )?;
+            (part, selection.skipped)
+        }
+    };
+    findings.extend(part.findings);
+    redactions.extend(part.redactions.iter().cloned());
     if !findings.is_empty() {
         let mut msg = format!(
             "refusing to pack: {} secret(s) found (use --redact to replace them, or --exclude the files)",
@@ -236,18 +273,43 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
         }
         return Err(Refused(msg).into());
     }
+    let files = part.files.len() as u64;
+    let cache_meta = cache::Meta {
+        cut: part.cut.into(),
+        prefix_sha256: None,
+        files: part.files,
+        redactions: part.redactions,
+        skipped,
+        bytes: part.bytes,
+    };
+    let written = finish_bundle(
+        part.tar,
+        &cache_meta,
+        source.clone(),
+        &request_bytes,
+        request_sha256,
+        opts.durable,
+    )?;
 
-    rescan_bundle(tmp_bundle.path(), &scanner, written.files + 2)?;
+    if from_cache {
+        // The files part was rescanned when it was first packed and is bound to the cache
+        // entry by its digest; the members written now are scanned here.
+        rescan_tail(&written, &request_bytes, &scanner)?;
+    } else {
+        rescan_bundle(tmp_bundle.path(), &scanner, files + 2)?;
+        if let Some(c) = &cache {
+            // Best effort: a cache that cannot be written only costs the next pack time.
+            if let Err(e) = c.store(tmp_bundle.path(), cache_meta) {
+                tracing::debug!("pack cache: not stored: {e:#}");
+            }
+        }
+    }
 
     let predicate = BundlePredicate {
         job: opts.job.clone(),
         manifest_sha256: written.manifest_sha256,
         request_sha256,
-        source: Source {
-            repo: opts.repo_name.clone(),
-            revision: revision.clone(),
-            tree: tree.clone(),
-        },
+        source,
     };
     let statement = Statement::new(
         BUNDLE_FILE,
@@ -258,12 +320,18 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
     let envelope = dsse::sign_statement(&statement, key);
     let bundle_path = out.join(BUNDLE_FILE);
     let envelope_path = out.join(ENVELOPE_FILE);
-    crate_atomic_write(out, &envelope_path, &envelope.to_json_pretty(), || {
-        tmp_bundle
-            .persist(&bundle_path)
-            .map(|_| ())
-            .with_context(|| format!("{}: cannot write", bundle_path.display()))
-    })?;
+    crate_atomic_write(
+        out,
+        &envelope_path,
+        &envelope.to_json_pretty(),
+        opts.durable,
+        || {
+            tmp_bundle
+                .persist(&bundle_path)
+                .map(|_| ())
+                .with_context(|| format!("{}: cannot write", bundle_path.display()))
+        },
+    )?;
 
     let mut redacted = BTreeMap::new();
     let mut redacted_paths = HashSet::new();
@@ -275,9 +343,9 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
         job: opts.job.clone(),
         revision,
         tree,
-        files: written.files,
+        files,
         bytes: written.bytes,
-        skipped: selection.skipped,
+        skipped: written.skipped,
         redacted,
         redacted_files: redacted_paths.len() as u64,
         bundle_sha256: written.bundle_sha256,
@@ -296,6 +364,7 @@ fn crate_atomic_write(
     dir: &Path,
     dest: &Path,
     bytes: &[u8],
+    durable: bool,
     place_bundle: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     let mut tmp = tempfile::Builder::new()
@@ -304,7 +373,9 @@ fn crate_atomic_write(
         .tempfile_in(dir)
         .with_context(|| format!("{}: cannot write", dir.display()))?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
     place_bundle()?;
     tmp.persist(dest)
         .with_context(|| format!("{}: cannot write", dest.display()))?;
@@ -367,14 +438,28 @@ fn select_entries(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Sel
     Ok(Selection { keep, skipped })
 }
 
+/// The bundle as written.
 struct Written {
-    files: u64,
     bytes: u64,
-    findings: Vec<Finding>,
-    redactions: Vec<Redaction>,
+    skipped: BTreeMap<String, u64>,
+    manifest_bytes: Vec<u8>,
     manifest_sha256: Sha256Digest,
     bundle_sha256: Sha256Digest,
     bundle_bytes: u64,
+}
+
+/// The bundle's writer after its `files/` members, cut (see `DeterministicTarWriter::cut`).
+type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
+
+/// The `files/` part of a bundle: its members (already in `tar`), what the scan found and
+/// redacted, and where the compressed stream was cut after them.
+struct FilesPart {
+    files: Vec<FileEntry>,
+    tar: Tar,
+    findings: Vec<Finding>,
+    redactions: Vec<Redaction>,
+    bytes: u64,
+    cut: Cut,
 }
 
 fn redaction_of(f: &Finding) -> Redaction {
@@ -393,23 +478,19 @@ struct Blob {
     content: Vec<u8>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn write_bundle(
+/// Selects, scans, redacts and writes every `files/` member, then cuts the stream.
+fn write_files(
     repo: &Repo,
     keep: &[(String, TreeEntry)],
     opts: &PackOptions<'_>,
     scanner: &Scanner,
     file: File,
-    request_bytes: &[u8],
-    request_sha256: Sha256Digest,
-    source: Source,
-    skipped: &BTreeMap<String, u64>,
-) -> Result<Written> {
+) -> Result<FilesPart> {
     let (mut requests, mut responses) = repo.blobs()?.split()?;
     let bar = crate::output::progress(keep.len() as u64, "pack", opts.quiet);
     let max = opts.max_file_bytes;
 
-    std::thread::scope(|s| -> Result<Written> {
+    std::thread::scope(|s| -> Result<FilesPart> {
         // Thread 1 feeds object ids to git; thread 2 reads blobs; this thread scans and
         // redacts; thread 3 compresses. Queues are bounded: memory stays flat.
         s.spawn(move || {
@@ -437,7 +518,6 @@ fn write_bundle(
             }
         });
         let (out_tx, out_rx) = sync_channel::<Blob>(8);
-        type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
         let writer = s.spawn(move || -> Result<(Vec<FileEntry>, Tar)> {
             let hashing = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file));
             let mut tar = DeterministicTarWriter::new(hashing);
@@ -500,53 +580,90 @@ fn write_bundle(
             return Err(e);
         }
         let (files, mut tar) = joined?;
-        let files_count = files.len() as u64;
-        let manifest = Manifest {
-            format: MANIFEST_FORMAT.to_owned(),
-            packer: Packer {
-                name: "airlock".to_owned(),
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-            },
-            source,
-            request_sha256,
+        let cut = tar.cut()?;
+        Ok(FilesPart {
             files,
-            redactions: {
-                let mut r = redactions.clone();
-                r.sort_by(|a, b| (&a.path, a.line, &a.rule).cmp(&(&b.path, b.line, &b.rule)));
-                r
-            },
-            skipped: skipped.clone(),
-        };
-        let manifest_bytes = format::to_json_bytes(&manifest);
-        let manifest_sha256 = Sha256Digest::of_bytes(&manifest_bytes);
-        tar.append_file(
-            "manifest.json",
-            false,
-            manifest_bytes.len() as u64,
-            manifest_bytes.as_slice(),
-        )?;
-        tar.append_file(
-            "request.json",
-            false,
-            request_bytes.len() as u64,
-            request_bytes,
-        )?;
-        let hashing = tar.finish()?;
-        let (buf, bundle_sha256, bundle_bytes) = hashing.finish();
-        let file = buf
-            .into_inner()
-            .map_err(|e| anyhow::anyhow!("cannot write bundle: {}", e.error()))?;
-        file.sync_all()?;
-        Ok(Written {
-            files: files_count,
-            bytes,
+            tar,
             findings,
             redactions,
-            manifest_sha256,
-            bundle_sha256,
-            bundle_bytes,
+            bytes,
+            cut,
         })
     })
+}
+
+/// Writes `manifest.json` and `request.json` after the files part and finishes the bundle.
+fn finish_bundle(
+    mut tar: Tar,
+    part: &cache::Meta,
+    source: Source,
+    request_bytes: &[u8],
+    request_sha256: Sha256Digest,
+    durable: bool,
+) -> Result<Written> {
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT.to_owned(),
+        packer: Packer {
+            name: "airlock".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        source,
+        request_sha256,
+        files: part.files.clone(),
+        redactions: {
+            let mut r = part.redactions.clone();
+            r.sort_by(|a, b| (&a.path, a.line, &a.rule).cmp(&(&b.path, b.line, &b.rule)));
+            r
+        },
+        skipped: part.skipped.clone(),
+    };
+    let manifest_bytes = format::to_json_bytes(&manifest);
+    let manifest_sha256 = Sha256Digest::of_bytes(&manifest_bytes);
+    tar.append_file(
+        "manifest.json",
+        false,
+        manifest_bytes.len() as u64,
+        manifest_bytes.as_slice(),
+    )?;
+    tar.append_file(
+        "request.json",
+        false,
+        request_bytes.len() as u64,
+        request_bytes,
+    )?;
+    let hashing = tar.finish()?;
+    let (buf, bundle_sha256, bundle_bytes) = hashing.finish();
+    let file = buf
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write bundle: {}", e.error()))?;
+    if durable {
+        file.sync_all()?;
+    }
+    Ok(Written {
+        bytes: part.bytes,
+        skipped: part.skipped.clone(),
+        manifest_bytes,
+        manifest_sha256,
+        bundle_sha256,
+        bundle_bytes,
+    })
+}
+
+/// The rescan of a bundle whose files part came from the cache: the members written now.
+fn rescan_tail(written: &Written, request_bytes: &[u8], scanner: &Scanner) -> Result<()> {
+    let mut findings = scanner.scan("manifest.json", &written.manifest_bytes);
+    findings.extend(scanner.scan("request.json", request_bytes));
+    if findings.is_empty() {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "refusing to pack: the rescan of the finished bundle found {} secret(s) (pack.rescan)",
+        findings.len()
+    );
+    for f in &findings {
+        msg.push_str(&format!("\n  {f}"));
+    }
+    Err(Refused(msg).into())
 }
 
 /// Second line of defense: reads the finished bundle back through the safe reader and scans
