@@ -143,8 +143,8 @@ pub fn fetch(
     let record = load_record(store, &trusted, job)?;
     let job_key = PublicKey::from_raw_hex(&record.job_public_key)?;
 
-    let env_bytes = store
-        .get_bytes(
+    let (env_bytes, envelope_info) = store
+        .get_bytes_info(
             &layout::drop_artifact_envelope(job),
             MAX_ENVELOPE_BYTES as u64,
         )
@@ -189,8 +189,8 @@ pub fn fetch(
         .into_temp_path();
     std::fs::remove_file(&staging)?;
     let cap = record.limits.max_artifact_bytes;
-    let (digest, _) = store
-        .get_to_file(&layout::drop_artifact(job), cap, &staging)
+    let (digest, _, info) = store
+        .get_to_file_info(&layout::drop_artifact(job), cap, &staging)
         .map_err(|e| refuse("artifact-too-large", format!("artifact.tar.gz: {e:#}")))?
         .with_context(|| format!("job {job}: envelope present but artifact.tar.gz missing"))?;
     if digest != signed_digest {
@@ -199,12 +199,7 @@ pub fn fetch(
             format!("artifact.tar.gz: sha256 {digest} differs from the signed {signed_digest}"),
         ));
     }
-    let info = store
-        .head(&layout::drop_artifact(job))?
-        .context("artifact vanished")?;
-    let envelope_info = store
-        .head(&layout::drop_artifact_envelope(job))?
-        .context("artifact envelope vanished")?;
+    // Last-modified of exactly the versions read and verified (the GET answers carry it).
     let landed_at = info.last_modified.max(envelope_info.last_modified);
     if landed_at > record.expires_at + STORE_SKEW_SECS {
         return Err(refuse(
