@@ -81,6 +81,15 @@ pub mod rule {
 /// Appends give up after this many lost races (each lost race means another append won).
 pub const MAX_APPEND_TRIES: u32 = 32;
 
+/// The tail hint: an object beside `ledger/` (not in it, not part of the ledger, not signed)
+/// holding the number of the last entry appended, `<seq>\n`. Appends start from it instead of
+/// listing `ledger/`, which grows with every entry; see [`append`].
+pub const TAIL_HINT: &str = "ledger.tail";
+
+/// After this many lost races in one append, the tail is found by listing `ledger/` again
+/// (a hint far behind the tail would otherwise cost two requests per entry it lags).
+const HINT_STEPS: u32 = 3;
+
 /// The first broken entry: its object key, the rule and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BrokenEntry {
@@ -232,13 +241,17 @@ impl fmt::Display for VerifyReport {
 
 /// Appends `event` about `job` as the next entry, signed by `key`; returns its number.
 ///
-/// Reads the tail (the highest entry name under `ledger/`), opens it under `key`'s public half
-/// (a tail that is not a valid entry is refused: run `airlock audit verify`), chains to it
-/// with `prev` = SHA-256 of its file bytes and `at` = max(`now_unix`, tail's `at`), and writes
-/// the next name with a conditional create. If another host created that name first, re-reads
-/// and retries, at most [`MAX_APPEND_TRIES`] times. After a successful create the entry is
-/// read back: on a store whose create-if-absent is not atomic (see `docs/LEDGER.md`), a
-/// racing writer that overwrote it is noticed here and the event is appended again.
+/// Finds the tail: the entry the tail hint ([`TAIL_HINT`]) names, if it exists, else the highest
+/// entry name under `ledger/` (a listing). Opens it under `key`'s public half (a tail that is
+/// not a valid entry is refused: run `airlock audit verify`), chains to it with `prev` =
+/// SHA-256 of its file bytes and `at` = max(`now_unix`, tail's `at`), and writes the next name
+/// with a conditional create. If that name exists (another host appended first, or the hint
+/// was behind), the entry there becomes the tail and the append is tried again, at most
+/// [`MAX_APPEND_TRIES`] times; after [`HINT_STEPS`] such steps the tail is listed again. After a
+/// successful create the entry is read back: on a store whose create-if-absent is not atomic
+/// (see `docs/LEDGER.md`), a racing writer that overwrote it is noticed here and the event is
+/// appended again. Last, the hint is set to the new entry (best effort: a hint is never trusted,
+/// only tried).
 pub fn append(
     store: &Store,
     key: &SigningKey,
@@ -252,8 +265,18 @@ pub fn append(
         reason,
     })?;
     let public = key.public();
+    // Where to look for the tail first: the hint, then each entry that beat us to a name.
+    let mut probe = read_hint(store);
+    let mut steps = 0u32;
     for _ in 0..MAX_APPEND_TRIES {
-        let (seq, prev, at) = match read_tail(store, &public)? {
+        let tail = match probe.take() {
+            Some(seq) if steps <= HINT_STEPS => match read_at(store, &public, seq)? {
+                Some(t) => t,
+                None => read_tail(store, &public)?,
+            },
+            _ => read_tail(store, &public)?,
+        };
+        let (seq, prev, at) = match tail {
             Tail::Missing => continue,
             Tail::Empty => (1, None, now_unix),
             Tail::At(seq, digest, tail_at) => {
@@ -282,6 +305,8 @@ pub fn append(
         let name = entry_key(seq);
         if !store.put_new(&name, &bytes)? {
             tracing::debug!(entry = %name, "ledger: lost an append race, retrying");
+            probe = Some(seq);
+            steps += 1;
             continue;
         }
         let back = store.get_bytes(&name, MAX_ENTRY_BYTES as u64)?;
@@ -291,9 +316,14 @@ pub fn append(
                 "ledger: entry was overwritten by a concurrent writer (store create-if-absent \
                  is not atomic); appending again"
             );
+            probe = Some(seq);
+            steps += 1;
             continue;
         }
         tracing::debug!(entry = %name, job = %job, kind = entry.event.kind(), "ledger: appended");
+        if let Err(e) = store.put_bytes(TAIL_HINT, format!("{seq}\n").as_bytes()) {
+            tracing::debug!("ledger: tail hint not updated: {e:#}");
+        }
         return Ok(seq);
     }
     Err(LedgerError::Contention {
@@ -309,6 +339,34 @@ enum Tail {
     Missing,
     /// The tail's number, file digest and `at`.
     At(u64, Sha256Digest, u64),
+}
+
+/// The hinted tail number, if the hint exists and is a canonical entry number.
+fn read_hint(store: &Store) -> Option<u64> {
+    let bytes = store.get_bytes(TAIL_HINT, 32).ok()??;
+    let text = std::str::from_utf8(&bytes).ok()?.strip_suffix('\n')?;
+    let canonical =
+        !text.is_empty() && text.bytes().all(|c| c.is_ascii_digit()) && !text.starts_with('0');
+    let seq: u64 = text.parse().ok()?;
+    (canonical && seq <= MAX_SEQ).then_some(seq)
+}
+
+/// Entry `seq` as a candidate tail (opened under the trusted key); `None` if it does not exist.
+fn read_at(store: &Store, trusted: &PublicKey, seq: u64) -> Result<Option<Tail>> {
+    let name = entry_key(seq);
+    let Some(bytes) = read_entry(store, &name, 0)? else {
+        return Ok(None);
+    };
+    let entry = open_entry(&name, seq, &bytes, trusted).map_err(|b| {
+        anyhow::Error::new(LedgerError::Broken(b)).context(
+            "ledger: refusing to append after an invalid tail (run `airlock audit verify`)",
+        )
+    })?;
+    Ok(Some(Tail::At(
+        seq,
+        Sha256Digest::of_bytes(&bytes),
+        entry.at,
+    )))
 }
 
 fn read_tail(store: &Store, trusted: &PublicKey) -> Result<Tail> {

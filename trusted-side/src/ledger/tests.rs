@@ -589,6 +589,70 @@ fn append_refuses_to_extend_an_invalid_tail() {
     assert!(fx.store.head(&entry_key(7)).unwrap().is_none());
 }
 
+fn hint(fx: &Fixture) -> Option<String> {
+    fx.store
+        .get_bytes(TAIL_HINT, 64)
+        .unwrap()
+        .map(|b| String::from_utf8(b).unwrap())
+}
+
+#[test]
+fn append_writes_the_tail_hint_beside_the_ledger() {
+    let fx = Fixture::seeded();
+    assert_eq!(hint(&fx).as_deref(), Some("5\n"));
+    // Outside `ledger/`: verify (and the offline verifier) never see it.
+    assert!(fx.dir.path().join(TAIL_HINT).is_file());
+    assert_eq!(fx.verify().unwrap().entries, 5);
+    append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 50).unwrap();
+    assert_eq!(hint(&fx).as_deref(), Some("6\n"));
+}
+
+#[test]
+fn a_lagging_wrong_or_missing_hint_still_appends_at_the_real_tail() {
+    let fx = Fixture::seeded();
+    // Behind (another host wrote it late), ahead of the ledger (entries removed, or a hostile
+    // write), not a canonical number, absent: each append lands at the true next number.
+    let cases: [Option<&[u8]>; 8] = [
+        Some(b"2\n"),
+        Some(b"1\n"),
+        Some(b"9\n"),
+        Some(b"999999999999\n"),
+        Some(b"07\n"),
+        Some(b"x\n"),
+        Some(b"6"),
+        None,
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        match case {
+            Some(bytes) => fx.store.put_bytes(TAIL_HINT, bytes).unwrap(),
+            None => fx.store.delete(TAIL_HINT).unwrap(),
+        }
+        let seq = append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 50).unwrap();
+        assert_eq!(seq, 6 + i as u64, "hint {case:?}");
+        assert_eq!(hint(&fx), Some(format!("{seq}\n")));
+    }
+    let report = fx.verify().unwrap();
+    assert_eq!(report.entries, 5 + cases.len() as u64);
+}
+
+#[test]
+fn a_hint_to_an_invalid_entry_is_refused_like_an_invalid_tail() {
+    let fx = Fixture::seeded();
+    let attacker = SigningKey::generate();
+    let three = LedgerEntry {
+        seq: 3,
+        prev: Some(fx.digest(2)),
+        at: T0 + 20,
+        job: job(9),
+        event: gate("queue", &[]),
+    };
+    fx.forge(&three, &attacker);
+    fx.store.put_bytes(TAIL_HINT, b"3\n").unwrap();
+    let err = append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 70).unwrap_err();
+    assert!(format!("{err:#}").contains("ledger.signature"), "{err:#}");
+    assert!(fx.store.head(&entry_key(6)).unwrap().is_none());
+}
+
 #[test]
 fn append_never_goes_back_in_time_when_a_host_clock_lags() {
     let fx = Fixture::seeded(); // last at = T0 + 40
