@@ -201,14 +201,14 @@ fn read_small(
 }
 
 /// Unpacks the bundle at `bundle` into `work` (created here) and `pack` (created here), and
-/// checks the tree against the manifest. Every workdir file is made to belong to `owner` when
-/// given (a root worker's generator identity: handing files over before they are looked at
-/// keeps their ctime from moving later). See the module doc.
+/// checks the tree against the manifest. Workdir files are made to belong to `owner` when
+/// given and allowed (a root worker's generator identity: handing files over before they are
+/// looked at keeps their ctime from moving later). See the module doc.
 pub fn unpack_bundle(
     bundle: &Path,
     work: &Path,
     pack: &Path,
-    owner: Option<(u32, u32)>,
+    mut owner: Option<(u32, u32)>,
 ) -> Result<Bundle> {
     DirBuilder::new()
         .mode(0o755)
@@ -271,8 +271,11 @@ pub fn unpack_bundle(
                             let n = tee(&mut hashed, &mut f, &mut pack_out, &mut buf)
                                 .map_err(|e| io_err("write", e))?;
                             if let Some((uid, gid)) = owner {
-                                std::os::unix::fs::fchown(&f, Some(uid), Some(gid))
-                                    .map_err(|e| io_err("chown", e))?;
+                                // Best effort: a file left to the sandbox's hand-over is only
+                                // hashed again at diff time (its ctime moves).
+                                if std::os::unix::fs::fchown(&f, Some(uid), Some(gid)).is_err() {
+                                    owner = None;
+                                }
                             }
                             f.set_permissions(Permissions::from_mode(mode))
                                 .map_err(|e| io_err("chmod", e))?;
