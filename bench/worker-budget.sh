@@ -2,15 +2,16 @@
 # Size budget of the untrusted worker (DESIGN: its size and dependency count are features).
 # Builds the release binary and fails when it outgrows either budget:
 #   - the stripped binary's size in bytes;
-#   - its normal dependencies: `cargo tree -p airlock-worker -e normal --prefix none | sort -u`.
+#   - its normal dependencies: the distinct crates of `cargo tree -p airlock-worker -e normal`
+#     (a crate seen again is marked ` (*)`; the mark is dropped before counting).
 # The budgets sit about 20% above the figures measured when they were set (README, "Worker");
 # raising one is a reviewed change with a line saying why.
 #
 # Usage: bench/worker-budget.sh      env: MAX_BYTES, MAX_DEPS override the budgets
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MAX_BYTES="${MAX_BYTES:-7340032}" # 7.0 MiB; measured 6 148 232 bytes
-MAX_DEPS="${MAX_DEPS:-173}"       # measured 144
+MAX_BYTES="${MAX_BYTES:-7340032}" # 7.0 MiB; measured 6 148 232 bytes (6 163 336 with rustix direct)
+MAX_DEPS="${MAX_DEPS:-149}"       # measured 124 (was 173 over 144 lines, 20 of them repeats)
 
 cargo build --release --quiet --locked -p airlock-worker
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-worker-budget.XXXXXX")"
@@ -19,7 +20,7 @@ cp target/release/airlock-worker "$work/airlock-worker"
 # The release profile already strips symbols; strip again in case a profile override did not.
 if command -v strip >/dev/null; then strip "$work/airlock-worker"; fi
 bytes="$(stat -c %s "$work/airlock-worker")"
-deps="$(cargo tree --locked -p airlock-worker -e normal --prefix none | sort -u | wc -l)"
+deps="$(cargo tree --locked -p airlock-worker -e normal --prefix none | sed 's/ (\*)$//' | sort -u | wc -l)"
 
 printf 'airlock-worker: %d bytes stripped (budget %d), %d normal dependencies (budget %d)\n' \
   "$bytes" "$MAX_BYTES" "$deps" "$MAX_DEPS"
