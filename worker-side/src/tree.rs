@@ -16,7 +16,7 @@
 //! on a FIFO, is the very inode that was looked at, and hashes to the manifest's digest with
 //! the manifest's executable bit. Everything else in `before` comes from the pack.
 //! A file need not be re-read to be known untouched when `lstat` still says what `fstat` said
-//! once it was unpacked (device, inode, mode, size, mtime, ctime) and that ctime is strictly
+//! once it was unpacked (device, inode, size, mtime, ctime) and that ctime is strictly
 //! before the end of the unpack (git's racy-timestamp rule: the ctime of a stamp file made
 //! after the last workdir file; nothing can set a ctime, and any later write, chmod, chown,
 //! link or rename gives the inode a ctime at or after the stamp's). Files in the same clock
@@ -59,33 +59,40 @@ struct Unpacked {
     seen: Seen,
 }
 
-/// What `stat` says of a file, less what the manifest already pins (size) and what reading
-/// changes (atime).
+/// What `stat` says of a workdir file, less what is pinned elsewhere (size and executable bit:
+/// the manifest; device: the workdir's) and what reading changes (atime). The mode is not
+/// kept: a chmod sets the ctime. 32 bytes a file: a bundle may hold 200,000 files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
-    dev: u64,
     ino: u64,
-    mode: u32,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+    ctime_sec: i64,
+    mtime_sec: i64,
+    ctime_nsec: u32,
+    mtime_nsec: u32,
 }
 
 impl Seen {
     fn of(m: &fs::Metadata) -> Seen {
+        // `*_nsec` is within 0..1e9 (the kernel's timespec); anything else is never equal.
+        let nsec = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
         Seen {
-            dev: m.dev(),
             ino: m.ino(),
-            mode: m.mode(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
+            ctime_sec: m.ctime(),
+            mtime_sec: m.mtime(),
+            ctime_nsec: nsec(m.ctime_nsec()),
+            mtime_nsec: nsec(m.mtime_nsec()),
         }
+    }
+
+    fn ctime(&self) -> (i64, u32) {
+        (self.ctime_sec, self.ctime_nsec)
     }
 }
 
-/// Where a packed file's bytes are, and what its workdir copy looked like once unpacked.
+/// Where a packed file's bytes are (its size is the manifest's), and what its workdir copy
+/// looked like once unpacked.
 struct Span {
     offset: u64,
-    size: u64,
     /// `None`: its ctime was not strictly before the stamp; always re-read.
     seen: Option<Seen>,
 }
@@ -98,6 +105,8 @@ pub struct Base {
     pack: PathBuf,
     /// The pack span and unpacked stat of `manifest.files[i]`.
     spans: Vec<Span>,
+    /// The device of the workdir.
+    dev: u64,
 }
 
 /// What the bundle held besides its tree.
@@ -310,7 +319,10 @@ pub fn unpack_bundle(
         .open(&stamp_path)
         .and_then(|f| f.metadata())
         .with_context(|| format!("{}: cannot create", stamp_path.display()))?;
-    let unpacked_at = (stamp.ctime(), stamp.ctime_nsec());
+    let unpacked_at = Seen::of(&stamp).ctime();
+    let dev = fs::symlink_metadata(work)
+        .with_context(|| format!("{}: cannot stat", work.display()))?
+        .dev();
 
     let Some((manifest_bytes, manifest_sha256)) = manifest else {
         bail!("bundle refused (bundle.manifest): bundle.tar.gz has no manifest.json");
@@ -327,6 +339,7 @@ pub fn unpack_bundle(
             manifest,
             pack: pack.to_owned(),
             spans,
+            dev,
         },
         request,
         manifest_sha256,
@@ -340,7 +353,7 @@ pub fn unpack_bundle(
 fn check_against_manifest(
     mut files: Vec<Unpacked>,
     manifest: &Manifest,
-    unpacked_at: (i64, i64),
+    unpacked_at: (i64, u32),
 ) -> Result<Vec<Span>> {
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     if files.len() != manifest.files.len() {
@@ -368,8 +381,7 @@ fn check_against_manifest(
         }
         spans.push(Span {
             offset: got.offset,
-            size: got.size,
-            seen: (got.seen.ctime < unpacked_at).then_some(got.seen),
+            seen: (got.seen.ctime() < unpacked_at).then_some(got.seen),
         });
     }
     Ok(spans)
@@ -419,7 +431,10 @@ impl Base {
             .files
             .iter()
             .zip(&self.spans)
-            .map(|(e, span)| untouched(work, e, span.seen, &mut real_dirs, &mut buf))
+            .map(|(e, span)| {
+                let unpacked = span.seen.map(|s| (self.dev, s));
+                untouched(work, e, unpacked, &mut real_dirs, &mut buf)
+            })
             .collect();
         let changed_tops: HashSet<&str> = self
             .manifest
@@ -463,7 +478,7 @@ impl Base {
                 .mode(mode)
                 .open(&target)
                 .with_context(|| format!("before/{rel}: cannot create"))?;
-            copy_span(&pack, span.offset, span.size, &mut out, &mut buf)
+            copy_span(&pack, span.offset, entry.size, &mut out, &mut buf)
                 .with_context(|| format!("before/{rel}: cannot write"))?;
             out.set_permissions(Permissions::from_mode(mode))?;
             tree.written += 1;
@@ -567,13 +582,13 @@ fn copy_span(
 }
 
 /// Whether `work/<entry.path>` is still the packed file: a regular file reached through real
-/// directories, with the packed size and executable bit, and either `unpacked` (see the module
-/// doc) or, opened without following a link or blocking and the same inode that was looked
-/// at, the packed digest.
+/// directories, with the packed size and executable bit, and either `unpacked` (the workdir's
+/// device and the file's stat once unpacked; see the module doc) or, opened without following
+/// a link or blocking and the same inode that was looked at, the packed digest.
 fn untouched(
     work: &Path,
     entry: &airlock_core::format::FileEntry,
-    unpacked: Option<Seen>,
+    unpacked: Option<(u64, Seen)>,
     real_dirs: &mut HashSet<String>,
     buf: &mut [u8],
 ) -> bool {
@@ -598,7 +613,7 @@ fn untouched(
     if !seen.is_file() || seen.len() != entry.size || executable != entry.executable() {
         return false;
     }
-    if unpacked.is_some_and(|u| u == Seen::of(&seen)) {
+    if unpacked.is_some_and(|(dev, u)| dev == seen.dev() && u == Seen::of(&seen)) {
         return true;
     }
     let Ok(file) = OpenOptions::new()
