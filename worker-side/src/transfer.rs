@@ -117,14 +117,33 @@ enum Body<'a> {
     File(&'a File),
 }
 
-/// HTTPS PUT of `body`, with `if-none-match: *` for write-once objects.
+/// Whether a URL is an Azure Blob SAS URL (its query carries the SAS `sv` and `sig`
+/// parameters; S3 and GCS presigned URLs carry `X-Amz-*` / `X-Goog-*` ones instead).
+fn is_azure_sas(url: &str) -> bool {
+    let Some((_, query)) = url.split_once('?') else {
+        return false;
+    };
+    let has = |name: &str| {
+        query
+            .split('&')
+            .any(|kv| kv.split_once('=').is_some_and(|(k, _)| k == name))
+    };
+    has("sv") && has("sig")
+}
+
+/// HTTPS PUT of `body`, with `if-none-match: *` for write-once objects. Azure's Put Blob also
+/// needs `x-ms-blob-type: BlockBlob`, and answers an existing write-once blob with 409.
 fn http_put(url: &str, what: &'static str, body: Body<'_>, mode: Overwrite) -> Result<()> {
     let agent = agent();
+    let azure = is_azure_sas(url);
     let mut retried = false;
     with_retries(what, || {
         let mut req = agent.put(url);
         if mode == Overwrite::Never {
             req = req.header("if-none-match", "*");
+        }
+        if azure {
+            req = req.header("x-ms-blob-type", "BlockBlob");
         }
         let sent = match body {
             Body::Bytes(b) => req.send(b),
@@ -141,7 +160,11 @@ fn http_put(url: &str, what: &'static str, body: Body<'_>, mode: Overwrite) -> R
                 return transport(what, e);
             }
         };
-        match resp.status().as_u16() {
+        let code = match resp.status().as_u16() {
+            409 if azure && mode == Overwrite::Never => 412, // BlobAlreadyExists
+            c => c,
+        };
+        match code {
             200 | 201 | 204 => Ok(Attempt::Done(())),
             // After a lost response, 412 may mean our own earlier attempt landed. The
             // fetcher verifies digest and signature, so a foreign object cannot pass.
@@ -391,5 +414,102 @@ impl Write for RefWriter<'_> {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+
+    /// A one-shot HTTP server on loopback: answers one request with `code` and hands back the
+    /// request's header lines (lowercased).
+    fn one_request(code: u16) -> (String, std::thread::JoinHandle<Vec<String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut headers, mut len) = (Vec::new(), 0usize);
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let line = line.trim_end().to_ascii_lowercase();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(v) = line.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                headers.push(line);
+            }
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).unwrap();
+            write!(
+                stream,
+                "HTTP/1.1 {code} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            .unwrap();
+            headers
+        });
+        (format!("http://{addr}"), server)
+    }
+
+    #[test]
+    fn azure_sas_urls_are_told_apart_from_s3_and_gcs_ones() {
+        assert!(is_azure_sas(
+            "https://acct.blob.core.windows.net/c/drop/j/artifact.tar.gz?sv=2022-11-02&se=x&sr=b&sp=cw&sig=abc"
+        ));
+        assert!(!is_azure_sas(
+            "https://s3.example.com/b/drop/j/a?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=abc"
+        ));
+        assert!(!is_azure_sas(
+            "https://storage.googleapis.com/b/a?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature=abc"
+        ));
+        assert!(!is_azure_sas("https://h/a?svx=1&sigx=2"));
+        assert!(!is_azure_sas("https://h/a/sv=1/sig=2"));
+    }
+
+    #[test]
+    fn azure_put_sends_the_blob_type_and_s3_put_does_not() {
+        let (base, server) = one_request(201);
+        let url =
+            format!("{base}/devstoreaccount1/c/drop/j/artifact.tar.gz?sv=2022-11-02&sr=b&sig=abc");
+        put_bytes(&url, "artifact.tar.gz", b"abc", Overwrite::Never).unwrap();
+        let headers = server.join().unwrap();
+        assert!(
+            headers.contains(&"x-ms-blob-type: blockblob".to_owned()),
+            "{headers:?}"
+        );
+        assert!(
+            headers.contains(&"if-none-match: *".to_owned()),
+            "{headers:?}"
+        );
+
+        let (base, server) = one_request(200);
+        let url = format!("{base}/b/drop/j/checkpoint.tar.gz?X-Amz-Signature=abc");
+        put_bytes(&url, "checkpoint.tar.gz", b"abc", Overwrite::Replace).unwrap();
+        let headers = server.join().unwrap();
+        assert!(
+            !headers.iter().any(|h| h.starts_with("x-ms-blob-type")),
+            "{headers:?}"
+        );
+        assert!(
+            !headers.iter().any(|h| h.starts_with("if-none-match")),
+            "{headers:?}"
+        );
+    }
+
+    #[test]
+    fn azure_409_on_a_write_once_blob_is_the_write_once_refusal() {
+        let (base, server) = one_request(409);
+        let url = format!("{base}/devstoreaccount1/c/drop/j/artifact.tar.gz?sv=2022-11-02&sig=abc");
+        let err = put_bytes(&url, "artifact.tar.gz", b"abc", Overwrite::Never).unwrap_err();
+        server.join().unwrap();
+        assert!(
+            format!("{err:#}").contains("transfer.write-once"),
+            "{err:#}"
+        );
     }
 }

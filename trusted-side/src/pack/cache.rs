@@ -428,7 +428,10 @@ mod tests {
         assert_eq!(hit.summary.files, fresh.summary.files);
         assert_eq!(hit.summary.redacted, fresh.summary.redacted);
         assert_eq!(hit.summary.skipped, fresh.summary.skipped);
-        assert_eq!(hit_again.summary.manifest_sha256, fresh.summary.manifest_sha256);
+        assert_eq!(
+            hit_again.summary.manifest_sha256,
+            fresh.summary.manifest_sha256
+        );
         // The bundle from a hit reads back whole, with the new request.
         let mut names = Vec::new();
         let mut request = Vec::new();
