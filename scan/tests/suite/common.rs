@@ -10,6 +10,16 @@ pub fn scanner() -> &'static Scanner {
     S.get_or_init(|| Scanner::with_default_rules().expect("default rules compile"))
 }
 
+/// The default scanner with the small-input keyword automaton (what the gate uses).
+pub fn small_input_scanner() -> &'static Scanner {
+    static S: OnceLock<Scanner> = OnceLock::new();
+    S.get_or_init(|| {
+        Scanner::with_default_rules()
+            .expect("default rules compile")
+            .with_small_inputs()
+    })
+}
+
 /// Renders a template with a seed (an `@path=` line is dropped; see [`example`]).
 pub fn rendered(template: &str, seed: u64) -> Rendered {
     render(split_path(template).1, &mut Rng::new(seed))

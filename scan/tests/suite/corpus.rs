@@ -2,7 +2,7 @@
 //! JavaScript and HCL files (or the rule's own file format), all found with the right rule
 //! id, every random secret part covered, and nothing reported outside the instances.
 
-use super::common::scanner;
+use super::common::{scanner, small_input_scanner};
 use airlock_scan::testgen::{realistic_file, render, Format, Rng, Sample};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -23,6 +23,12 @@ fn check_file(
     failures: &mut Vec<String>,
 ) {
     let findings = scanner().scan(path, text.as_bytes());
+    // The keyword automaton's kind changes speed, never findings.
+    if findings != small_input_scanner().scan(path, text.as_bytes()) {
+        failures.push(format!(
+            "{path}: the small-input scanner finds something else"
+        ));
+    }
     for (range, inst) in instances {
         let own: Vec<_> = findings
             .iter()

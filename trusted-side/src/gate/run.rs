@@ -276,7 +276,8 @@ fn judge(
     // 9. secret scan
     let scanner = airlock_scan::Scanner::with_default_rules()
         .context("secret scanner rules")?
-        .with_inline_allow(false);
+        .with_inline_allow(false)
+        .with_small_inputs();
     for r in checks::scan_added_lines(&scanner, &patch) {
         report.push(r);
     }
