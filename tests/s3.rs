@@ -155,6 +155,7 @@ impl S3Server {
         let fs = PrefixListing {
             fs: s3s_fs::FileSystem::new(root).expect("s3s-fs"),
             root: root.canonicalize().expect("s3 root"),
+            conditional: tokio::sync::Mutex::new(()),
         };
         let mut builder = s3s::service::S3ServiceBuilder::new(fs);
         builder.set_auth(s3s::auth::SimpleAuth::from_single(
@@ -617,10 +618,15 @@ pub fn key_of(url: &str) -> String {
 
 /// s3s-fs, except that a listing walks only the directory its prefix names (s3s-fs walks the
 /// whole bucket for every listing, which makes a long benchmark quadratic in a way real S3
-/// is not). Every operation the airlock clients use is passed through unchanged.
+/// is not), and that conditional PUTs (`If-None-Match`) run one at a time: s3s-fs checks for
+/// the object, then writes it, so two concurrent creates of one key could both succeed, which
+/// AWS S3, GCS, Azure, MinIO and R2 never allow (the ledger relies on it: `docs/LEDGER.md`).
+/// s3s-fs still does every check and every write. Every other operation is passed through
+/// unchanged.
 struct PrefixListing {
     fs: s3s_fs::FileSystem,
     root: PathBuf,
+    conditional: tokio::sync::Mutex<()>,
 }
 
 #[async_trait::async_trait]
@@ -647,6 +653,10 @@ impl S3 for PrefixListing {
         &self,
         r: S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
+        if r.input.if_none_match.is_none() {
+            return self.fs.put_object(r).await;
+        }
+        let _one_at_a_time = self.conditional.lock().await;
         self.fs.put_object(r).await
     }
     async fn delete_object(
