@@ -101,6 +101,10 @@ impl Bench {
         for (k, v) in self.s3.aws_env() {
             c.env(k, v);
         }
+        // `AIRLOCK_PACK_CACHE=off bench/jobs.sh` measures every submit packing from scratch.
+        if let Some(v) = std::env::var_os("AIRLOCK_PACK_CACHE") {
+            c.env("AIRLOCK_PACK_CACHE", v);
+        }
         c
     }
 
@@ -325,7 +329,7 @@ fn main() {
     // Calibration, one job at a time: CPU per stage (reaped children) and of the server
     // (this process), plus what one bare process start and one pack of the repo cost.
     let calib = 20u32;
-    let (mut spawn, mut pack) = (Duration::ZERO, Duration::ZERO);
+    let (mut spawn, mut pack, mut pack_fresh) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let mut stage = [Duration::ZERO; 3];
     let mut calib_wall = Duration::ZERO;
     let probe = |c: &mut Command| {
@@ -338,16 +342,19 @@ fn main() {
         spawn += probe(bench.airlock().arg("--version"));
         let out = bench.dir.join("calib-pack");
         let _ = std::fs::remove_dir_all(&out);
-        pack += probe(
-            bench
-                .airlock()
-                .args(["pack", "--redact", "--repo"])
+        let pack_cmd = || {
+            let mut c = bench.airlock();
+            c.args(["pack", "--redact", "--repo"])
                 .arg(&bench.args.repo)
                 .arg("--prompt-file")
                 .arg(&bench.generator)
                 .arg("--out")
-                .arg(&out),
-        );
+                .arg(&out);
+            c
+        };
+        pack += probe(&mut pack_cmd());
+        let _ = std::fs::remove_dir_all(&out);
+        pack_fresh += probe(pack_cmd().env("AIRLOCK_PACK_CACHE", "off"));
         let s0 = cpu().0;
         let d = bench.one(usize::MAX / 4 + i as usize);
         server += cpu().0 - s0;
@@ -360,13 +367,15 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "calibration, {calib} jobs one at a time: {} wall per job; CPU per job: submit {} \
-         (a bare `airlock --version` {}, `airlock pack` alone {}), worker {} (sandbox and \
-         generator included), fetch {}, S3 server {}; total {} -> at most {:.0} jobs/s on {cores} \
-         cores if nothing else ran",
+         (a bare `airlock --version` {}, `airlock pack` alone {}, or {} packing every file \
+         again with AIRLOCK_PACK_CACHE=off), worker {} (sandbox and generator included), \
+         fetch {}, S3 server {}; total {} -> at most {:.0} jobs/s on {cores} cores if nothing \
+         else ran",
         ms(calib_wall / calib),
         ms(stage[0] / calib),
         ms(spawn / calib),
         ms(pack / calib),
+        ms(pack_fresh / calib),
         ms(stage[1] / calib),
         ms(stage[2] / calib),
         ms(server / calib),

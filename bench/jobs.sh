@@ -11,8 +11,14 @@
 # job by kind, and a check that no job was lost or attributed to the wrong job (every job
 # fetched, its packet names it, its patch carries its own per-job nonce and no other).
 #
+# Every job packs the same revision, so after the first one `submit` reuses the pack cache
+# (the scanned, compressed files part; .airlock/cache/pack): what a user submitting many prompts
+# on one commit gets. AIRLOCK_PACK_CACHE=off makes every submit pack every file again.
+#
 # Usage: bench/jobs.sh [N] [K]      env: CORPUS=dir (default target/bench/cpython)
 #                                        KEEP=dir (keep the run's files there)
+#                                        AIRLOCK_PACK_CACHE=off (no pack cache)
+#                                        TMPDIR (the run's files, the S3 server's data)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-200}"
