@@ -308,9 +308,25 @@ fn s3_submit_worker_fetch_gate_end_to_end_with_a_credential_free_worker() {
     assert!(out.status.success(), "{}", show(&out));
     assert_eq!(json(&out)[0]["state"], "landed", "{}", show(&out));
 
+    let seen = env.s3().log().len();
     let out = run(env.airlock().args(["fetch", id, "--json"]));
     assert!(out.status.success(), "fetch: {}", show(&out));
     assert_eq!(json(&out)["job"], id.as_str());
+    // Fetch appends to the ledger from the tail hint submit left (no listing of `ledger/`,
+    // which grows with every entry) and takes the landed time from its GETs (no HEAD).
+    let fetch_requests = &env.s3().log()[seen..];
+    for r in fetch_requests {
+        assert!(
+            !r.query.contains("list-type") && r.method != "HEAD",
+            "{r:?}"
+        );
+    }
+    assert!(
+        fetch_requests
+            .iter()
+            .any(|r| r.method == "PUT" && r.path.ends_with("/ledger.tail")),
+        "{fetch_requests:?}"
+    );
 
     let out = env.gate(id);
     assert_eq!(out.status.code(), Some(0), "gate: {}", show(&out));
