@@ -125,6 +125,9 @@ impl PackCache {
     /// (then nothing is reused).
     pub fn new(dir: &Path, tree: &str, opts: &PackOptions<'_>) -> Option<PackCache> {
         use std::os::unix::fs::MetadataExt;
+        // Everything that shapes the files part must be in this key: the tree names the
+        // content; the options pick and redact; the binary carries the deny-list, the scan
+        // rules and the writer. (Scan rules loaded from a file would have to be added here.)
         let exe = std::env::current_exe().ok()?;
         let m = std::fs::metadata(&exe).ok()?;
         let key_doc = serde_json::json!({
