@@ -571,9 +571,9 @@ impl Scanner {
                 }
             }
         }
-        // Checked now (an automaton that cannot be built is a load error), built for real
-        // on first use with the kind the caller chose.
-        if !patterns.is_empty() {
+        // Checked now for rules from outside (an automaton that cannot be built is a load
+        // error), built for real on first use with the kind the caller chose.
+        if !patterns.is_empty() && checks == Checks::Full {
             AhoCorasick::builder()
                 .ascii_case_insensitive(true)
                 .kind(Some(AhoCorasickKind::NoncontiguousNFA))
