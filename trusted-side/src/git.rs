@@ -40,45 +40,62 @@ fn git(dir: &Path) -> Command {
 }
 
 impl Repo {
-    /// Opens `dir` as a git repository (work tree or bare).
+    /// Opens `dir` as a git repository (work tree or bare). Only checks that the directory
+    /// exists: whether it is a repository is known at [`Repo::resolve`], the first git call
+    /// (one process fewer per pack).
     pub fn open(dir: &Path) -> Result<Repo> {
         if !dir.is_dir() {
             bail!("{}: no such directory", dir.display());
-        }
-        let out = git(dir)
-            .args(["rev-parse", "--git-dir"])
-            .stderr(Stdio::null())
-            .output()
-            .context("cannot run git (is it installed?)")?;
-        if !out.status.success() {
-            bail!("{}: not a git repository", dir.display());
         }
         Ok(Repo {
             dir: dir.to_owned(),
         })
     }
 
-    /// Resolves a commit-ish to (commit id, tree id).
+    /// Resolves a commit-ish to (commit id, tree id), with one `git cat-file --batch-check`
+    /// (the revision goes in on stdin, so it can never be read as an option).
     pub fn resolve(&self, rev: &str) -> Result<(String, String)> {
-        let commit = self.rev_parse(&format!("{rev}^{{commit}}"), rev)?;
-        let tree = self.rev_parse(&format!("{commit}^{{tree}}"), rev)?;
-        Ok((commit, tree))
-    }
-
-    fn rev_parse(&self, spec: &str, shown: &str) -> Result<String> {
-        let out = git(&self.dir)
-            .args(["rev-parse", "--verify", "--quiet", "--end-of-options", spec])
-            .stderr(Stdio::null())
-            .output()
-            .context("cannot run git")?;
-        let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if !out.status.success() || id.is_empty() {
-            bail!(
-                "{}: unknown revision {shown:?} (not a commit in this repository)",
+        let unknown = || {
+            anyhow::anyhow!(
+                "{}: unknown revision {rev:?} (not a commit in this repository)",
                 self.dir.display()
-            );
+            )
+        };
+        if rev.is_empty() || rev.chars().any(char::is_control) {
+            return Err(unknown());
         }
-        Ok(id)
+        let mut child = git(&self.dir)
+            .args(["cat-file", "--batch-check"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot run git (is it installed?)")?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // Two short lines: they fit the pipe, no writer thread needed.
+            let _ = stdin.write_all(format!("{rev}^{{commit}}\n{rev}^{{tree}}\n").as_bytes());
+        }
+        let out = child.wait_with_output().context("git cat-file")?;
+        if !out.status.success() {
+            if String::from_utf8_lossy(&out.stderr).contains("not a git repository") {
+                bail!("{}: not a git repository", self.dir.display());
+            }
+            return Err(unknown());
+        }
+        // `<id> commit <size>` then `<id> tree <size>`; `<input> missing` when unknown.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let fields: Vec<Vec<&str>> = stdout.lines().map(|l| l.split(' ').collect()).collect();
+        match fields.as_slice() {
+            [c, t] => match (c.as_slice(), t.as_slice()) {
+                ([commit, "commit", _], [tree, "tree", _])
+                    if is_object_id(commit) && is_object_id(tree) =>
+                {
+                    Ok(((*commit).to_owned(), (*tree).to_owned()))
+                }
+                _ => Err(unknown()),
+            },
+            _ => Err(unknown()),
+        }
     }
 
     /// Lists every entry of the commit's tree, recursively.
@@ -125,6 +142,11 @@ impl Repo {
             stdout: BufReader::with_capacity(256 * 1024, stdout),
         })
     }
+}
+
+/// A full SHA-1 or SHA-256 object id in lowercase hex.
+fn is_object_id(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn parse_ls_tree_record(rec: &[u8]) -> Result<TreeEntry> {
