@@ -88,6 +88,14 @@ impl Prepared {
             bail!("job record revision {revision:?} is not a full commit id");
         }
         fs::create_dir_all(job_dir)?;
+        // Absolute and with links resolved: git ignores a relative ceiling directory and
+        // compares ceilings with the resolved working directory, and a home like `.airlock/`
+        // often sits inside the user's own repository, which git apply would otherwise
+        // discover by walking up from the scratch tree.
+        let job_dir = job_dir
+            .canonicalize()
+            .with_context(|| format!("{}: cannot resolve", job_dir.display()))?;
+        let job_dir = job_dir.as_path();
         let scratch = tempfile::Builder::new()
             .prefix(".sparse-")
             .tempdir_in(job_dir)
@@ -682,6 +690,35 @@ mod tests {
         assert_eq!(snapshot(job.path()), Vec::<String>::new());
         assert_eq!(snapshot(d.path()), before);
         assert_eq!(git(d.path(), &["status", "--porcelain"]), "");
+    }
+
+    #[test]
+    fn a_job_directory_inside_another_repository_is_not_mistaken_for_it() {
+        // The default home `.airlock/` is relative and often inside the user's checkout: git
+        // apply in the scratch tree must not discover that repository by walking up. Here
+        // the outer repository is a fresh one, and the job directory is given relative to
+        // the current directory, as a default home gives it.
+        let (d, rev) = repo();
+        let outer = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        git(outer.path(), &["init", "-q", "-b", "main"]);
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        let abs_job = outer
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join(".airlock/jobs/j1");
+        let job = abs_job.strip_prefix(&cwd).unwrap();
+        assert!(job.is_relative());
+        let Sparse::Outcome(ApplyOutcome::Applied { files, .. }) =
+            sparse(d.path(), job, &rev, MODIFY)
+        else {
+            panic!("modify did not apply inside another repository");
+        };
+        assert!(
+            String::from_utf8_lossy(files["a.txt"].new.as_ref().unwrap()).contains("line three\n")
+        );
+        assert_eq!(snapshot(&abs_job), Vec::<String>::new());
+        assert_eq!(git(outer.path(), &["status", "--porcelain"]), "");
     }
 
     #[test]
