@@ -16,3 +16,33 @@ pub use run::{run_gate, GateOptions};
 
 #[cfg(test)]
 mod docs_tests;
+
+/// Test helper shared by the gate's unit tests.
+#[cfg(test)]
+pub(crate) mod test_git {
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Runs `git -C dir args` with a fixed identity and no user or system config; panics with
+    /// git's stderr on failure; returns stdout, trimmed.
+    pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}

@@ -26,14 +26,14 @@
 //! their own repository (`update-ref` may run `reference-transaction`: the user's choice).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use airlock_core::diff::{apply_file, FileKind, FileMode, ParsedPatch};
 use anyhow::{bail, Context, Result};
 
-use super::sparse_apply::{Prepared, Sparse};
+use super::sparse_apply::{cat_file, ChildGuard, Object, Prepared, Sparse};
 
 /// Largest blob read from the repository for the exact-apply check.
 pub const MAX_BLOB_BYTES: u64 = 64 * 1024 * 1024;
@@ -480,62 +480,34 @@ fn check_modes(fp: &airlock_core::diff::FilePatch, c: &RawChange) -> Option<Stri
     None
 }
 
-/// Reads blobs with one `git cat-file --batch` (requests written from a thread so neither pipe
-/// can fill up). Each blob at most [`MAX_BLOB_BYTES`].
+/// Reads blobs with one `git cat-file --batch` (the reader shared with the sparse route). Each
+/// blob at most [`MAX_BLOB_BYTES`].
 fn read_blobs(git: &Git, oids: &[&str]) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut out = BTreeMap::new();
     if oids.is_empty() {
         return Ok(out);
     }
-    let mut child = git
+    let child = git
         .cmd()
         .args(["cat-file", "--batch"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .context("cannot run git cat-file")?;
-    let mut stdin = child.stdin.take().context("git cat-file: no stdin")?;
-    let stdout = child.stdout.take().context("git cat-file: no stdout")?;
-    let requests: Vec<String> = oids.iter().map(|o| format!("{o}\n")).collect();
-    let writer = std::thread::spawn(move || {
-        for r in requests {
-            if stdin.write_all(r.as_bytes()).is_err() {
-                break;
+    let mut child = ChildGuard(child);
+    let requests: Vec<String> = oids.iter().map(|o| (*o).to_owned()).collect();
+    let answers = cat_file(&git.repo, &mut child.0, &requests)?;
+    for (oid, answer) in oids.iter().zip(answers) {
+        match answer {
+            Object::Found { kind, body } if kind == "blob" => {
+                out.insert((*oid).to_owned(), body);
             }
+            Object::Found { kind, .. } => bail!("expected blob {oid}, got a {kind}"),
+            Object::Missing => bail!("object {oid} missing"),
         }
-    });
-    let mut reader = BufReader::with_capacity(256 * 1024, stdout);
-    let result = (|| -> Result<()> {
-        for oid in oids {
-            let mut header = String::new();
-            reader
-                .read_line(&mut header)
-                .context("git cat-file: read")?;
-            let f: Vec<&str> = header.split_whitespace().collect();
-            let [got, kind, size] = f.as_slice() else {
-                bail!("object {oid} missing");
-            };
-            if got != oid || *kind != "blob" {
-                bail!("expected blob {oid}, got {kind} {got}");
-            }
-            let size: u64 = size.parse().context("git cat-file: bad size")?;
-            if size > MAX_BLOB_BYTES {
-                bail!("blob {oid} is {size} bytes, over the {MAX_BLOB_BYTES}-byte limit");
-            }
-            let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-            (&mut reader).take(size + 1).read_to_end(&mut buf)?;
-            if buf.len() as u64 != size + 1 || buf.pop() != Some(b'\n') {
-                bail!("truncated blob {oid}");
-            }
-            out.insert((*oid).to_owned(), buf);
-        }
-        Ok(())
-    })();
-    let _ = writer.join();
-    let _ = child.kill();
-    let _ = child.wait();
-    result.map(|()| out)
+    }
+    Ok(out)
 }
 
 /// Makes worker-controlled text safe as a commit trailer value: one line, printable ASCII

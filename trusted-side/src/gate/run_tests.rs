@@ -3,7 +3,6 @@
 //! taken from the token (what a worker holds). The CLI-level suites live in `tests/suite/`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
@@ -21,27 +20,7 @@ use super::*;
 use crate::cli::{GlobalArgs, InitArgs, LimitArgs, PackInputs, SubmitArgs};
 use crate::config::Home;
 use crate::gate::policy::Verdict;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+use crate::gate::test_git::git;
 
 struct Fixture {
     _tmp: tempfile::TempDir,

@@ -53,7 +53,7 @@ pub enum Sparse {
 
 /// What `git cat-file --batch` said about one request.
 #[derive(Debug)]
-enum Object {
+pub(super) enum Object {
     Missing,
     Found { kind: String, body: Vec<u8> },
 }
@@ -275,7 +275,7 @@ impl Drop for Prepared {
 
 /// Kills and reaps a child process when dropped (a no-op once it has exited and been
 /// waited for).
-struct ChildGuard(Child);
+pub(super) struct ChildGuard(pub(super) Child);
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
@@ -452,7 +452,7 @@ fn finish_apply(mut apply: ChildGuard, patch_bytes: &[u8]) -> Result<Result<(), 
 /// Sends `requests` to the waiting `git cat-file --batch` (from a thread, so neither pipe can
 /// fill up) and reads one answer per request, each object at most [`MAX_BLOB_BYTES`] (trees
 /// [`MAX_TREE_BYTES`]).
-fn cat_file(repo: &Path, child: &mut Child, requests: &[String]) -> Result<Vec<Object>> {
+pub(super) fn cat_file(repo: &Path, child: &mut Child, requests: &[String]) -> Result<Vec<Object>> {
     let mut stdin = child.stdin.take().context("git cat-file: no stdin")?;
     let stdout = child.stdout.take().context("git cat-file: no stdout")?;
     let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
@@ -553,25 +553,8 @@ fn parse_tree(body: &[u8], oid_len: usize) -> Result<BTreeMap<Vec<u8>, TreeEntry
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::test_git::git;
     use airlock_core::diff::{parse_patch, DiffLimits};
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
 
     /// A repository with a regular file, an executable, a nested file and a symlink.
     fn repo() -> (tempfile::TempDir, String) {
