@@ -639,6 +639,12 @@ impl Scanner {
         })
     }
 
+    /// Builds the keyword automaton now rather than on the first scan (e.g. on a thread of
+    /// its own while the caller reads its input).
+    pub fn warm_up(&self) {
+        let _ = self.prefilter();
+    }
+
     /// The rules, in priority order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules

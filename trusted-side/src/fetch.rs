@@ -139,8 +139,19 @@ pub fn fetch(
     job: &JobId,
     now: u64,
 ) -> Result<Fetched> {
-    let trusted = trusted_key.public();
-    let record = load_record(store, &trusted, job)?;
+    let record = load_record(store, &trusted_key.public(), job)?;
+    fetch_for_record(store, trusted_key, home, record, now)
+}
+
+/// [`fetch`] with the job record already loaded and verified by [`load_record`].
+pub fn fetch_for_record(
+    store: &Store,
+    trusted_key: &SigningKey,
+    home: &Path,
+    record: Verified<JobRecord>,
+    now: u64,
+) -> Result<Fetched> {
+    let job = &record.job.clone();
     let job_key = PublicKey::from_raw_hex(&record.job_public_key)?;
 
     let (env_bytes, envelope_info) = store

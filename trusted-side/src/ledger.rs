@@ -240,18 +240,7 @@ impl fmt::Display for VerifyReport {
 }
 
 /// Appends `event` about `job` as the next entry, signed by `key`; returns its number.
-///
-/// Finds the tail: the entry the tail hint ([`TAIL_HINT`]) names, if it exists, else the highest
-/// entry name under `ledger/` (a listing). Opens it under `key`'s public half (a tail that is
-/// not a valid entry is refused: run `airlock audit verify`), chains to it with `prev` =
-/// SHA-256 of its file bytes and `at` = max(`now_unix`, tail's `at`), and writes the next name
-/// with a conditional create. If that name exists (another host appended first, or the hint
-/// was behind), the entry there becomes the tail and the append is tried again, at most
-/// [`MAX_APPEND_TRIES`] times; after [`HINT_STEPS`] such steps the tail is listed again. After a
-/// successful create the entry is read back: on a store whose create-if-absent is not atomic
-/// (see `docs/LEDGER.md`), a racing writer that overwrote it is noticed here and the event is
-/// appended again. Last, the hint is set to the new entry (best effort: a hint is never trusted,
-/// only tried).
+/// The same as [`append_all`] with one event.
 pub fn append(
     store: &Store,
     key: &SigningKey,
@@ -259,22 +248,86 @@ pub fn append(
     event: Event,
     now_unix: u64,
 ) -> Result<u64> {
-    let event = event.bounded();
-    event.check().map_err(|reason| LedgerError::BadEvent {
-        job: job.clone(),
-        reason,
-    })?;
+    let seqs = append_all(store, key, job, vec![event], now_unix)?;
+    seqs.last()
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("ledger: nothing appended"))
+}
+
+/// Appends `events` about `job`, in order, as consecutive entries (unless another host appends
+/// in between), signed by `key`; returns their numbers. Every event is checked before the
+/// first is written.
+///
+/// Finds the tail: the entry the tail hint ([`TAIL_HINT`]) names, if it exists, else the highest
+/// entry name under `ledger/` (a listing). Opens it under `key`'s public half (a tail that is
+/// not a valid entry is refused: run `airlock audit verify`), chains to it with `prev` =
+/// SHA-256 of its file bytes and `at` = max(`now_unix`, tail's `at`), and writes the next name
+/// with a conditional create. If that name exists (another host appended first, or the hint
+/// was behind), the entry there becomes the tail and the append is tried again, at most
+/// [`MAX_APPEND_TRIES`] times per event; after [`HINT_STEPS`] such steps the tail is listed
+/// again. After a successful create the entry is read back: on a store whose create-if-absent
+/// is not atomic (see `docs/LEDGER.md`), a racing writer that overwrote it is noticed here and
+/// the event is appended again. The entry just written, as read back, is the next event's
+/// tail candidate (no further read). Last, the hint is set to the last new entry (best effort:
+/// a hint is never trusted, only tried).
+pub fn append_all(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    events: Vec<Event>,
+    now_unix: u64,
+) -> Result<Vec<u64>> {
+    let mut bounded = Vec::with_capacity(events.len());
+    for event in events {
+        let event = event.bounded();
+        event.check().map_err(|reason| LedgerError::BadEvent {
+            job: job.clone(),
+            reason,
+        })?;
+        bounded.push(event);
+    }
     let public = key.public();
     // Where to look for the tail first: the hint, then each entry that beat us to a name.
     let mut probe = read_hint(store);
+    // The entry this call wrote last, verified by read-back: the next event's tail candidate.
+    let mut known: Option<Tail> = None;
+    let mut seqs = Vec::with_capacity(bounded.len());
+    for event in bounded {
+        let seq = append_one(
+            store, key, &public, job, event, now_unix, &mut probe, &mut known,
+        )?;
+        seqs.push(seq);
+    }
+    if let Some(seq) = seqs.last() {
+        if let Err(e) = store.put_bytes(TAIL_HINT, format!("{seq}\n").as_bytes()) {
+            tracing::debug!("ledger: tail hint not updated: {e:#}");
+        }
+    }
+    Ok(seqs)
+}
+
+/// One event of [`append_all`]. `known` is a tail this process wrote and read back; it is
+/// tried first, and replaced by the new entry on success.
+#[allow(clippy::too_many_arguments)]
+fn append_one(
+    store: &Store,
+    key: &SigningKey,
+    public: &PublicKey,
+    job: &JobId,
+    event: Event,
+    now_unix: u64,
+    probe: &mut Option<u64>,
+    known: &mut Option<Tail>,
+) -> Result<u64> {
     let mut steps = 0u32;
     for _ in 0..MAX_APPEND_TRIES {
-        let tail = match probe.take() {
-            Some(seq) if steps <= HINT_STEPS => match read_at(store, &public, seq)? {
+        let tail = match (known.take(), probe.take()) {
+            (Some(t), _) => t,
+            (None, Some(seq)) if steps <= HINT_STEPS => match read_at(store, public, seq)? {
                 Some(t) => t,
-                None => read_tail(store, &public)?,
+                None => read_tail(store, public)?,
             },
-            _ => read_tail(store, &public)?,
+            _ => read_tail(store, public)?,
         };
         let (seq, prev, at) = match tail {
             Tail::Missing => continue,
@@ -305,7 +358,7 @@ pub fn append(
         let name = entry_key(seq);
         if !store.put_new(&name, &bytes)? {
             tracing::debug!(entry = %name, "ledger: lost an append race, retrying");
-            probe = Some(seq);
+            *probe = Some(seq);
             steps += 1;
             continue;
         }
@@ -316,14 +369,12 @@ pub fn append(
                 "ledger: entry was overwritten by a concurrent writer (store create-if-absent \
                  is not atomic); appending again"
             );
-            probe = Some(seq);
+            *probe = Some(seq);
             steps += 1;
             continue;
         }
         tracing::debug!(entry = %name, job = %job, kind = entry.event.kind(), "ledger: appended");
-        if let Err(e) = store.put_bytes(TAIL_HINT, format!("{seq}\n").as_bytes()) {
-            tracing::debug!("ledger: tail hint not updated: {e:#}");
-        }
+        *known = Some(Tail::At(seq, Sha256Digest::of_bytes(&bytes), at));
         return Ok(seq);
     }
     Err(LedgerError::Contention {

@@ -13,6 +13,8 @@
 //! cannot cap the size of what is written: the capped reads here are the guard.
 //! Uploads above 8 MiB show a progress bar on a terminal (hidden when piped or with `-q`).
 
+mod local;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -180,6 +182,14 @@ impl Store {
         self.quiet = quiet;
     }
 
+    /// The file behind `key` when this is a `file://` store and `key` is one the in-place
+    /// fast path serves (`local.rs`).
+    fn local_path(&self, key: &str) -> Option<PathBuf> {
+        self.local_root
+            .as_deref()
+            .and_then(|root| local::object_path(root, key))
+    }
+
     fn path(&self, key: &str) -> ObjPath {
         if self.prefix.as_ref().is_empty() {
             ObjPath::from(key)
@@ -259,6 +269,9 @@ impl Store {
 
     /// Writes a small object, overwriting.
     pub fn put_bytes(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        if let Some(path) = self.local_path(key) {
+            return local::put(&path, key, bytes, false).map(drop);
+        }
         let path = self.path(key);
         self.rt
             .block_on(self.inner.put(&path, PutPayload::from(bytes.to_vec())))
@@ -268,6 +281,9 @@ impl Store {
 
     /// Writes a small object only if absent. `Ok(false)` if it already exists.
     pub fn put_new(&self, key: &str, bytes: &[u8]) -> Result<bool> {
+        if let Some(path) = self.local_path(key) {
+            return local::put(&path, key, bytes, true);
+        }
         let path = self.path(key);
         let opts = PutOptions {
             mode: PutMode::Create,
@@ -348,6 +364,9 @@ impl Store {
     }
 
     fn get_into(&self, key: &str, max: u64, out: &mut dyn Write) -> Result<Option<ObjectInfo>> {
+        if let Some(path) = self.local_path(key) {
+            return local::get_into(&path, key, max, out);
+        }
         let path = self.path(key);
         self.rt.block_on(async {
             let got = match self.inner.get(&path).await {

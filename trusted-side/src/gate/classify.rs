@@ -236,6 +236,12 @@ fn compile_table() -> Result<Compiled, String> {
 
 static COMPILED: LazyLock<Result<Compiled, String>> = LazyLock::new(compile_table);
 
+/// Builds the rule table now (it is otherwise built on the first classification), so that a
+/// caller can build it on another thread while it does other work.
+pub fn warm_up() {
+    LazyLock::force(&COMPILED);
+}
+
 /// Positions in the rule table whose globs match `path`, ascending, without content tests.
 fn glob_hits(c: &Compiled, path: &str) -> Vec<usize> {
     let norm = normalize_path(path);

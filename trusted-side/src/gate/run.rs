@@ -4,7 +4,9 @@
 //! Steps of [`run_gate`], in order (each a call below; a reject in steps 1–4 ends the checks,
 //! from step 5 on every check runs so the report is complete):
 //! 1. fetch and verify ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code
-//!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …);
+//!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …). The job
+//!    record is read first so that git starts (step 8) while the artifact is fetched, and the
+//!    scanner, deny-list and classification tables are built on a thread meanwhile;
 //! 2. the bundle's manifest: stream `inbox/<job>/bundle.tar.gz` (capped; read in place from a
 //!    file store, downloaded to a scratch file from others) through the hasher and the safe
 //!    reader, keeping `manifest.json` and the line numbers of redaction markers in packed
@@ -20,12 +22,14 @@
 //! 8. apply with real git against the packed revision, in a sparse scratch worktree or a
 //!    temporary index (never the user's checkout), cross-checked file by file with the exact
 //!    applier; a revision missing from the local repository is an error (exit 1);
-//! 9. secret scan of added lines;
+//! 9. secret scan of added lines (on a thread, while git applies);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
 //! 13. `--review-branch` (unless rejected): commit on `airlock/<job>` with the trailers;
-//! 14. ledger entries (fetch, gate, and reject for a rejection); return the report.
+//! 14. ledger entries (fetch, gate, and reject for a rejection), appended in one go
+//!     ([`crate::ledger::append_all`]); when the gate stops with an error after the fetch, the
+//!     fetch entry alone. Return the report.
 //!
 //! Guards against: everything the threat model lists for the return hop; see each step's
 //! module (`checks.rs`, `review.rs`, `deps.rs`). Nothing is written outside the job directory
@@ -55,6 +59,7 @@ use super::review::{self, AppliedFile, ApplyOutcome, ReviewCommit};
 use super::sparse_apply::Prepared;
 use crate::fetch::{self, FetchRefused, Fetched};
 use crate::ledger::{self, Event};
+use crate::pack::select::Selector;
 use crate::store::Store;
 
 /// The marker the packer writes in place of each line of a redacted secret.
@@ -107,8 +112,18 @@ pub fn run_gate(
     let mut report = GateReport::new(job);
     report.bom.policy_sha256 = Some(opts.policy.digest());
 
-    // 1. fetch + verify
-    let fetched = match fetch::fetch(store, key, &home.dir, job, now) {
+    // Tables that do not depend on the job, built on a thread of their own meanwhile.
+    let tables = Tables::start();
+    // 1. fetch + verify. The record comes first: its revision lets git start (step 8) while
+    // the artifact is fetched and read.
+    let job_dir = fetch::job_dir(&home.dir, job);
+    let record = fetch::load_record(store, &key.public(), job);
+    let sparse = match &record {
+        Ok(r) if !opts.review_branch => Some(Prepared::start(&opts.repo, &job_dir, &r.revision)?),
+        _ => None,
+    };
+    let fetched = match record.and_then(|r| fetch::fetch_for_record(store, key, &home.dir, r, now))
+    {
         Ok(f) => f,
         Err(e) => {
             let Some(refused) = e.downcast_ref::<FetchRefused>() else {
@@ -119,44 +134,35 @@ pub fn run_gate(
             }
             report.push(checks::fetch_refusal(refused));
             report.conclude();
-            record_in_ledger(store, key, job, &report, None, now)?;
+            record_in_ledger(store, key, job, &report, None, None, now)?;
             return Ok(report);
         }
     };
     fill_bom_from_fetch(&mut report, &fetched);
-    ledger::append(
+    // Recorded with the verdict (one ledger append); on an error from here on, alone.
+    let fetch_event = Event::Fetch {
+        artifact_sha256: fetched.artifact_sha256,
+        packet_sha256: fetched.packet_sha256,
+        model_reported: fetched.packet.model_reported.clone(),
+        partial: fetched.packet.partial,
+        run_id: fetched.packet.run_id.clone(),
+    };
+    let judged = match judge_and_review(
         store,
-        key,
-        job,
-        Event::Fetch {
-            artifact_sha256: fetched.artifact_sha256,
-            packet_sha256: fetched.packet_sha256,
-            model_reported: fetched.packet.model_reported.clone(),
-            partial: fetched.packet.partial,
-            run_id: fetched.packet.run_id.clone(),
-        },
-        now,
-    )?;
-
-    let job_dir = fetch::job_dir(&home.dir, job);
-    let judged = judge(store, &job_dir, &fetched, opts, &mut report)?;
-    report.conclude();
-
-    // 13. review branch
-    if let Some(j) = &judged {
-        if opts.review_branch && report.decision != Verdict::Reject {
-            let (name, commit) = review::write_review_branch(
-                &opts.repo,
-                &job_dir,
-                &review_commit(&report, &fetched, j),
-            )?;
-            report.review_branch = Some(ReviewBranch {
-                name,
-                commit,
-                parent: fetched.record.revision.clone(),
-            });
+        &job_dir,
+        &fetched,
+        opts,
+        (sparse, tables),
+        &mut report,
+    ) {
+        Ok(j) => j,
+        Err(e) => {
+            if let Err(l) = ledger::append(store, key, job, fetch_event, now) {
+                tracing::error!("ledger: the fetch of job {job} is not recorded: {l:#}");
+            }
+            return Err(e);
         }
-    }
+    };
 
     // 14. ledger
     let diff_sha256 = judged.as_ref().map(|j| j.diff_sha256);
@@ -165,10 +171,65 @@ pub fn run_gate(
         key,
         job,
         &report,
+        Some(fetch_event),
         diff_sha256.map(|d| (fetched.artifact_sha256, d)),
         now,
     )?;
     Ok(report)
+}
+
+/// Steps 2–13: the checks, the decision and, if asked for, the review branch.
+fn judge_and_review(
+    store: &Store,
+    job_dir: &Path,
+    fetched: &Fetched,
+    opts: &GateOptions,
+    early: (Option<Prepared>, Tables),
+    report: &mut GateReport,
+) -> Result<Option<Judged>> {
+    let judged = judge(store, job_dir, fetched, opts, early, report)?;
+    report.conclude();
+    // 13. review branch
+    if let Some(j) = &judged {
+        if opts.review_branch && report.decision != Verdict::Reject {
+            let (name, commit) = review::write_review_branch(
+                &opts.repo,
+                job_dir,
+                &review_commit(report, fetched, j),
+            )?;
+            report.review_branch = Some(ReviewBranch {
+                name,
+                commit,
+                parent: fetched.record.revision.clone(),
+            });
+        }
+    }
+    Ok(judged)
+}
+
+/// The secret scanner, the deny-list and the classification table: built on a thread started
+/// before the fetch, joined when the checks need them.
+struct Tables(std::thread::JoinHandle<Result<(airlock_scan::Scanner, Selector)>>);
+
+impl Tables {
+    fn start() -> Tables {
+        Tables(std::thread::spawn(|| {
+            super::classify::warm_up();
+            let scanner = airlock_scan::Scanner::with_default_rules()
+                .context("secret scanner rules")?
+                .with_inline_allow(false)
+                .with_small_inputs();
+            scanner.warm_up();
+            let deny = Selector::new(&[], &[])?;
+            Ok((scanner, deny))
+        }))
+    }
+
+    fn join(self) -> Result<(airlock_scan::Scanner, Selector)> {
+        self.0
+            .join()
+            .map_err(|_| anyhow::anyhow!("building the gate's tables panicked"))?
+    }
 }
 
 /// What the checks leave for the review branch.
@@ -184,15 +245,10 @@ fn judge(
     job_dir: &Path,
     fetched: &Fetched,
     opts: &GateOptions,
+    (sparse, tables): (Option<Prepared>, Tables),
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
-    // (8, early) start git for the apply check now: its start-up overlaps steps 2-7
-    let sparse = if opts.review_branch {
-        None
-    } else {
-        Some(Prepared::start(&opts.repo, job_dir, &record.revision)?)
-    };
     // 2. the manifest
     let Some(bundle) = read_bundle(store, job_dir, record, report)? else {
         return Ok(None);
@@ -235,50 +291,54 @@ fn judge(
         lines_added: patch.lines_added(),
         lines_removed: patch.lines_removed(),
     };
-    // 5. paths
-    let deny = crate::pack::select::Selector::new(&[], &[])?;
-    for r in checks::check_paths(&patch, &bundle.manifest, &deny) {
-        report.push(r);
-    }
-    // 6. limits
-    let lines = patch.lines_added() + patch.lines_removed();
-    for r in opts
-        .policy
-        .check_limits(&record.limits, patch.files_changed(), lines)
-    {
-        report.push(from_policy(r, None));
-    }
-    // 7. redacted lines
-    for r in checks::check_redacted(&patch, &bundle.redacted) {
-        report.push(r);
-    }
-    // 8. apply with real git
-    let applied = match review::apply_check(
-        &opts.repo,
-        job_dir,
-        &record.revision,
-        (&patch_bytes, &patch),
-        sparse,
-    )? {
-        ApplyOutcome::Applied { tree, files } => Some((tree, files)),
-        ApplyOutcome::Failed(why) => {
-            report.push(Reason::new(
-                super::policy::ReasonCode::ApplyFailed.code(),
-                Verdict::Reject,
-                format!(
-                    "the patch does not apply to revision {}: {why}",
-                    record.revision
-                ),
-            ));
-            None
+    let (scanner, deny) = tables.join()?;
+    // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
+    let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
+        let scan = scope.spawn(|| checks::scan_added_lines(&scanner, &patch));
+        // 5. paths
+        for r in checks::check_paths(&patch, &bundle.manifest, &deny) {
+            report.push(r);
         }
-    };
-    // 9. secret scan
-    let scanner = airlock_scan::Scanner::with_default_rules()
-        .context("secret scanner rules")?
-        .with_inline_allow(false)
-        .with_small_inputs();
-    for r in checks::scan_added_lines(&scanner, &patch) {
+        // 6. limits
+        let lines = patch.lines_added() + patch.lines_removed();
+        for r in opts
+            .policy
+            .check_limits(&record.limits, patch.files_changed(), lines)
+        {
+            report.push(from_policy(r, None));
+        }
+        // 7. redacted lines
+        for r in checks::check_redacted(&patch, &bundle.redacted) {
+            report.push(r);
+        }
+        // 8. apply with real git
+        let applied = match review::apply_check(
+            &opts.repo,
+            job_dir,
+            &record.revision,
+            (&patch_bytes, &patch),
+            sparse,
+        )? {
+            ApplyOutcome::Applied { tree, files } => Some((tree, files)),
+            ApplyOutcome::Failed(why) => {
+                report.push(Reason::new(
+                    super::policy::ReasonCode::ApplyFailed.code(),
+                    Verdict::Reject,
+                    format!(
+                        "the patch does not apply to revision {}: {why}",
+                        record.revision
+                    ),
+                ));
+                None
+            }
+        };
+        let secrets = scan
+            .join()
+            .map_err(|_| anyhow::anyhow!("the secret scan panicked"))?;
+        Ok((applied, secrets))
+    })?;
+    // 9. secret scan (reasons)
+    for r in secrets {
         report.push(r);
     }
     // 10. classification, policy, dependencies
@@ -686,9 +746,11 @@ fn record_in_ledger(
     key: &SigningKey,
     job: &JobId,
     report: &GateReport,
+    fetch_event: Option<Event>,
     digests: Option<(Sha256Digest, Sha256Digest)>,
     now: u64,
 ) -> Result<()> {
+    let mut events: Vec<Event> = fetch_event.into_iter().collect();
     if let Some((artifact_sha256, diff_sha256)) = digests {
         let reasons = report
             .reasons
@@ -698,23 +760,17 @@ fn record_in_ledger(
                 None => format!("{}: {}", r.code, r.detail),
             })
             .collect();
-        ledger::append(
-            store,
-            key,
-            job,
-            Event::Gate {
-                decision: report.decision.to_string(),
-                reasons,
-                policy_sha256: report
-                    .bom
-                    .policy_sha256
-                    .unwrap_or_else(|| Sha256Digest::of_bytes(b"")),
-                gate_version: super::report::GATE_VERSION.to_owned(),
-                artifact_sha256,
-                diff_sha256,
-            },
-            now,
-        )?;
+        events.push(Event::Gate {
+            decision: report.decision.to_string(),
+            reasons,
+            policy_sha256: report
+                .bom
+                .policy_sha256
+                .unwrap_or_else(|| Sha256Digest::of_bytes(b"")),
+            gate_version: super::report::GATE_VERSION.to_owned(),
+            artifact_sha256,
+            diff_sha256,
+        });
     }
     if report.decision == Verdict::Reject {
         if let Some(r) = report.first_decisive() {
@@ -727,19 +783,14 @@ fn record_in_ledger(
                 Some(rule) => format!("[{rule}] {}", r.detail),
                 None => r.detail.clone(),
             };
-            ledger::append(
-                store,
-                key,
-                job,
-                Event::Reject {
-                    stage: stage.to_owned(),
-                    reason_code: r.code.to_owned(),
-                    detail,
-                },
-                now,
-            )?;
+            events.push(Event::Reject {
+                stage: stage.to_owned(),
+                reason_code: r.code.to_owned(),
+                detail,
+            });
         }
     }
+    ledger::append_all(store, key, job, events, now)?;
     Ok(())
 }
 

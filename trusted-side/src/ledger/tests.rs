@@ -636,6 +636,59 @@ fn a_lagging_wrong_or_missing_hint_still_appends_at_the_real_tail() {
 }
 
 #[test]
+fn append_all_chains_its_events_in_order_and_sets_the_hint_once_to_the_last() {
+    let fx = Fixture::seeded();
+    // A stale hint: the first event finds the real tail, the next ones chain to what was
+    // just written.
+    fx.store.put_bytes(TAIL_HINT, b"2\n").unwrap();
+    let seqs = append_all(
+        &fx.store,
+        &fx.key,
+        &job(3),
+        vec![fetch(), gate("reject", &["x"]), reject("tar.parent-dir")],
+        T0 + 50,
+    )
+    .unwrap();
+    assert_eq!(seqs, [6, 7, 8]);
+    assert_eq!(hint(&fx).as_deref(), Some("8\n"));
+    let kinds: Vec<&str> = (6..=8).map(|s| fx.entry(s).event.kind()).collect();
+    assert_eq!(kinds, ["fetch", "gate", "reject"]);
+    for seq in 6..=8 {
+        assert_eq!(fx.entry(seq).prev, Some(fx.digest(seq - 1)), "entry {seq}");
+        assert_eq!(fx.entry(seq).job, job(3));
+    }
+    assert_eq!(fx.verify().unwrap().entries, 8);
+    // Nothing to append: nothing written, the hint untouched.
+    assert!(append_all(&fx.store, &fx.key, &job(3), vec![], T0 + 60)
+        .unwrap()
+        .is_empty());
+    assert_eq!(fx.verify().unwrap().entries, 8);
+}
+
+#[test]
+fn append_all_checks_every_event_before_writing_any() {
+    let fx = Fixture::seeded();
+    let bad = Event::Reject {
+        stage: "elsewhere".into(),
+        reason_code: "x".into(),
+        detail: "d".into(),
+    };
+    let err = append_all(&fx.store, &fx.key, &job(3), vec![fetch(), bad], T0 + 50).unwrap_err();
+    assert!(
+        matches!(
+            err.downcast_ref::<LedgerError>(),
+            Some(LedgerError::BadEvent { .. })
+        ),
+        "{err:#}"
+    );
+    assert_eq!(
+        fx.verify().unwrap().entries,
+        5,
+        "an event was written before the check"
+    );
+}
+
+#[test]
 fn a_hint_to_an_invalid_entry_is_refused_like_an_invalid_tail() {
     let fx = Fixture::seeded();
     let attacker = SigningKey::generate();

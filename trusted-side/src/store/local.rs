@@ -1,0 +1,275 @@
+//! The `file://` store's reads and small writes done in place with `std::fs`, on disk exactly
+//! as `object_store`'s `LocalFileSystem` lays them out (the same paths, the same `<key>#<n>`
+//! staging files, rename to overwrite, hard link to create once). Every other operation, and
+//! any key this module does not accept, goes through `object_store`.
+//!
+//! Why: `LocalFileSystem` runs each call on tokio's blocking pool, and a gate makes about a
+//! dozen small calls; the thread hand-offs cost more than the file operations.
+//!
+//! Guards against: the same as the store facade (capped reads, atomic publication, write-once
+//! creates), plus a key that would mean something else on a file system: only keys whose
+//! segments are non-empty, not `.` or `..`, and made of `[A-Za-z0-9._-]` are served here, so a
+//! key never names a path outside the root or a staging file.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use anyhow::{bail, Context, Result};
+
+use super::ObjectInfo;
+
+/// `root/key` when `key` is one this module serves (see the module doc).
+pub(super) fn object_path(root: &Path, key: &str) -> Option<PathBuf> {
+    let plain = !key.is_empty()
+        && key.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        });
+    plain.then(|| root.join(key))
+}
+
+/// Streams the object at `path` (for `key`) into `out`, at most `max` bytes; `None` if absent
+/// (a directory counts as absent, as in `object_store`).
+pub(super) fn get_into(
+    path: &Path,
+    key: &str,
+    max: u64,
+    out: &mut dyn Write,
+) -> Result<Option<ObjectInfo>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e).with_context(|| format!("{key}: read failed")),
+    };
+    let meta = file
+        .metadata()
+        .with_context(|| format!("{key}: read failed"))?;
+    if meta.is_dir() {
+        return Ok(None);
+    }
+    if meta.len() > max {
+        bail!(
+            "{key}: too large (store.too-large): limit {max} bytes, object is {}",
+            meta.len()
+        );
+    }
+    let last_modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    // The file may grow after the metadata was read: the copy is capped on its own.
+    let n = std::io::copy(&mut file.take(max + 1), out)
+        .with_context(|| format!("{key}: read failed"))?;
+    if n > max {
+        bail!("{key}: too large (store.too-large): limit {max} bytes, read {n}");
+    }
+    Ok(Some(ObjectInfo {
+        key: key.to_owned(),
+        size: n,
+        last_modified,
+    }))
+}
+
+/// Writes `bytes` at `path` (for `key`) through a staging file: renamed over the object
+/// (`create_only == false`) or hard-linked to it only if absent. `Ok(false)`: `create_only` and
+/// the object exists.
+pub(super) fn put(path: &Path, key: &str, bytes: &[u8], create_only: bool) -> Result<bool> {
+    let (mut file, staging) = new_staged(path).with_context(|| format!("{key}: write failed"))?;
+    let written = file.write_all(bytes);
+    drop(file);
+    let published = written.and_then(|()| {
+        if create_only {
+            std::fs::hard_link(&staging, path)
+        } else {
+            std::fs::rename(&staging, path)
+        }
+    });
+    match published {
+        Ok(()) => {
+            if create_only {
+                let _ = std::fs::remove_file(&staging);
+            }
+            Ok(true)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&staging);
+            if create_only && e.kind() == ErrorKind::AlreadyExists {
+                return Ok(false);
+            }
+            Err(e).with_context(|| format!("{key}: write failed"))
+        }
+    }
+}
+
+/// A new staging file `<path>#<n>` (the first free `n` from 1), creating parent directories.
+fn new_staged(path: &Path) -> std::io::Result<(File, PathBuf)> {
+    let mut n = 1u32;
+    let mut created_parents = false;
+    loop {
+        let mut staging = path.as_os_str().to_owned();
+        staging.push(format!("#{n}"));
+        let staging = PathBuf::from(staging);
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&staging)
+        {
+            Ok(f) => return Ok((f, staging)),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists && n < 10_000 => n += 1,
+            Err(e) if e.kind() == ErrorKind::NotFound && !created_parents => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                created_parents = true;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::*;
+    use object_store::ObjectStoreExt;
+
+    /// A `file://` store (fast path) and `object_store`'s own `LocalFileSystem` on one root.
+    fn both() -> (
+        tempfile::TempDir,
+        Store,
+        object_store::local::LocalFileSystem,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = airlock_core::fileurl::path_to_file_url(dir.path()).unwrap();
+        let store = Store::open(&url).unwrap();
+        let fs = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+        (dir, store, fs)
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut out: Vec<String> = walk(dir)
+            .into_iter()
+            .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn writes_are_read_back_by_object_store_and_the_reverse() {
+        let (dir, store, fs) = both();
+        let rt = rt();
+        store
+            .put_bytes("ledger/000000000001.dsse.json", b"one")
+            .unwrap();
+        assert!(store.put_new("records/j.dsse.json", b"first").unwrap());
+        assert!(!store.put_new("records/j.dsse.json", b"second").unwrap());
+        let got = rt
+            .block_on(async {
+                fs.get(&"records/j.dsse.json".into())
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+            })
+            .unwrap();
+        assert_eq!(&got[..], b"first");
+        let meta = rt
+            .block_on(fs.head(&"ledger/000000000001.dsse.json".into()))
+            .unwrap();
+        let (bytes, info) = store
+            .get_bytes_info("ledger/000000000001.dsse.json", 100)
+            .unwrap()
+            .unwrap();
+        assert_eq!(bytes, b"one");
+        assert_eq!(info.size, meta.size);
+        assert_eq!(info.last_modified as i64, meta.last_modified.timestamp());
+        // object_store writes, the fast path reads
+        rt.block_on(fs.put(&"drop/j/artifact.dsse.json".into(), b"env".to_vec().into()))
+            .unwrap();
+        assert_eq!(
+            store.get_bytes("drop/j/artifact.dsse.json", 10).unwrap(),
+            Some(b"env".to_vec())
+        );
+        // no staging file is left behind, and object_store lists exactly the three objects
+        assert_eq!(
+            listing(dir.path()),
+            [
+                "drop/j/artifact.dsse.json",
+                "ledger/000000000001.dsse.json",
+                "records/j.dsse.json"
+            ]
+        );
+        assert_eq!(store.list("").unwrap().len(), 3);
+    }
+
+    #[test]
+    fn absent_objects_directories_and_oversized_reads() {
+        let (dir, store, _) = both();
+        assert_eq!(store.get_bytes("records/nope.dsse.json", 10).unwrap(), None);
+        assert_eq!(store.get_bytes("records/nope/deeper", 10).unwrap(), None);
+        std::fs::create_dir_all(dir.path().join("inbox/j")).unwrap();
+        assert_eq!(store.get_bytes("inbox/j", 10).unwrap(), None);
+        store
+            .put_bytes("drop/j/artifact.tar.gz", &[7u8; 100])
+            .unwrap();
+        let err = store
+            .get_bytes("drop/j/artifact.tar.gz", 99)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("store.too-large") && err.contains("99"),
+            "{err}"
+        );
+        // a file in the way of a parent directory is an error, not a silent success
+        std::fs::write(dir.path().join("ledger"), b"x").unwrap();
+        assert!(store
+            .put_bytes("ledger/000000000001.dsse.json", b"e")
+            .is_err());
+        assert_eq!(listing(dir.path()), ["drop/j/artifact.tar.gz", "ledger"]);
+    }
+
+    #[test]
+    fn only_plain_keys_take_the_fast_path() {
+        let root = Path::new("/r");
+        assert_eq!(
+            object_path(root, "ledger/000000000001.dsse.json"),
+            Some(PathBuf::from("/r/ledger/000000000001.dsse.json"))
+        );
+        for key in [
+            "", "/abs", "a//b", "a/../b", "..", "./a", "a/", "a#1", "a b", "a/\u{e9}", "a\\b",
+        ] {
+            assert_eq!(object_path(root, key), None, "{key:?}");
+        }
+    }
+}
