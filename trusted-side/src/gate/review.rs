@@ -1,7 +1,7 @@
 //! Applies the worker's patch with real git against the packed revision, and writes the
 //! optional review branch, without touching the user's checkout, HEAD, index or branches.
 //!
-//! The check without `--review-branch` runs in a sparse scratch worktree (`sparse_apply.rs`).
+//! The check without `--review-branch` runs against a sparse index (`sparse_apply.rs`).
 //! With it, or when a patched path is not a plain file at the revision, it runs here.
 //! How (all plumbing, `git -C <repo>`):
 //! - a temporary index (`GIT_INDEX_FILE` in the job directory) loaded with `git read-tree
@@ -245,8 +245,9 @@ fn objects_dir(repo: &Path) -> Result<PathBuf> {
 
 /// Step 8: applies `patch_bytes` (already parsed as `patch`) to `revision` with real git and
 /// cross-checks every changed file against the exact applier. With `sparse` (started early
-/// by the caller), in a sparse scratch worktree (`sparse_apply.rs`: two git processes,
-/// whatever the repository's size) unless a patched path is not a plain file at the revision;
+/// by the caller), `git apply --cached --check` against an index of only the patched files
+/// (`sparse_apply.rs`: two git processes, whatever the repository's size) unless a patched
+/// path is not a plain file at the revision;
 /// otherwise, and without `sparse`, in a temporary index, which also gives the resulting tree
 /// id (the review branch compares trees). `Err`: the revision is not in the
 /// repository, or git or the disk failed.

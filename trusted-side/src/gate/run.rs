@@ -19,9 +19,9 @@
 //! 5. path checks against the manifest and the deny-list;
 //! 6. change limits (the request's, tightened by the policy) and the packet's counts;
 //! 7. hunks covering redacted lines;
-//! 8. apply with real git against the packed revision, in a sparse scratch worktree or a
-//!    temporary index (never the user's checkout), cross-checked file by file with the exact
-//!    applier; a revision missing from the local repository is an error (exit 1);
+//! 8. apply with real git against the packed revision, `git apply --cached --check` against an
+//!    index of only the patched files, or in a temporary index of the whole revision (never
+//!    the user's checkout), cross-checked with the exact applier; a revision missing from the local repository is an error (exit 1);
 //! 9. secret scan of added lines (on a thread, while git applies);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);

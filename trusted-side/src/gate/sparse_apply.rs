@@ -1,36 +1,41 @@
-//! Step 8 without an index: real `git apply` in a scratch worktree that holds only the files
-//! the patch touches, as they are at the packed revision. Two git processes whatever the
-//! repository's size (`git cat-file --batch` reads the revision, `git apply` applies), where
-//! the index route (`review.rs`) needs six and a `read-tree` of the whole revision.
+//! Step 8 without a worktree: real `git apply --cached --check` against a temporary index that
+//! holds only the files the patch touches, as they are at the packed revision. Two git
+//! processes whatever the repository's size (`git cat-file --batch` reads the revision, `git
+//! apply` checks), no file written but the index, where the index route (`review.rs`) needs six
+//! and a `read-tree` of the whole revision.
 //!
 //! How:
 //! - one `git cat-file --batch` in the repository answers, in order: the revision (must be a
 //!   commit, else the gate stops: fetch it first), every ancestor directory of every patched
-//!   path (trees: the entries' modes; a blob where a directory must be is a conflict), and
-//!   every patched path (its blob, or missing);
-//! - each patched file that exists at the revision is written into `<job>/.sparse-*/tree/`
-//!   with its mode (the executable bit); `git apply` runs there outside any repository
-//!   (`GIT_CEILING_DIRECTORIES` stops discovery at the scratch directory; no attributes or
-//!   filters, like `--cached`), so it checks each hunk's context and each old mode against
-//!   the revision's bytes;
-//! - afterwards the scratch tree must hold exactly the patch's surviving paths, each a regular
-//!   file with the mode the patch states; each is applied again with the core's exact applier
-//!   and must be byte-identical (git may apply a hunk at an offset).
+//!   path (trees: the entries' modes and ids; a blob where a directory must be is a conflict),
+//!   and every patched path (its blob, or missing);
+//! - each patched file that exists at the revision becomes one entry (mode, blob id, path) of
+//!   a version-2 index written to `<job>/.index-*` (what `git update-index --index-info` writes);
+//!   `git apply --cached --check` reads the blobs from the repository's own objects through it,
+//!   so it checks each hunk's context and each old mode against the revision's bytes, and
+//!   writes nothing;
+//! - git's own reading of the patch is cross-checked with ours: `--numstat -z` (each file's
+//!   path and added/removed counts, in order) and `--summary` (created and deleted files with
+//!   their modes, mode changes) must be exactly what the parsed patch says, and `-v` must not
+//!   report a hunk applied away from where the patch puts it;
+//! - the result of each file is the core's exact applier's (hunks at the stated lines only).
+//!   The strict parser checks that each hunk's new-side start follows from the hunks before
+//!   it, and git tries a hunk at its new-side start first, so when both accept, both put every
+//!   hunk at the same lines: the results are the same bytes.
 //!
 //! Falls back to the index route ([`Sparse::NeedsIndex`]) when a patched path is not a plain
 //! file at the revision (a symlink, a submodule): the index route judges those.
 //! Guards against: the same as the index route (a patch git reads differently from the gate,
-//! repository config changing how it applies), plus a patch that adds a file the revision
-//! already has, or a file where the revision has a directory (or the reverse), which the
-//! sparse tree alone would not show. Nothing is written outside the scratch directory: paths
-//! passed the strict parser (relative, no `..`, no `.git`, no control bytes) and are checked
-//! again here before any file is created.
+//! repository config changing how it applies: the same `-c` overrides and cleared
+//! environment; replace refs are ignored), plus a patch that adds a file the revision already
+//! has, or a file where the revision has a directory (or the reverse), which an index holding
+//! only the patched paths would not show. Nothing is written outside the job directory, and
+//! nothing in the repository.
 //! Does not check: the patch's paths or content (`checks.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -62,17 +67,25 @@ pub(super) enum Object {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct TreeEntry {
     mode: String,
+    oid: Vec<u8>,
 }
 
+/// A patched file as it is at the revision: content, mode, blob id.
+type OldFile = (Vec<u8>, FileMode, Vec<u8>);
+
+/// Largest `git apply` report read (numstat and summary lines; `-v` progress on stderr).
+const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The sparse route's two git processes, started before the patch is read so that their
-/// start-up overlaps the gate's other steps: `git cat-file --batch` in the repository and
-/// `git apply` in the (still empty) scratch tree, both waiting on their input. `git apply`
-/// reads its whole patch before it looks at a file, so the tree can be filled in between.
-/// Dropping it stops both processes and removes the scratch directory.
+/// start-up overlaps the gate's other steps: `git cat-file --batch` and `git apply --cached
+/// --check`, both in the repository, both waiting on their input. `git apply` reads its whole
+/// patch before it reads the index, so the index can be written in between. Dropping it stops
+/// both processes and removes the index.
 pub struct Prepared {
     repo: PathBuf,
     revision: String,
-    scratch: tempfile::TempDir,
+    /// The temporary index (in the job directory) `git apply` reads.
+    index: tempfile::NamedTempFile,
     /// The thread starting both processes (a spawn waits for git's exec: ~1 ms each, done
     /// off the gate's own path): `git cat-file`, then `git apply`.
     spawning: Option<Spawning>,
@@ -82,26 +95,21 @@ type Spawning = std::thread::JoinHandle<std::io::Result<(ChildGuard, ChildGuard)
 
 impl Prepared {
     /// Starts the processes for checking a patch against `revision` of `repo`, with the
-    /// scratch directory in `job_dir`. `Err`: the revision is not a full id, or git cannot run.
+    /// temporary index in `job_dir`. `Err`: the revision is not a full id, or git cannot run.
     pub fn start(repo: &Path, job_dir: &Path, revision: &str) -> Result<Prepared> {
         if !review::is_full_oid(revision) {
             bail!("job record revision {revision:?} is not a full commit id");
         }
         fs::create_dir_all(job_dir)?;
-        // Absolute and with links resolved: git ignores a relative ceiling directory and
-        // compares ceilings with the resolved working directory, and a home like `.airlock/`
-        // often sits inside the user's own repository, which git apply would otherwise
-        // discover by walking up from the scratch tree.
+        // Absolute: git runs in the repository and would read a relative index path from
+        // there.
         let job_dir = job_dir
             .canonicalize()
             .with_context(|| format!("{}: cannot resolve", job_dir.display()))?;
-        let job_dir = job_dir.as_path();
-        let scratch = tempfile::Builder::new()
-            .prefix(".sparse-")
-            .tempdir_in(job_dir)
-            .with_context(|| format!("{}: cannot create a scratch directory", job_dir.display()))?;
-        let tree = scratch.path().join("tree");
-        fs::create_dir(&tree)?;
+        let index = tempfile::Builder::new()
+            .prefix(".index-")
+            .tempfile_in(&job_dir)
+            .with_context(|| format!("{}: cannot create a temporary index", job_dir.display()))?;
         let mut lookup = Command::new("git");
         lookup.arg("-C").arg(repo).arg("--no-replace-objects");
         review::sanitize(&mut lookup);
@@ -111,13 +119,24 @@ impl Prepared {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut apply = Command::new("git");
+        apply.arg("-C").arg(repo).arg("--no-replace-objects");
         review::sanitize(&mut apply);
         apply
-            .current_dir(&tree)
-            .env("GIT_CEILING_DIRECTORIES", scratch.path())
-            .args(["apply", "--whitespace=nowarn", "--no-recount", "-"])
+            .env("GIT_INDEX_FILE", index.path())
+            .args([
+                "apply",
+                "--cached",
+                "--check",
+                "-v",
+                "--numstat",
+                "--summary",
+                "-z",
+                "--whitespace=nowarn",
+                "--no-recount",
+                "-",
+            ])
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let spawning = std::thread::spawn(move || {
             let lookup = ChildGuard(lookup.spawn()?);
@@ -127,7 +146,7 @@ impl Prepared {
         Ok(Prepared {
             repo: repo.to_owned(),
             revision: revision.to_owned(),
-            scratch,
+            index,
             spawning: Some(spawning),
         })
     }
@@ -145,7 +164,6 @@ impl Prepared {
             .context("cannot run git (is it installed?)")?;
         let repo = self.repo.clone();
         let revision = self.revision.clone();
-        let tree = self.scratch.path().join("tree");
         let revision = revision.as_str();
         let repo = repo.as_path();
         for fp in &patch.files {
@@ -203,7 +221,7 @@ impl Prepared {
                 None => bail!("git cat-file: fewer answers than requests"),
             }
         }
-        let mut old: BTreeMap<&str, (Vec<u8>, FileMode)> = BTreeMap::new();
+        let mut old: BTreeMap<&str, OldFile> = BTreeMap::new();
         for fp in &patch.files {
             let answer = answers
                 .next()
@@ -246,21 +264,26 @@ impl Prepared {
                             ))));
                         }
                     }
-                    old.insert(fp.path.as_str(), (body, mode));
+                    old.insert(fp.path.as_str(), (body, mode, entry.oid));
                 }
                 (_, _) => bail!("git cat-file: {shown}: the tree and the path disagree"),
             }
         }
 
-        for (path, (body, mode)) in &old {
-            write_file(&tree, path, body, *mode)?;
+        {
+            let file = self.index.as_file_mut();
+            file.write_all(&index_bytes(&old, oid_len)?)?;
+            file.flush()?;
         }
-        if let Err(why) = finish_apply(apply, patch_bytes)? {
-            return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
-                "git apply: {why}"
-            ))));
-        }
-        Ok(Sparse::Outcome(compare(&tree, patch, old)?))
+        let report = match finish_apply(apply, patch_bytes)? {
+            Ok(report) => report,
+            Err(why) => {
+                return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
+                    "git apply: {why}"
+                ))))
+            }
+        };
+        Ok(Sparse::Outcome(compare(patch, old, &report)))
     }
 }
 
@@ -286,74 +309,56 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Reads what git left in `tree` and checks it against the patch and the exact applier.
+/// What `git apply --check` printed on success: numstat and summary (stdout), progress
+/// (stderr).
+struct GitReport {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Checks git's reading of the patch against ours, and applies each file with the exact
+/// applier.
 fn compare(
-    tree: &Path,
     patch: &ParsedPatch,
-    mut old: BTreeMap<&str, (Vec<u8>, FileMode)>,
-) -> Result<ApplyOutcome> {
-    let mut expected: BTreeSet<String> = BTreeSet::new();
+    mut old: BTreeMap<&str, OldFile>,
+    report: &GitReport,
+) -> ApplyOutcome {
+    let progress = String::from_utf8_lossy(&report.stderr);
+    if let Some(line) = progress.lines().find(|l| l.contains(" succeeded at ")) {
+        return ApplyOutcome::Failed(format!(
+            "git applied a hunk away from where the patch puts it: {}",
+            line.trim()
+        ));
+    }
+    let expected = expected_report(patch, &old);
+    if report.stdout != expected {
+        return ApplyOutcome::Failed(format!(
+            "git reads the patch differently from the gate (files, line counts or modes): git says {:?}",
+            String::from_utf8_lossy(&report.stdout)
+                .chars()
+                .take(300)
+                .collect::<String>()
+        ));
+    }
     let mut files = BTreeMap::new();
     for fp in &patch.files {
         let shown = super::report::shown(&fp.path);
-        let before = old.remove(fp.path.as_str());
-        let path = tree.join(&fp.path);
-        let new = match fs::symlink_metadata(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
-            Ok(meta) if !meta.file_type().is_file() => {
-                return Ok(ApplyOutcome::Failed(format!(
-                    "{shown}: git left something other than a regular file"
-                )))
-            }
-            Ok(meta) => {
-                let executable = meta.permissions().mode() & 0o100 != 0;
-                let mode = if executable {
-                    FileMode::Executable
-                } else {
-                    FileMode::Regular
-                };
-                let mut bytes = Vec::new();
-                fs::File::open(&path)?
-                    .take(MAX_BLOB_BYTES + 1)
-                    .read_to_end(&mut bytes)?;
-                if bytes.len() as u64 > MAX_BLOB_BYTES {
-                    bail!("{shown}: over the {MAX_BLOB_BYTES}-byte limit after the patch");
-                }
-                Some((bytes, mode))
-            }
-        };
-        let want_mode = match fp.kind {
-            FileKind::Deleted => None,
-            FileKind::Added => Some(fp.new_mode.unwrap_or(FileMode::Regular)),
-            _ => fp.new_mode.or(before.as_ref().map(|(_, m)| *m)),
-        };
-        let got_mode = new.as_ref().map(|(_, m)| *m);
-        if got_mode != want_mode {
-            let say = |m: Option<FileMode>| m.map_or("absent", FileMode::as_str);
-            return Ok(ApplyOutcome::Failed(format!(
-                "{shown}: git left it {}, the patch says {}",
-                say(got_mode),
-                say(want_mode)
-            )));
-        }
-        let old_bytes = before.map(|(b, _)| b);
-        let new_bytes = new.map(|(b, _)| b);
-        let exact = match apply_file(old_bytes.as_deref(), fp) {
+        let old_bytes = old.remove(fp.path.as_str()).map(|(body, _, _)| body);
+        let new_bytes = match apply_file(old_bytes.as_deref(), fp) {
             Ok(x) => x,
             Err(e) => {
-                return Ok(ApplyOutcome::Failed(format!(
-                    "git applied it, but not exactly where the patch says (offset): {e}"
-                )))
+                return ApplyOutcome::Failed(format!(
+                    "{shown}: git applies it, but not exactly where the patch says (offset): {e}"
+                ))
             }
         };
-        if exact != new_bytes {
-            return Ok(ApplyOutcome::Failed(format!(
-                "{shown}: git's result differs from the exact application of the patch"
-            )));
-        }
-        if new_bytes.is_some() {
-            expected.insert(fp.path.clone());
+        if new_bytes
+            .as_ref()
+            .is_some_and(|b| b.len() as u64 > MAX_BLOB_BYTES)
+        {
+            return ApplyOutcome::Failed(format!(
+                "{shown}: over the {MAX_BLOB_BYTES}-byte limit after the patch"
+            ));
         }
         files.insert(
             fp.path.clone(),
@@ -363,35 +368,85 @@ fn compare(
             },
         );
     }
-    // Git must have changed nothing else.
-    let mut found = Vec::new();
-    list_files(tree, "", &mut found)?;
-    if let Some(extra) = found.iter().find(|p| !expected.contains(*p)) {
-        return Ok(ApplyOutcome::Failed(format!(
-            "git changed {}, which the patch as parsed does not name",
-            super::report::shown(extra)
-        )));
-    }
-    Ok(ApplyOutcome::Applied { tree: None, files })
+    ApplyOutcome::Applied { tree: None, files }
 }
 
-/// Every non-directory below `dir`, as `/`-separated paths relative to the walk's start.
-fn list_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<()> {
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        if entry.file_type()?.is_dir() {
-            list_files(&entry.path(), &rel, out)?;
-        } else {
-            out.push(rel);
-        }
+/// What `git apply --numstat --summary -z` prints for `patch` when it reads it as the parser
+/// did: per file `<added>\t<removed>\t<path>\0`, then ` create mode <mode> <path>\n`,
+/// ` delete mode <mode> <path>\n` and ` mode change <old> => <new> <path>\n` lines, in
+/// patch order. `old` has the mode of each file at the revision.
+fn expected_report(patch: &ParsedPatch, old: &BTreeMap<&str, OldFile>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for fp in &patch.files {
+        out.extend(format!("{}\t{}\t{}\0", fp.added, fp.removed, fp.path).bytes());
     }
-    Ok(())
+    for fp in &patch.files {
+        let at_revision = old.get(fp.path.as_str()).map(|(_, mode, _)| *mode);
+        let line = match fp.kind {
+            FileKind::Added => Some(format!(
+                " create mode {} {}\n",
+                fp.new_mode.unwrap_or(FileMode::Regular).as_str(),
+                fp.path
+            )),
+            FileKind::Deleted => fp
+                .old_mode
+                .or(at_revision)
+                .map(|m| format!(" delete mode {} {}\n", m.as_str(), fp.path)),
+            FileKind::Modified | FileKind::ModeChange => match (at_revision, fp.new_mode) {
+                (Some(before), Some(after)) if before != after => Some(format!(
+                    " mode change {} => {} {}\n",
+                    before.as_str(),
+                    after.as_str(),
+                    fp.path
+                )),
+                _ => None,
+            },
+        };
+        out.extend(line.unwrap_or_default().bytes());
+    }
+    out
+}
+
+/// A version-2 git index of `files` (stage 0, no stat data, sorted by path bytes, no
+/// extensions), with the trailing checksum in the repository's hash (`oid_len` 20: SHA-1,
+/// 32: SHA-256): byte for byte what `git update-index --index-info` writes for the same
+/// entries.
+fn index_bytes(files: &BTreeMap<&str, OldFile>, oid_len: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    out.extend(b"DIRC");
+    out.extend(2u32.to_be_bytes());
+    out.extend(u32::try_from(files.len())?.to_be_bytes());
+    // A BTreeMap of `&str` iterates in byte order: git's order for stage-0 entries.
+    for (path, (_, mode, oid)) in files {
+        if oid.len() != oid_len {
+            bail!("git cat-file: {path}: a blob id of {} bytes", oid.len());
+        }
+        let start = out.len();
+        out.extend([0u8; 24]); // ctime, mtime, dev, ino
+        let mode: u32 = match mode {
+            FileMode::Regular => 0o100_644,
+            FileMode::Executable => 0o100_755,
+        };
+        out.extend(mode.to_be_bytes());
+        // uid, gid, size: no stat data, as `update-index --index-info` writes.
+        out.extend([0u8; 12]);
+        out.extend(oid);
+        let name_len = u16::try_from(path.len().min(0xfff))?;
+        out.extend(name_len.to_be_bytes());
+        out.extend(path.as_bytes());
+        // 1 to 8 NULs, to a multiple of 8 bytes per entry.
+        let pad = 8 - (out.len() - start) % 8;
+        out.extend(std::iter::repeat_n(0u8, pad));
+    }
+    let checksum = if oid_len == 20 {
+        use sha1::Digest as _;
+        sha1::Sha1::digest(&out).to_vec()
+    } else {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(&out).to_vec()
+    };
+    out.extend(checksum);
+    Ok(out)
 }
 
 /// Refuses anything but plain relative components (the parser did; this is the second lock
@@ -408,45 +463,42 @@ fn check_relative(path: &str) -> Result<()> {
     Ok(())
 }
 
-fn write_file(tree: &Path, path: &str, body: &[u8], mode: FileMode) -> Result<()> {
-    let target = tree.join(path);
-    if let Some(parent) = target.parent() {
-        fs::create_dir_all(parent)?;
-    }
-    let perm = match mode {
-        FileMode::Executable => 0o755,
-        FileMode::Regular => 0o644,
-    };
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(perm)
-        .open(&target)
-        .with_context(|| format!("{}", target.display()))?;
-    f.write_all(body)?;
-    // The umask may have cleared bits the mode needs.
-    f.set_permissions(fs::Permissions::from_mode(perm))?;
-    Ok(())
-}
-
-/// Feeds the patch to the waiting `git apply` and collects its verdict. `Ok(Err(why))`: git
-/// refused the patch.
-fn finish_apply(mut apply: ChildGuard, patch_bytes: &[u8]) -> Result<Result<(), String>> {
+/// Feeds the patch to the waiting `git apply` and collects its verdict and report.
+/// `Ok(Err(why))`: git refused the patch.
+fn finish_apply(mut apply: ChildGuard, patch_bytes: &[u8]) -> Result<Result<GitReport, String>> {
     let mut stdin = apply.0.stdin.take().context("git apply: no stdin")?;
-    let mut stderr = apply.0.stderr.take().context("git apply: no stderr")?;
+    let stdout = apply.0.stdout.take().context("git apply: no stdout")?;
+    let stderr = apply.0.stderr.take().context("git apply: no stderr")?;
     let bytes = patch_bytes.to_vec();
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&bytes);
     });
-    let mut err = Vec::new();
-    (&mut stderr).take(64 * 1024).read_to_end(&mut err)?;
+    // Both pipes are drained at once: git may fill either while the other is read.
+    let progress = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
+        let mut err = Vec::new();
+        stderr.take(MAX_REPORT_BYTES).read_to_end(&mut err)?;
+        Ok(err)
+    });
+    let mut out = Vec::new();
+    stdout.take(MAX_REPORT_BYTES).read_to_end(&mut out)?;
+    let err = progress
+        .join()
+        .map_err(|_| anyhow::anyhow!("git apply: the stderr reader panicked"))??;
     let _ = writer.join();
     let status = apply.0.wait().context("git apply")?;
-    Ok(if status.success() {
-        Ok(())
-    } else {
-        Err(review::stderr_lines(&err))
-    })
+    if !status.success() {
+        let text = String::from_utf8_lossy(&err);
+        let errors: String = text
+            .lines()
+            .filter(|l| !l.starts_with("Checking patch "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Ok(Err(review::stderr_lines(errors.as_bytes())));
+    }
+    Ok(Ok(GitReport {
+        stdout: out,
+        stderr: err,
+    }))
 }
 
 /// Sends `requests` to the waiting `git cat-file --batch` (from a thread, so neither pipe can
@@ -536,6 +588,10 @@ fn parse_tree(body: &[u8], oid_len: usize) -> Result<BTreeMap<Vec<u8>, TreeEntry
         let mode = std::str::from_utf8(rest.get(..sp).unwrap_or_default())
             .context("malformed tree object")?;
         let name = rest.get(sp + 1..nul).unwrap_or_default().to_vec();
+        let oid = rest
+            .get(nul + 1..nul + 1 + oid_len)
+            .context("malformed tree object")?
+            .to_vec();
         rest = rest
             .get(nul + 1 + oid_len..)
             .context("malformed tree object")?;
@@ -544,6 +600,7 @@ fn parse_tree(body: &[u8], oid_len: usize) -> Result<BTreeMap<Vec<u8>, TreeEntry
             name,
             TreeEntry {
                 mode: format!("{mode:0>6}"),
+                oid,
             },
         );
     }
@@ -555,6 +612,7 @@ mod tests {
     use super::*;
     use crate::gate::test_git::git;
     use airlock_core::diff::{parse_patch, DiffLimits};
+    use std::os::unix::fs::PermissionsExt;
 
     /// A repository with a regular file, an executable, a nested file and a symlink.
     fn repo() -> (tempfile::TempDir, String) {
@@ -614,10 +672,156 @@ mod tests {
     }
 
     fn snapshot(dir: &Path) -> Vec<String> {
+        fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+            for entry in fs::read_dir(dir).unwrap() {
+                let entry = entry.unwrap();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let rel = if prefix.is_empty() {
+                    name
+                } else {
+                    format!("{prefix}/{name}")
+                };
+                if entry.file_type().unwrap().is_dir() {
+                    walk(&entry.path(), &rel, out);
+                } else {
+                    out.push(rel);
+                }
+            }
+        }
         let mut out = Vec::new();
-        list_files(dir, "", &mut out).unwrap();
+        walk(dir, "", &mut out);
         out.sort();
         out
+    }
+
+    #[test]
+    fn the_index_written_is_the_one_git_would_write() {
+        let (d, rev) = repo();
+        let tree = git(d.path(), &["ls-tree", "-r", "--full-tree", &rev]);
+        let mut files: BTreeMap<&str, OldFile> = BTreeMap::new();
+        for line in tree.lines() {
+            let (meta, path) = line.split_once('\t').unwrap();
+            let f: Vec<&str> = meta.split(' ').collect();
+            let mode = match f[0] {
+                "100644" => FileMode::Regular,
+                "100755" => FileMode::Executable,
+                _ => continue, // the symlink
+            };
+            let body = git(d.path(), &["cat-file", "blob", f[2]]).into_bytes();
+            files.insert(path, (body, mode, hex::decode(f[2]).unwrap()));
+        }
+        assert_eq!(files.len(), 3);
+        let job = tempfile::tempdir().unwrap();
+        let index = job.path().join("index");
+        fs::write(&index, index_bytes(&files, 20).unwrap()).unwrap();
+        let listed = Command::new("git")
+            .arg("-C")
+            .arg(d.path())
+            .args(["ls-files", "-s", "--debug"])
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .unwrap();
+        assert!(listed.status.success(), "{listed:?}");
+        let text = String::from_utf8(listed.stdout).unwrap();
+        let staged: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).collect();
+        let from_tree: Vec<String> = tree
+            .lines()
+            .filter(|l| !l.starts_with("120000"))
+            .map(|l| l.replacen(" blob ", " ", 1).replacen('\t', " 0\t", 1))
+            .collect();
+        assert_eq!(staged, from_tree);
+        // Byte for byte what git itself writes for the same entries (so the checksum too).
+        let reference = job.path().join("reference");
+        let mut child = Command::new("git")
+            .arg("-C")
+            .arg(d.path())
+            .args(["update-index", "--index-info"])
+            .env("GIT_INDEX_FILE", &reference)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let info: String = tree
+            .lines()
+            .filter(|l| !l.starts_with("120000"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(info.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(fs::read(&reference).unwrap(), fs::read(&index).unwrap());
+    }
+
+    #[test]
+    fn a_sha256_repository_is_checked_with_a_sha256_index() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        git(r, &["init", "-q", "-b", "main", "--object-format=sha256"]);
+        let lines: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        fs::write(r.join("a.txt"), &lines).unwrap();
+        git(r, &["add", "-A"]);
+        git(r, &["commit", "-q", "-m", "base"]);
+        let rev = git(r, &["rev-parse", "HEAD"]);
+        assert_eq!(rev.len(), 64);
+        let job = tempfile::tempdir().unwrap();
+        let Sparse::Outcome(ApplyOutcome::Applied { files, .. }) =
+            sparse(r, job.path(), &rev, MODIFY)
+        else {
+            panic!("modify did not apply in a sha256 repository");
+        };
+        assert!(
+            String::from_utf8_lossy(files["a.txt"].new.as_ref().unwrap()).contains("line three\n")
+        );
+        assert!(matches!(
+            sparse(r, job.path(), &rev, BAD_CONTEXT),
+            Sparse::Outcome(ApplyOutcome::Failed(_))
+        ));
+        assert_eq!(snapshot(job.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn gits_report_must_match_the_parse() {
+        let (d, rev) = repo();
+        let job = tempfile::tempdir().unwrap();
+        // Modes and creations appear in the summary, counts in numstat: all agree.
+        for text in [MODE, ADD, DELETE, MODIFY] {
+            assert!(
+                matches!(
+                    sparse(d.path(), job.path(), &rev, text),
+                    Sparse::Outcome(ApplyOutcome::Applied { .. })
+                ),
+                "{text}"
+            );
+        }
+        // A report that differs from the parse in any way is a failure, never a pass.
+        let patch = parsed(MODE);
+        let mut old: BTreeMap<&str, OldFile> = BTreeMap::new();
+        old.insert(
+            "bin/run.sh",
+            (b"x".to_vec(), FileMode::Executable, vec![1; 20]),
+        );
+        let good = expected_report(&patch, &old);
+        assert_eq!(
+            String::from_utf8(good.clone()).unwrap(),
+            "0\t0\tbin/run.sh\0 mode change 100755 => 100644 bin/run.sh\n"
+        );
+        let lied = GitReport {
+            stdout: b"0\t0\tbin/run.sh\0".to_vec(),
+            stderr: Vec::new(),
+        };
+        assert!(
+            matches!(compare(&patch, old.clone(), &lied), ApplyOutcome::Failed(why) if why.contains("differently"))
+        );
+        let moved = GitReport {
+            stdout: good,
+            stderr: b"Checking patch a.txt...\nHunk #1 succeeded at 7 (offset 2 lines).\n".to_vec(),
+        };
+        assert!(
+            matches!(compare(&patch, old, &moved), ApplyOutcome::Failed(why) if why.contains("away from"))
+        );
     }
 
     #[test]
@@ -755,6 +959,7 @@ mod tests {
         body.extend([9u8; 20]);
         let t = parse_tree(&body, 20).unwrap();
         assert_eq!(t[b"a.txt".as_slice()].mode, "100644");
+        assert_eq!(t[b"a.txt".as_slice()].oid, [7u8; 20]);
         assert_eq!(t[b"dir".as_slice()].mode, "040000");
         assert!(parse_tree(b"100644 a.txt\0short", 20).is_err());
         assert!(parse_tree(b"no separator", 20).is_err());
