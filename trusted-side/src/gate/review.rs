@@ -33,7 +33,7 @@ use std::process::{Command, Stdio};
 use airlock_core::diff::{apply_file, FileKind, FileMode, ParsedPatch};
 use anyhow::{bail, Context, Result};
 
-use super::sparse_apply::{cat_file, ChildGuard, Object, Prepared, Sparse};
+use super::sparse_apply::{cat_file, ChildGuard, Object, PackedFiles, Prepared, Sparse};
 
 /// Largest blob read from the repository for the exact-apply check.
 pub const MAX_BLOB_BYTES: u64 = 64 * 1024 * 1024;
@@ -256,11 +256,11 @@ pub fn apply_check(
     job_dir: &Path,
     revision: &str,
     (patch_bytes, patch): (&[u8], &ParsedPatch),
-    sparse: Option<Prepared>,
+    sparse: Option<(Prepared, &PackedFiles)>,
 ) -> Result<ApplyOutcome> {
     let want_tree = sparse.is_none();
-    if let Some(prepared) = sparse {
-        match prepared.run(patch_bytes, patch)? {
+    if let Some((prepared, packed)) = sparse {
+        match prepared.run(patch_bytes, patch, packed)? {
             Sparse::Outcome(outcome) => return Ok(outcome),
             Sparse::NeedsIndex(why) => tracing::debug!("apply check in an index: {why}"),
         }

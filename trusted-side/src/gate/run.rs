@@ -36,11 +36,11 @@
 //! except, with `--review-branch`, new objects and one ref in the repository.
 //! Does not check: the wisdom of the change. A `queue` decision means "ordinary review".
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use airlock_core::diff::{parse_patch, DiffLimits, FileKind, ParsedPatch};
+use airlock_core::diff::{parse_patch, DiffLimits, FileKind, FileMode, ParsedPatch};
 use airlock_core::digest::{HashingReader, Sha256Digest};
 use airlock_core::format::{JobRecord, Manifest};
 use airlock_core::jobid::JobId;
@@ -55,8 +55,8 @@ use super::classify::classify_path;
 use super::deps;
 use super::policy::{Policy, Verdict};
 use super::report::{ChangeStats, ChangedFile, GateReport, Reason, ReviewBranch};
-use super::review::{self, AppliedFile, ApplyOutcome, ReviewCommit};
-use super::sparse_apply::Prepared;
+use super::review::{self, AppliedFile, ApplyOutcome, ReviewCommit, MAX_BLOB_BYTES};
+use super::sparse_apply::{PackedFiles, Prepared};
 use crate::fetch::{self, FetchRefused, Fetched};
 use crate::ledger::{self, Event};
 use crate::pack::select::Selector;
@@ -249,11 +249,7 @@ fn judge(
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
-    // 2. the manifest
-    let Some(bundle) = read_bundle(store, job_dir, record, report)? else {
-        return Ok(None);
-    };
-    // 3. safe unpack
+    // 3. safe unpack (before the bundle: the patch names the files step 2 keeps)
     let Some(patch_bytes) = read_patch(fetched, report)? else {
         return Ok(None);
     };
@@ -291,6 +287,16 @@ fn judge(
         lines_added: patch.lines_added(),
         lines_removed: patch.lines_removed(),
     };
+    // 2. the manifest, and the packed bytes of the files the patch changes
+    let wanted: BTreeSet<&str> = patch
+        .files
+        .iter()
+        .filter(|f| f.kind != FileKind::Added)
+        .map(|f| f.path.as_str())
+        .collect();
+    let Some(bundle) = read_bundle(store, job_dir, record, &wanted, report)? else {
+        return Ok(None);
+    };
     let (scanner, deny) = tables.join()?;
     // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
     let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
@@ -317,7 +323,7 @@ fn judge(
             job_dir,
             &record.revision,
             (&patch_bytes, &patch),
-            sparse,
+            sparse.map(|p| (p, &bundle.packed)),
         )? {
             ApplyOutcome::Applied { tree, files } => Some((tree, files)),
             ApplyOutcome::Failed(why) => {
@@ -370,6 +376,8 @@ fn judge(
 struct BundleView {
     manifest: Manifest,
     redacted: RedactedLines,
+    /// The packed bytes and mode of each wanted file packed unredacted (the revision's blob).
+    packed: PackedFiles,
 }
 
 /// Step 2. `Ok(None)` after pushing a reject (digest mismatch, unreadable bundle).
@@ -377,6 +385,7 @@ fn read_bundle(
     store: &Store,
     job_dir: &Path,
     record: &JobRecord,
+    wanted: &BTreeSet<&str>,
     report: &mut GateReport,
 ) -> Result<Option<BundleView>> {
     let job = &record.job;
@@ -420,6 +429,7 @@ fn read_bundle(
     let mut hashing = HashingReader::new(BufReader::new(file).take(cap + 1));
     let mut manifest_bytes: Option<Vec<u8>> = None;
     let mut redacted = RedactedLines::new();
+    let mut kept: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let read = read_members(&mut hashing, &limits, &AllowedNames::Bundle, |m, r| {
         if m.path == "manifest.json" {
             let max = airlock_core::format::MAX_MANIFEST_BYTES as u64;
@@ -429,7 +439,18 @@ fn read_bundle(
                 .map_err(|e| TarError::io(Some(&m.path), "read", e))?;
             manifest_bytes = Some(buf);
         } else if let Some(rel) = m.path.strip_prefix("files/") {
-            let lines = marker_lines(r).map_err(|e| TarError::io(Some(&m.path), "read", e))?;
+            let io = |e| TarError::io(Some(&m.path), "read", e);
+            let lines = if wanted.contains(rel) && m.size <= MAX_BLOB_BYTES {
+                let mut bytes = Vec::with_capacity(usize::try_from(m.size).unwrap_or(0));
+                r.take(MAX_BLOB_BYTES + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(io)?;
+                let lines = marker_lines(&mut bytes.as_slice()).map_err(io)?;
+                kept.insert(rel.to_owned(), bytes);
+                lines
+            } else {
+                marker_lines(r).map_err(io)?
+            };
             if !lines.is_empty() {
                 redacted.insert(rel.to_owned(), lines);
             }
@@ -504,7 +525,28 @@ fn read_bundle(
     for r in &manifest.redactions {
         redacted.entry(r.path.clone()).or_default().insert(r.line);
     }
-    Ok(Some(BundleView { manifest, redacted }))
+    // A file's packed bytes are its blob at the revision unless they were redacted (or
+    // simply hold a marker); the manifest says its mode and that it was packed.
+    let mut packed = PackedFiles::new();
+    for (path, bytes) in kept {
+        let Some(entry) = manifest.file(&path) else {
+            continue;
+        };
+        if redacted.contains_key(&path) || entry.size != bytes.len() as u64 {
+            continue;
+        }
+        let mode = if entry.executable() {
+            FileMode::Executable
+        } else {
+            FileMode::Regular
+        };
+        packed.insert(path, (bytes, mode));
+    }
+    Ok(Some(BundleView {
+        manifest,
+        redacted,
+        packed,
+    }))
 }
 
 /// 1-based numbers of the lines holding a redaction marker. Reads line by line (a line is at

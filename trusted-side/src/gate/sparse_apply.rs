@@ -1,19 +1,27 @@
 //! Step 8 without a worktree: real `git apply --cached --check` against a temporary index that
-//! holds only the files the patch touches, as they are at the packed revision. Two git
-//! processes whatever the repository's size (`git cat-file --batch` reads the revision, `git
-//! apply` checks), no file written but the index, where the index route (`review.rs`) needs six
-//! and a `read-tree` of the whole revision.
+//! holds only the files the patch touches, as they are at the packed revision. One or two git
+//! processes whatever the repository's size (`git apply` checks; `git cat-file --batch` reads
+//! the revision when the bundle cannot stand in for it), no file written but the index, where
+//! the index route (`review.rs`) needs six and a `read-tree` of the whole revision.
 //!
-//! How:
-//! - one `git cat-file --batch` in the repository answers, in order: the revision (must be a
-//!   commit, else the gate stops: fetch it first), every ancestor directory of every patched
-//!   path (trees: the entries' modes and ids; a blob where a directory must be is a conflict),
-//!   and every patched path (its blob, or missing);
-//! - each patched file that exists at the revision becomes one entry (mode, blob id, path) of
-//!   a version-2 index written to `<job>/.index-*` (what `git update-index --index-info` writes);
-//!   `git apply --cached --check` reads the blobs from the repository's own objects through it,
-//!   so it checks each hunk's context and each old mode against the revision's bytes, and
-//!   writes nothing;
+//! How: `git apply` starts early (before the patch is read); each patched file that exists at
+//! the revision becomes one entry (mode, blob id, path) of a version-2 index written to
+//! `<job>/.index-*` (what `git update-index --index-info` writes); `git apply --cached --check`
+//! reads the blobs from the repository's own objects through it, so it checks each hunk's
+//! context and each old mode against the revision's bytes, and writes nothing. The entries
+//! come from one of two places:
+//! - the bundle, when the patch only changes, deletes or re-modes files it holds unredacted
+//!   (their packed bytes are the revision's blobs: the packer streams raw blobs) and the
+//!   revision's commit is stored in the repository (looked up on disk: a loose object or a
+//!   pack index entry): each blob id is the hash of the packed bytes, each mode the
+//!   manifest's. No tree is read and git runs once. If git refuses (a blob the repository
+//!   does not have, a hunk that does not apply), the tree route decides, so a refusal or an
+//!   error reads exactly as it would have;
+//! - otherwise (added files, redacted or unpacked files, an unusual repository layout), the
+//!   tree route: one `git cat-file --batch` in the repository answers, in order, the revision
+//!   (must be a commit, else the gate stops: fetch it first), every ancestor directory of
+//!   every patched path (trees: the entries' modes and ids; a blob where a directory must be
+//!   is a conflict), and every patched path (its blob, or missing);
 //! - git's own reading of the patch is cross-checked with ours: `--numstat -z` (each file's
 //!   path and added/removed counts, in order) and `--summary` (created and deleted files with
 //!   their modes, mode changes) must be exactly what the parsed patch says, and `-v` must not
@@ -76,25 +84,26 @@ type OldFile = (Vec<u8>, FileMode, Vec<u8>);
 /// Largest `git apply` report read (numstat and summary lines; `-v` progress on stderr).
 const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The sparse route's two git processes, started before the patch is read so that their
-/// start-up overlaps the gate's other steps: `git cat-file --batch` and `git apply --cached
-/// --check`, both in the repository, both waiting on their input. `git apply` reads its whole
-/// patch before it reads the index, so the index can be written in between. Dropping it stops
-/// both processes and removes the index.
+/// The bytes and mode of files as they were packed unredacted from the revision (so each is
+/// the revision's blob), by path: what the gate kept of the bundle for the patched files.
+pub type PackedFiles = BTreeMap<String, (Vec<u8>, FileMode)>;
+
+/// `git apply --cached --check`, started before the patch is read so that its start-up
+/// overlaps the gate's other steps, waiting on its input in the repository. It reads its
+/// whole patch before it reads the index, so the index can be written in between. Dropping
+/// it stops the process and removes the index.
 pub struct Prepared {
     repo: PathBuf,
     revision: String,
     /// The temporary index (in the job directory) `git apply` reads.
     index: tempfile::NamedTempFile,
-    /// The thread starting both processes (a spawn waits for git's exec: ~1 ms each, done
-    /// off the gate's own path): `git cat-file`, then `git apply`.
-    spawning: Option<Spawning>,
+    /// The thread starting `git apply` (a spawn waits for git's exec, done off the gate's
+    /// own path).
+    spawning: Option<std::thread::JoinHandle<std::io::Result<ChildGuard>>>,
 }
 
-type Spawning = std::thread::JoinHandle<std::io::Result<(ChildGuard, ChildGuard)>>;
-
 impl Prepared {
-    /// Starts the processes for checking a patch against `revision` of `repo`, with the
+    /// Starts `git apply` for checking a patch against `revision` of `repo`, with the
     /// temporary index in `job_dir`. `Err`: the revision is not a full id, or git cannot run.
     pub fn start(repo: &Path, job_dir: &Path, revision: &str) -> Result<Prepared> {
         if !review::is_full_oid(revision) {
@@ -110,39 +119,8 @@ impl Prepared {
             .prefix(".index-")
             .tempfile_in(&job_dir)
             .with_context(|| format!("{}: cannot create a temporary index", job_dir.display()))?;
-        let mut lookup = Command::new("git");
-        lookup.arg("-C").arg(repo).arg("--no-replace-objects");
-        review::sanitize(&mut lookup);
-        lookup
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut apply = Command::new("git");
-        apply.arg("-C").arg(repo).arg("--no-replace-objects");
-        review::sanitize(&mut apply);
-        apply
-            .env("GIT_INDEX_FILE", index.path())
-            .args([
-                "apply",
-                "--cached",
-                "--check",
-                "-v",
-                "--numstat",
-                "--summary",
-                "-z",
-                "--whitespace=nowarn",
-                "--no-recount",
-                "-",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let spawning = std::thread::spawn(move || {
-            let lookup = ChildGuard(lookup.spawn()?);
-            let apply = ChildGuard(apply.spawn()?);
-            Ok((lookup, apply))
-        });
+        let mut apply = apply_command(repo, index.path());
+        let spawning = std::thread::spawn(move || apply.spawn().map(ChildGuard));
         Ok(Prepared {
             repo: repo.to_owned(),
             revision: revision.to_owned(),
@@ -151,24 +129,74 @@ impl Prepared {
         })
     }
 
-    /// Applies `patch_bytes` (parsed as `patch`). `Err`: the revision is not in the
-    /// repository, or git or the disk failed.
-    pub fn run(mut self, patch_bytes: &[u8], patch: &ParsedPatch) -> Result<Sparse> {
+    /// Checks `patch_bytes` (parsed as `patch`). `packed`: what the bundle holds of the
+    /// patched files. When every patched file is one of them (the patch only changes, deletes
+    /// or re-modes packed, unredacted files), the index is built from those bytes (each blob
+    /// id is the hash of its bytes) and no tree is read; if git refuses that, or otherwise,
+    /// the revision's trees are read with `git cat-file` (see the module doc), which also
+    /// gives the error for a revision missing from the repository. `Err`: the revision is not
+    /// in the repository, or git or the disk failed.
+    pub fn run(
+        mut self,
+        patch_bytes: &[u8],
+        patch: &ParsedPatch,
+        packed: &PackedFiles,
+    ) -> Result<Sparse> {
         let Some(spawning) = self.spawning.take() else {
             bail!("the sparse apply check ran twice");
         };
-        // Owned by guards, so every early return stops them.
-        let (mut lookup, apply) = spawning
+        let apply = spawning
             .join()
             .map_err(|_| anyhow::anyhow!("the thread starting git panicked"))?
             .context("cannot run git (is it installed?)")?;
+        for fp in &patch.files {
+            check_relative(&fp.path)?;
+        }
+        let oid_len = self.revision.len() / 2;
+        let fast = from_packed(patch, packed, oid_len)
+            .filter(|_| has_object_on_disk(&self.repo, &self.revision) == Some(true));
+        if let Some(old) = fast {
+            fs::write(self.index.path(), index_bytes(&old, oid_len)?)?;
+            if let Ok(report) = finish_apply(apply, patch_bytes)? {
+                if let outcome @ ApplyOutcome::Applied { .. } = compare(patch, old, &report) {
+                    return Ok(Sparse::Outcome(outcome));
+                }
+            }
+            // Refused: the tree route gives the verdict (or the missing-revision error).
+            let apply = apply_command(&self.repo, self.index.path())
+                .spawn()
+                .map(ChildGuard)
+                .context("cannot run git (is it installed?)")?;
+            return self.check_with_trees(apply, patch_bytes, patch);
+        }
+        self.check_with_trees(apply, patch_bytes, patch)
+    }
+
+    /// The tree route: `git cat-file` reads the revision's trees and the patched blobs.
+    fn check_with_trees(
+        self,
+        apply: ChildGuard,
+        patch_bytes: &[u8],
+        patch: &ParsedPatch,
+    ) -> Result<Sparse> {
+        let mut lookup = Command::new("git");
+        lookup.arg("-C").arg(&self.repo).arg("--no-replace-objects");
+        review::sanitize(&mut lookup);
+        lookup
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let lookup = ChildGuard(
+            lookup
+                .spawn()
+                .context("cannot run git (is it installed?)")?,
+        );
+        let mut lookup = lookup;
         let repo = self.repo.clone();
         let revision = self.revision.clone();
         let revision = revision.as_str();
         let repo = repo.as_path();
-        for fp in &patch.files {
-            check_relative(&fp.path)?;
-        }
         // Requests: the commit, the root tree, every ancestor directory, every patched path.
         let mut dirs: BTreeSet<String> = BTreeSet::new();
         for fp in &patch.files {
@@ -270,11 +298,7 @@ impl Prepared {
             }
         }
 
-        {
-            let file = self.index.as_file_mut();
-            file.write_all(&index_bytes(&old, oid_len)?)?;
-            file.flush()?;
-        }
+        fs::write(self.index.path(), index_bytes(&old, oid_len)?)?;
         let report = match finish_apply(apply, patch_bytes)? {
             Ok(report) => report,
             Err(why) => {
@@ -293,6 +317,143 @@ impl Drop for Prepared {
         if let Some(spawning) = self.spawning.take() {
             drop(spawning.join());
         }
+    }
+}
+
+/// `git apply --cached --check` in `repo` against the index at `index` (absolute), with
+/// the report the cross-check reads.
+fn apply_command(repo: &Path, index: &Path) -> Command {
+    let mut apply = Command::new("git");
+    apply.arg("-C").arg(repo).arg("--no-replace-objects");
+    review::sanitize(&mut apply);
+    apply
+        .env("GIT_INDEX_FILE", index)
+        .args([
+            "apply",
+            "--cached",
+            "--check",
+            "-v",
+            "--numstat",
+            "--summary",
+            "-z",
+            "--whitespace=nowarn",
+            "--no-recount",
+            "-",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    apply
+}
+
+/// The patched files at the revision from the bundle alone, when the patch adds no file and
+/// every file it names was packed unredacted: content, mode and blob id (the hash of
+/// `blob <size>\0<content>` in the repository's hash, SHA-1 for 20-byte ids).
+fn from_packed<'a>(
+    patch: &'a ParsedPatch,
+    packed: &PackedFiles,
+    oid_len: usize,
+) -> Option<BTreeMap<&'a str, OldFile>> {
+    let mut old = BTreeMap::new();
+    for fp in &patch.files {
+        if fp.kind == FileKind::Added {
+            return None;
+        }
+        let (bytes, mode) = packed.get(&fp.path)?;
+        if fp.old_mode.is_some_and(|m| m != *mode) {
+            return None;
+        }
+        old.insert(
+            fp.path.as_str(),
+            (bytes.clone(), *mode, blob_id(bytes, oid_len)),
+        );
+    }
+    Some(old)
+}
+
+/// Whether the repository at `repo` stores object `oid` (full hex id), looked up on disk
+/// without running git: a loose object file, or an entry of a version-2 pack index (only the
+/// fan-out slice for the id's first byte is read). `None` when the layout is not a plain
+/// `.git` directory or bare repository (a `.git` file, a worktree): the caller asks git.
+/// `Some(false)` does not prove absence (alternates, promisor remotes): it only means "ask
+/// git".
+fn has_object_on_disk(repo: &Path, oid: &str) -> Option<bool> {
+    use std::io::{Seek, SeekFrom};
+    let raw = hex::decode(oid).ok()?;
+    let first = *raw.first()?;
+    let dot_git = repo.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else if repo.join("objects").is_dir() && repo.join("HEAD").is_file() {
+        repo.to_owned()
+    } else {
+        return None;
+    };
+    let objects = git_dir.join("objects");
+    if objects.join(&oid[..2]).join(&oid[2..]).is_file() {
+        return Some(true);
+    }
+    let packs = fs::read_dir(objects.join("pack")).ok()?;
+    for entry in packs.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "idx") {
+            continue;
+        }
+        let Ok(mut f) = fs::File::open(&path) else {
+            continue;
+        };
+        // Header (magic, version 2) and the 256-entry fan-out table.
+        let mut head = [0u8; 8 + 256 * 4];
+        if f.read_exact(&mut head).is_err() || head[..8] != [0xff, b't', b'O', b'c', 0, 0, 0, 2] {
+            continue;
+        }
+        let fan = |i: usize| -> u64 {
+            let at = 8 + i * 4;
+            u64::from(u32::from_be_bytes([
+                head[at],
+                head[at + 1],
+                head[at + 2],
+                head[at + 3],
+            ]))
+        };
+        let start = if first == 0 {
+            0
+        } else {
+            fan(usize::from(first) - 1)
+        };
+        let end = fan(usize::from(first));
+        if end <= start || end - start > 1 << 24 {
+            continue;
+        }
+        let len = raw.len() as u64;
+        let mut ids = vec![0u8; usize::try_from((end - start) * len).ok()?];
+        if f.seek(SeekFrom::Start(8 + 256 * 4 + start * len)).is_err()
+            || f.read_exact(&mut ids).is_err()
+        {
+            continue;
+        }
+        if ids.chunks_exact(raw.len()).any(|id| id == raw.as_slice()) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// Git's id of a blob holding `bytes`.
+fn blob_id(bytes: &[u8], oid_len: usize) -> Vec<u8> {
+    let header = format!("blob {}\0", bytes.len());
+    if oid_len == 20 {
+        use sha1::Digest as _;
+        let mut h = sha1::Sha1::new();
+        h.update(header.as_bytes());
+        h.update(bytes);
+        h.finalize().to_vec()
+    } else {
+        use sha2::Digest as _;
+        let mut h = sha2::Sha256::new();
+        h.update(header.as_bytes());
+        h.update(bytes);
+        h.finalize().to_vec()
     }
 }
 
@@ -651,11 +812,43 @@ mod tests {
     }
 
     fn try_sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Result<Sparse> {
-        Prepared::start(repo, job, rev)?.run(text.as_bytes(), &parsed(text))
+        Prepared::start(repo, job, rev)?.run(text.as_bytes(), &parsed(text), &PackedFiles::new())
     }
 
+    /// The tree route (nothing packed at hand).
     fn sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Sparse {
         try_sparse(repo, job, rev, text).unwrap()
+    }
+
+    /// The revision's plain files, as a bundle would have packed them.
+    fn packed_files(repo: &Path, rev: &str) -> PackedFiles {
+        let mut out = PackedFiles::new();
+        for line in git(repo, &["ls-tree", "-r", "--full-tree", rev]).lines() {
+            let (meta, path) = line.split_once('\t').unwrap();
+            let f: Vec<&str> = meta.split(' ').collect();
+            let mode = match f[0] {
+                "100644" => FileMode::Regular,
+                "100755" => FileMode::Executable,
+                _ => continue,
+            };
+            let body = Command::new("git")
+                .arg("-C")
+                .arg(repo)
+                .args(["cat-file", "blob", f[2]])
+                .output()
+                .unwrap()
+                .stdout;
+            out.insert(path.to_owned(), (body, mode));
+        }
+        out
+    }
+
+    /// The route from packed files (falling back to the tree route on a refusal).
+    fn from_bundle(repo: &Path, job: &Path, rev: &str, text: &str, packed: &PackedFiles) -> Sparse {
+        Prepared::start(repo, job, rev)
+            .unwrap()
+            .run(text.as_bytes(), &parsed(text), packed)
+            .unwrap()
     }
 
     fn in_index(repo: &Path, job: &Path, rev: &str, text: &str) -> ApplyOutcome {
@@ -783,6 +976,69 @@ mod tests {
     }
 
     #[test]
+    fn packed_bytes_that_are_not_the_revision_fall_back_to_the_trees() {
+        let (d, rev) = repo();
+        let job = tempfile::tempdir().unwrap();
+        let mut packed = packed_files(d.path(), &rev);
+        // The blob ids come from the packed bytes: bytes that are not the revision's name a
+        // blob the repository does not have, git refuses, and the tree route judges with the
+        // revision's real bytes.
+        let lines: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        packed.insert(
+            "a.txt".into(),
+            (format!("{lines}extra\n").into_bytes(), FileMode::Regular),
+        );
+        let Sparse::Outcome(ApplyOutcome::Applied { files, .. }) =
+            from_bundle(d.path(), job.path(), &rev, MODIFY, &packed)
+        else {
+            panic!("modify did not apply");
+        };
+        assert!(!String::from_utf8_lossy(files["a.txt"].new.as_ref().unwrap()).contains("extra"));
+        // A missing revision is still the error it was, whatever is packed.
+        let missing = "1".repeat(40);
+        let e = Prepared::start(d.path(), job.path(), &missing)
+            .unwrap()
+            .run(
+                MODIFY.as_bytes(),
+                &parsed(MODIFY),
+                &packed_files(d.path(), &rev),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not in this repository"), "{e}");
+        assert_eq!(snapshot(job.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn objects_are_found_on_disk_loose_and_packed_as_git_finds_them() {
+        let (d, rev) = repo();
+        let blob = git(d.path(), &["rev-parse", &format!("{rev}:a.txt")]);
+        let missing = "1".repeat(40);
+        assert_eq!(has_object_on_disk(d.path(), &rev), Some(true));
+        assert_eq!(has_object_on_disk(d.path(), &blob), Some(true));
+        assert_eq!(has_object_on_disk(d.path(), &missing), Some(false));
+        git(d.path(), &["gc", "-q", "--prune=now"]);
+        assert!(
+            !d.path().join(".git/objects").join(&rev[..2]).exists(),
+            "still loose"
+        );
+        assert_eq!(has_object_on_disk(d.path(), &rev), Some(true));
+        assert_eq!(has_object_on_disk(d.path(), &blob), Some(true));
+        assert_eq!(has_object_on_disk(d.path(), &missing), Some(false));
+        let plain = tempfile::tempdir().unwrap();
+        assert_eq!(has_object_on_disk(plain.path(), &rev), None);
+    }
+
+    #[test]
+    fn blob_ids_are_gits() {
+        let (d, rev) = repo();
+        for (path, (bytes, _)) in packed_files(d.path(), &rev) {
+            let want = git(d.path(), &["rev-parse", &format!("{rev}:{path}")]);
+            assert_eq!(hex::encode(blob_id(&bytes, 20)), want, "{path}");
+        }
+    }
+
+    #[test]
     fn gits_report_must_match_the_parse() {
         let (d, rev) = repo();
         let job = tempfile::tempdir().unwrap();
@@ -846,11 +1102,21 @@ mod tests {
                 Some("mode at the revision"),
             ),
         ];
+        let packed = packed_files(d.path(), &rev);
         for (name, text, failure) in cases {
             let ours = match sparse(d.path(), job.path(), &rev, text) {
                 Sparse::Outcome(o) => o,
                 Sparse::NeedsIndex(why) => panic!("{name}: needs index: {why}"),
             };
+            let bundled = match from_bundle(d.path(), job.path(), &rev, text, &packed) {
+                Sparse::Outcome(o) => o,
+                Sparse::NeedsIndex(why) => panic!("{name}: needs index: {why}"),
+            };
+            assert_eq!(
+                format!("{ours:?}"),
+                format!("{bundled:?}"),
+                "{name}: the routes differ"
+            );
             let reference = in_index(d.path(), job.path(), &rev, text);
             match (&ours, &reference, failure) {
                 (
@@ -924,7 +1190,7 @@ mod tests {
             job.path(),
             &rev,
             (SYMLINK_EDIT.as_bytes(), &parsed(SYMLINK_EDIT)),
-            Some(prepared),
+            Some((prepared, &PackedFiles::new())),
         )
         .unwrap();
         assert!(matches!(outcome, ApplyOutcome::Failed(_)), "{outcome:?}");
