@@ -184,8 +184,14 @@ pub fn packed_dirs(manifest: &Manifest) -> HashSet<String> {
     dirs
 }
 
-/// Path checks of step 5 (see the module doc). `deny` is the pack deny-list selector.
-pub fn check_paths(patch: &ParsedPatch, manifest: &Manifest, deny: &Selector) -> Vec<Reason> {
+/// Path checks of step 5 (see the module doc). `deny` is the pack deny-list selector; it is
+/// needed only when the patch adds files (an added path checked without it is refused: fail
+/// closed), so a gate that sees no new file need not build it.
+pub fn check_paths(
+    patch: &ParsedPatch,
+    manifest: &Manifest,
+    deny: Option<&Selector>,
+) -> Vec<Reason> {
     let mut out = Vec::new();
     let dirs = packed_dirs(manifest);
     let mut folded: HashMap<String, &str> = HashMap::new();
@@ -213,8 +219,8 @@ pub fn check_paths(patch: &ParsedPatch, manifest: &Manifest, deny: &Selector) ->
                 }
             }
             FileKind::Added => {
-                if let PackVerdict::Skip(rule) = deny.verdict(path) {
-                    out.push(
+                match deny.map(|d| d.verdict(path)) {
+                    Some(PackVerdict::Skip(rule)) => out.push(
                         Reason::new(
                             code::DENIED_PATH_ADDED,
                             Verdict::Reject,
@@ -222,7 +228,16 @@ pub fn check_paths(patch: &ParsedPatch, manifest: &Manifest, deny: &Selector) ->
                         )
                         .at(path)
                         .rule(rule),
-                    );
+                    ),
+                    Some(_) => {}
+                    None => out.push(
+                        Reason::new(
+                            code::DENIED_PATH_ADDED,
+                            Verdict::Reject,
+                            "new file, and the deny-list was not loaded to check it",
+                        )
+                        .at(path),
+                    ),
                 }
                 if manifest.file(path).is_some() {
                     out.push(
@@ -647,7 +662,7 @@ mod tests {
         let m = manifest(&[("src/lib.rs", "0644")]);
         let p = patch(&(modify(".env") + &modify("src/lib.rs")));
         assert_eq!(
-            codes(&check_paths(&p, &m, &deny())),
+            codes(&check_paths(&p, &m, Some(&deny()))),
             vec![(code::PATH_NOT_PACKED, Verdict::Reject, Some(".env".into()))]
         );
     }
@@ -661,7 +676,7 @@ mod tests {
             "src/secrets/x.txt",
             "src/ID_RSA",
         ] {
-            let rs = check_paths(&patch(&add(path, "100644")), &m, &deny());
+            let rs = check_paths(&patch(&add(path, "100644")), &m, Some(&deny()));
             assert!(
                 rs.iter()
                     .any(|r| r.code == code::DENIED_PATH_ADDED && r.verdict == Verdict::Reject),
@@ -680,7 +695,7 @@ mod tests {
             "src/lib.rs/x.rs",
             "src",
         ] {
-            let rs = check_paths(&patch(&add(path, "100644")), &m, &deny());
+            let rs = check_paths(&patch(&add(path, "100644")), &m, Some(&deny()));
             assert!(
                 rs.iter().any(|r| r.code == code::PATH_COLLISION),
                 "{path}: {rs:?}"
@@ -691,13 +706,13 @@ mod tests {
     #[test]
     fn new_file_in_existing_directory_or_top_level_is_fine_new_tree_needs_a_human() {
         let m = manifest(&[("src/a/lib.rs", "0644")]);
-        assert!(check_paths(&patch(&add("src/a/new.rs", "100644")), &m, &deny()).is_empty());
-        assert!(check_paths(&patch(&add("src/new.rs", "100644")), &m, &deny()).is_empty());
-        assert!(check_paths(&patch(&add("NOTES.md", "100644")), &m, &deny()).is_empty());
+        assert!(check_paths(&patch(&add("src/a/new.rs", "100644")), &m, Some(&deny())).is_empty());
+        assert!(check_paths(&patch(&add("src/new.rs", "100644")), &m, Some(&deny())).is_empty());
+        assert!(check_paths(&patch(&add("NOTES.md", "100644")), &m, Some(&deny())).is_empty());
         let rs = check_paths(
             &patch(&(add("tools/gen/a.py", "100644") + &add("tools/gen/b.py", "100644"))),
             &m,
-            &deny(),
+            Some(&deny()),
         );
         assert_eq!(
             codes(&rs),
@@ -716,14 +731,14 @@ mod tests {
         let m = manifest(&[("run.sh", "0644"), ("bin/tool", "0755")]);
         let chmod = "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n";
         assert_eq!(
-            codes(&check_paths(&patch(chmod), &m, &deny())),
+            codes(&check_paths(&patch(chmod), &m, Some(&deny()))),
             vec![(
                 "mode-change-executable",
                 Verdict::Human,
                 Some("run.sh".into())
             )]
         );
-        let rs = check_paths(&patch(&add("new.sh", "100755")), &m, &deny());
+        let rs = check_paths(&patch(&add("new.sh", "100755")), &m, Some(&deny()));
         assert_eq!(
             codes(&rs),
             vec![(
@@ -733,7 +748,18 @@ mod tests {
             )]
         );
         let unexec = "diff --git a/bin/tool b/bin/tool\nold mode 100755\nnew mode 100644\n";
-        assert!(check_paths(&patch(unexec), &m, &deny()).is_empty());
+        assert!(check_paths(&patch(unexec), &m, Some(&deny())).is_empty());
+    }
+
+    #[test]
+    fn without_the_deny_list_an_added_file_is_refused() {
+        let m = manifest(&[("src/lib.rs", "0644")]);
+        let rs = check_paths(&patch(&add("src/new.rs", "100644")), &m, None);
+        assert!(
+            rs.iter()
+                .any(|r| r.code == code::DENIED_PATH_ADDED && r.verdict == Verdict::Reject),
+            "{rs:?}"
+        );
     }
 
     #[test]

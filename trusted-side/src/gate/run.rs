@@ -6,22 +6,24 @@
 //! 1. fetch and verify ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code
 //!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …). The job
 //!    record is read first so that git starts (step 8) while the artifact is fetched, and the
-//!    scanner, deny-list and classification tables are built on a thread meanwhile;
-//! 2. the bundle's manifest: stream `inbox/<job>/bundle.tar.gz` (capped; read in place from a
-//!    file store, downloaded to a scratch file from others) through the hasher and the safe
-//!    reader, keeping `manifest.json` and the line numbers of redaction markers in packed
-//!    files; its sha256 must be the record's (checked before anything read is used); a
-//!    missing bundle is an error (exit 1);
-//! 3. the artifact through the safe reader in memory (exact member names, every tar rule of
+//!    scanner and classification tables are built on a thread meanwhile;
+//! 2. the artifact through the safe reader in memory (exact member names, every tar rule of
 //!    the unpacker, nothing written to disk), re-hashing it on the way (it must still be the
 //!    fetched artifact); `patch.diff` is kept;
-//! 4. `patch.diff` must hash to the packet's `diff_sha256`, then the strict parser;
-//! 5. path checks against the manifest and the deny-list;
+//! 3. `patch.diff` must hash to the packet's `diff_sha256`, then the strict parser;
+//! 4. the bundle's manifest: stream `inbox/<job>/bundle.tar.gz` (capped; read in place from a
+//!    file store, downloaded to a scratch file from others) through the hasher and the safe
+//!    reader, keeping `manifest.json`, the line numbers of redaction markers in packed files,
+//!    and the packed bytes of the files the patch changes (for step 8); its sha256 must be the
+//!    record's (checked before anything read is used); a missing bundle is an error (exit 1);
+//! 5. path checks against the manifest and (for added files) the deny-list;
 //! 6. change limits (the request's, tightened by the policy) and the packet's counts;
 //! 7. hunks covering redacted lines;
-//! 8. apply with real git against the packed revision, `git apply --cached --check` against an
-//!    index of only the patched files, or in a temporary index of the whole revision (never
-//!    the user's checkout), cross-checked with the exact applier; a revision missing from the local repository is an error (exit 1);
+//! 8. apply with real git against the packed revision: `git apply --cached --check` against an
+//!    index of only the patched files (`sparse_apply.rs`), or, with `--review-branch`, in a
+//!    temporary index of the whole revision (`review.rs`); never the user's checkout;
+//!    cross-checked with the exact applier; a revision missing from the local repository is
+//!    an error (exit 1);
 //! 9. secret scan of added lines (on a thread, while git applies);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
@@ -207,9 +209,9 @@ fn judge_and_review(
     Ok(judged)
 }
 
-/// The secret scanner, the deny-list and the classification table: built on a thread started
-/// before the fetch, joined when the checks need them.
-struct Tables(std::thread::JoinHandle<Result<(airlock_scan::Scanner, Selector)>>);
+/// The secret scanner and the classification table: built on a thread started before the
+/// fetch, joined when the checks need them.
+struct Tables(std::thread::JoinHandle<Result<airlock_scan::Scanner>>);
 
 impl Tables {
     fn start() -> Tables {
@@ -220,12 +222,11 @@ impl Tables {
                 .with_inline_allow(false)
                 .with_small_inputs();
             scanner.warm_up();
-            let deny = Selector::new(&[], &[])?;
-            Ok((scanner, deny))
+            Ok(scanner)
         }))
     }
 
-    fn join(self) -> Result<(airlock_scan::Scanner, Selector)> {
+    fn join(self) -> Result<airlock_scan::Scanner> {
         self.0
             .join()
             .map_err(|_| anyhow::anyhow!("building the gate's tables panicked"))?
@@ -249,11 +250,11 @@ fn judge(
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
-    // 3. safe unpack (before the bundle: the patch names the files step 2 keeps)
+    // 2. safe unpack (before the bundle: the patch names the files step 4 keeps)
     let Some(patch_bytes) = read_patch(fetched, report)? else {
         return Ok(None);
     };
-    // 4. digest, strict parse
+    // 3. digest, strict parse
     let diff_sha256 = Sha256Digest::of_bytes(&patch_bytes);
     report.bom.diff_sha256 = Some(diff_sha256);
     if diff_sha256 != fetched.packet.diff_sha256 {
@@ -287,7 +288,7 @@ fn judge(
         lines_added: patch.lines_added(),
         lines_removed: patch.lines_removed(),
     };
-    // 2. the manifest, and the packed bytes of the files the patch changes
+    // 4. the manifest, and the packed bytes of the files the patch changes
     let wanted: BTreeSet<&str> = patch
         .files
         .iter()
@@ -297,12 +298,18 @@ fn judge(
     let Some(bundle) = read_bundle(store, job_dir, record, &wanted, report)? else {
         return Ok(None);
     };
-    let (scanner, deny) = tables.join()?;
+    let scanner = tables.join()?;
+    // The deny-list judges added paths only.
+    let deny = if patch.files.iter().any(|f| f.kind == FileKind::Added) {
+        Some(Selector::new(&[], &[])?)
+    } else {
+        None
+    };
     // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
     let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
         let scan = scope.spawn(|| checks::scan_added_lines(&scanner, &patch));
         // 5. paths
-        for r in checks::check_paths(&patch, &bundle.manifest, &deny) {
+        for r in checks::check_paths(&patch, &bundle.manifest, deny.as_ref()) {
             report.push(r);
         }
         // 6. limits
@@ -380,7 +387,7 @@ struct BundleView {
     packed: PackedFiles,
 }
 
-/// Step 2. `Ok(None)` after pushing a reject (digest mismatch, unreadable bundle).
+/// Step 4. `Ok(None)` after pushing a reject (digest mismatch, unreadable bundle).
 fn read_bundle(
     store: &Store,
     job_dir: &Path,
@@ -572,7 +579,7 @@ fn marker_lines(r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
     Ok(out)
 }
 
-/// Step 3. Returns the bytes of `patch.diff`, or `Ok(None)` after pushing a reject.
+/// Step 2. Returns the bytes of `patch.diff`, or `Ok(None)` after pushing a reject.
 fn read_patch(fetched: &Fetched, report: &mut GateReport) -> Result<Option<Vec<u8>>> {
     let file = std::fs::File::open(&fetched.artifact_path)
         .with_context(|| format!("{}: cannot open", fetched.artifact_path.display()))?;
