@@ -24,14 +24,22 @@ const ATTEMPTS: u32 = 5;
 /// First backoff; doubles each retry (200 ms, 400 ms, 800 ms, 1.6 s).
 const BACKOFF_MS: u64 = 200;
 
+/// The process's one HTTP agent: requests to the same store reuse its idle connections (the
+/// pool checks a connection is still open before reusing it), so a job's four requests cost
+/// one connection, not four (each a resolve, a connect, and an accept on the store).
 fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .timeout_connect(Some(std::time::Duration::from_secs(10)))
-        .timeout_global(Some(std::time::Duration::from_secs(300)))
-        .build()
-        .into()
+    static AGENT: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
+    AGENT
+        .get_or_init(|| {
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .timeout_connect(Some(std::time::Duration::from_secs(10)))
+                .timeout_global(Some(std::time::Duration::from_secs(300)))
+                .build()
+                .into()
+        })
+        .clone()
 }
 
 /// What a request attempt concluded.
