@@ -158,6 +158,9 @@ fn index_key(components: &[Component]) -> Key {
 
 /// Expands `{a,b}` groups into every combination. Escapes are kept for [`parse_component`].
 fn expand_braces(glob: &str) -> Result<Vec<String>, String> {
+    if !glob.contains(['{', '}', '\\']) {
+        return Ok(vec![glob.to_owned()]);
+    }
     let mut out = vec![String::new()];
     let mut chars = glob.chars();
     while let Some(c) = chars.next() {
@@ -215,7 +218,10 @@ fn parse_component(text: &str) -> Result<Component, String> {
     if text == "**" {
         return Ok(Component::Recursive);
     }
-    let mut tokens = Vec::new();
+    if !text.contains(['\\', '*', '?', '[', ']']) {
+        return Ok(Component::Literal(text.to_owned()));
+    }
+    let mut tokens = Vec::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         tokens.push(match c {
