@@ -298,7 +298,6 @@ fn judge(
     let Some(bundle) = read_bundle(store, job_dir, record, &wanted, report)? else {
         return Ok(None);
     };
-    let scanner = tables.join()?;
     // The deny-list judges added paths only.
     let deny = if patch.files.iter().any(|f| f.kind == FileKind::Added) {
         Some(Selector::new(&[], &[])?)
@@ -307,7 +306,11 @@ fn judge(
     };
     // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
     let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
-        let scan = scope.spawn(|| checks::scan_added_lines(&scanner, &patch));
+        // The tables thread may still be building: the scan waits for it, not the apply.
+        let scan = scope.spawn(|| -> Result<Vec<Reason>> {
+            let scanner = tables.join()?;
+            Ok(checks::scan_added_lines(&scanner, &patch))
+        });
         // 5. paths
         for r in checks::check_paths(&patch, &bundle.manifest, deny.as_ref()) {
             report.push(r);
@@ -347,7 +350,7 @@ fn judge(
         };
         let secrets = scan
             .join()
-            .map_err(|_| anyhow::anyhow!("the secret scan panicked"))?;
+            .map_err(|_| anyhow::anyhow!("the secret scan panicked"))??;
         Ok((applied, secrets))
     })?;
     // 9. secret scan (reasons)
