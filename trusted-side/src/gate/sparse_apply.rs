@@ -1030,6 +1030,26 @@ mod tests {
     }
 
     #[test]
+    fn only_changes_to_packed_files_take_the_bundle_route() {
+        let (d, rev) = repo();
+        let packed = packed_files(d.path(), &rev);
+        let modify = parsed(MODIFY);
+        let old = from_packed(&modify, &packed, 20).expect("a packed file edited");
+        assert_eq!(old["a.txt"].1, FileMode::Regular);
+        assert!(from_packed(&parsed(DELETE), &packed, 20).is_some());
+        assert!(from_packed(&parsed(MODE), &packed, 20).is_some());
+        // an added file needs the trees (does the path exist at the revision?)
+        assert!(from_packed(&parsed(ADD), &packed, 20).is_none());
+        // a file the bundle does not hold (redacted, skipped, a symlink)
+        let mut without = packed.clone();
+        without.remove("a.txt");
+        assert!(from_packed(&parsed(MODIFY), &without, 20).is_none());
+        assert!(from_packed(&parsed(SYMLINK_EDIT), &packed, 20).is_none());
+        // a patch that expects another mode than the packed one
+        assert!(from_packed(&parsed(WRONG_OLD_MODE), &packed, 20).is_none());
+    }
+
+    #[test]
     fn blob_ids_are_gits() {
         let (d, rev) = repo();
         for (path, (bytes, _)) in packed_files(d.path(), &rev) {
