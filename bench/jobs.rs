@@ -250,6 +250,20 @@ fn cpu() -> (Duration, Duration) {
     (tick * (f[11] + f[12]) as u32, tick * (f[13] + f[14]) as u32)
 }
 
+/// Busy and total time of all CPUs so far (`/proc/stat`, clock ticks): busy is everything
+/// but idle and iowait.
+fn machine_cpu() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    let all: u64 = f.iter().take(8).sum();
+    let idle = f.get(3)? + f.get(4)?;
+    Some((all - idle, all))
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -273,10 +287,68 @@ fn stats(name: &str, mut v: Vec<Duration>) {
     );
 }
 
+/// Where the S3 server keeps its objects: `S3_DATA_DIR` if set, else `/dev/shm` (a tmpfs on
+/// Linux) when it is a writable directory, else the temp directory (`TMPDIR`). The server
+/// stands in for a remote store, whose disks are not the trusted host's or the worker's: on
+/// ext4 here each of its PUTs (three temporary files created and renamed) cost 1-2 ms of
+/// inode allocation on the cores the binaries under test run on.
+fn s3_data_parent() -> PathBuf {
+    if let Some(d) = std::env::var_os("S3_DATA_DIR") {
+        return PathBuf::from(d);
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
+        return shm.to_owned();
+    }
+    std::env::temp_dir()
+}
+
+/// Starts the S3 server with its threads on the last CPU, unless `S3_PIN=off` or there is one
+/// CPU; returns it and the CPU it is pinned to.
+///
+/// s3s-fs hands every file operation to tokio's blocking pool, so each request is a dozen
+/// thread hand-offs; between two CPUs each is a cross-CPU wake-up (an inter-processor
+/// interrupt: a VM exit here), which made up most of the server's CPU time on this 2-core VM
+/// (about 2x, measured by pinning the same server with `taskset`). Pinned, the server uses at
+/// most one core and the binaries under test still run on all of them. Affinity is per
+/// thread and inherited: the main thread is pinned while the runtime starts its threads (its
+/// blocking threads are started by those later), then unpinned before the lanes and their
+/// children start. Done with `taskset` (util-linux); without it the server is not pinned.
+fn start_server(data: &Path) -> (S3Server, Option<usize>) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = cores > 1 && std::env::var("S3_PIN").map_or(true, |v| v != "off");
+    let taskset = |cpus: &str| {
+        Command::new("taskset")
+            .args(["-p", "-c", cpus, &std::process::id().to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let pinned = pin && taskset(&(cores - 1).to_string());
+    let s3 = S3Server::start_with(data, server_threads());
+    if pinned {
+        assert!(
+            taskset(&format!("0-{}", cores - 1)),
+            "cannot unpin the driver's main thread"
+        );
+    }
+    (s3, pinned.then_some(cores - 1))
+}
+
+/// The S3 server's runtime threads: `S3_THREADS`, default 1 (see [`S3Server::start_with`]).
+fn server_threads() -> usize {
+    std::env::var("S3_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("--serve") {
         // For profiling by hand: the same server, until stdin closes.
-        let s3 = S3Server::start();
+        let (s3, _) = start_server(&s3_data_parent());
         for (k, v) in s3.aws_env() {
             println!("export {k}={v}");
         }
@@ -294,12 +366,26 @@ fn main() {
         None => tmp.path().canonicalize().unwrap(),
     };
     chmod(&dir, 0o755);
-    let s3 = S3Server::start();
+    let data = s3_data_parent();
+    let (s3, pinned) = start_server(&data);
+    println!(
+        "S3 server data under {} (S3_DATA_DIR), {} runtime thread(s) (S3_THREADS), {} \
+         (S3_PIN); run files (home, repository, worker run directories) under {}",
+        data.display(),
+        server_threads(),
+        pinned.map_or_else(|| "not pinned".to_owned(), |c| format!("pinned to CPU {c}")),
+        dir.display()
+    );
     let home = dir.join("home");
     let generator = dir.join("copy-prompt.sh");
     std::fs::write(
         &generator,
-        "#!/bin/sh\n# Trivial generator: the prompt (a per-job nonce) becomes a new file.\nset -eu\ncp \"$AIRLOCK_PROMPT_FILE\" \"$AIRLOCK_WORKDIR/BENCH-NONCE.txt\"\n",
+        // Shell builtins only: a `cp` would be a second process (fork, exec, dynamic loading:
+        // about 1.5 ms of CPU per job here) that belongs to the stand-in generator, not to
+        // airlock. The copy is line by line, which is exact for these one-line prompts.
+        "#!/bin/sh\n# Trivial generator: the prompt (a per-job nonce) becomes a new file.\nset -eu\n\
+         while IFS= read -r line; do printf '%s\\n' \"$line\"; done \\\n  \
+         < \"$AIRLOCK_PROMPT_FILE\" > \"$AIRLOCK_WORKDIR/BENCH-NONCE.txt\"\n",
     )
     .unwrap();
     chmod(&generator, 0o755);
@@ -388,6 +474,8 @@ fn main() {
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<Done>> = Mutex::new(Vec::with_capacity(n));
     let started = Instant::now();
+    let (server0, children0) = cpu();
+    let machine0 = machine_cpu();
     std::thread::scope(|s| {
         for _ in 0..bench.args.lanes {
             s.spawn(|| loop {
@@ -401,6 +489,8 @@ fn main() {
         }
     });
     let wall = started.elapsed();
+    let (server1, children1) = cpu();
+    let machine1 = machine_cpu();
     let done = done.into_inner().unwrap();
 
     println!(
@@ -413,6 +503,31 @@ fn main() {
         n as f64 / wall.as_secs_f64(),
         ms(wall)
     );
+    // CPU of the whole run, per job: this process (the S3 server; the lanes only wait) and
+    // every child (airlock, airlock-worker, git, the sandbox helper, the generator).
+    let per_job = |d: Duration| d / u32::try_from(n.max(1)).unwrap();
+    let (server_cpu, binaries_cpu) = (per_job(server1 - server0), per_job(children1 - children0));
+    println!(
+        "CPU per job in this run: {} (binaries and their children {}, S3 server {}); \
+         {:.0}% of {cores} cores",
+        ms(server_cpu + binaries_cpu),
+        ms(binaries_cpu),
+        ms(server_cpu),
+        100.0 * ((server1 - server0) + (children1 - children0)).as_secs_f64()
+            / (wall.as_secs_f64() * cores as f64),
+    );
+    if let (Some((busy0, all0)), Some((busy1, all1))) = (machine0, machine1) {
+        // The machine may be shared: what everything else ran during the run, from /proc/stat.
+        let busy = (busy1 - busy0) as f64 / (all1 - all0).max(1) as f64;
+        let ours = ((server1 - server0) + (children1 - children0)).as_secs_f64()
+            / (wall.as_secs_f64() * cores as f64);
+        println!(
+            "machine during the run: {:.0}% busy ({:.0}% this run, {:.0}% other processes)",
+            100.0 * busy,
+            100.0 * ours,
+            100.0 * (busy - ours).max(0.0)
+        );
+    }
     stats("end to end", done.iter().map(|d| d.total).collect());
     stats(
         "overhead (minus generator)",

@@ -11,6 +11,14 @@
 # job by kind, and a check that no job was lost or attributed to the wrong job (every job
 # fetched, its packet names it, its patch carries its own per-job nonce and no other).
 #
+# The S3 server stands in for a remote store, so its objects live on a tmpfs (/dev/shm) by
+# default, off the disk the binaries under test use: a real store's disks are not the trusted
+# host's or the worker's. On this machine's ext4 (mounted with discard, inode allocation slowed by
+# scans over recently deleted inodes) s3s-fs spent 1-2 ms of CPU per PUT (three temporary files
+# created and renamed), about 10 ms per job on the same two cores as the jobs themselves.
+# S3_DATA_DIR=dir puts it elsewhere (S3_DATA_DIR=/tmp: the old, disk-backed setting). Everything
+# else (home, repository, worker run directories) stays under TMPDIR.
+#
 # Every job packs the same revision, so after the first one `submit` reuses the pack cache
 # (the scanned, compressed files part; .airlock/cache/pack): what a user submitting many prompts
 # on one commit gets. AIRLOCK_PACK_CACHE=off makes every submit pack every file again.
@@ -18,7 +26,9 @@
 # Usage: bench/jobs.sh [N] [K]      env: CORPUS=dir (default target/bench/cpython)
 #                                        KEEP=dir (keep the run's files there)
 #                                        AIRLOCK_PACK_CACHE=off (no pack cache)
-#                                        TMPDIR (the run's files, the S3 server's data)
+#                                        S3_DATA_DIR=dir (the S3 server's objects;
+#                                          default /dev/shm, else TMPDIR)
+#                                        TMPDIR (the run's files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-200}"

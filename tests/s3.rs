@@ -136,9 +136,19 @@ pub struct S3Server {
 impl S3Server {
     /// Starts a server on `127.0.0.1:0` with a fresh data directory holding [`BUCKET`].
     pub fn start() -> S3Server {
-        let dir = tempfile::tempdir().expect("s3 data dir");
+        S3Server::start_with(&std::env::temp_dir(), 2)
+    }
+
+    /// [`S3Server::start`] with its data directory made (and removed on drop) under `parent`,
+    /// e.g. a tmpfs, and `threads` runtime threads (s3s-fs hands every file operation to
+    /// tokio's blocking pool besides). The benchmark keeps the stand-in store's objects off
+    /// the disk the binaries under test use, as a remote store's would be, and gives it one
+    /// thread: it shares two cores with the jobs, and fewer threads mean fewer cross-core
+    /// wake-ups.
+    pub fn start_with(parent: &Path, threads: usize) -> S3Server {
+        let dir = tempfile::tempdir_in(parent).expect("s3 data dir");
         let root = dir.path().join("s3");
-        let mut s = S3Server::start_in(&root, 0);
+        let mut s = S3Server::start_in_with(&root, 0, threads);
         s._dir = Some(dir);
         s
     }
@@ -146,9 +156,13 @@ impl S3Server {
     /// Starts a server on `127.0.0.1:port` (0: any) serving the data under `root`
     /// (`root/<bucket>` is created). The caller keeps `root`.
     pub fn start_in(root: &Path, port: u16) -> S3Server {
+        S3Server::start_in_with(root, port, 2)
+    }
+
+    fn start_in_with(root: &Path, port: u16, threads: usize) -> S3Server {
         std::fs::create_dir_all(root.join(BUCKET)).expect("bucket dir");
         let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(threads)
             .enable_all()
             .build()
             .expect("s3 runtime");
