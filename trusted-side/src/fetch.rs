@@ -194,11 +194,12 @@ pub fn fetch_for_record(
 
     let dir = job_dir(home, job);
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    // A fresh random name, removed on every early return; the download creates the file (no
+    // empty file is created and deleted first: on ext4 that is an inode allocation for nothing).
     let staging = tempfile::Builder::new()
         .prefix(".artifact-")
-        .tempfile_in(&dir)?
+        .make_in(&dir, |_| Ok(()))?
         .into_temp_path();
-    std::fs::remove_file(&staging)?;
     let cap = record.limits.max_artifact_bytes;
     let (digest, _, info) = store
         .get_to_file_info(&layout::drop_artifact(job), cap, &staging)
