@@ -289,9 +289,9 @@ fn stats(name: &str, mut v: Vec<Duration>) {
 
 /// Where the S3 server keeps its objects: `S3_DATA_DIR` if set, else `/dev/shm` (a tmpfs on
 /// Linux) when it is a writable directory, else the temp directory (`TMPDIR`). The server
-/// stands in for a remote store, whose disks are not the trusted host's or the worker's: on
-/// ext4 here each of its PUTs (three temporary files created and renamed) cost 1-2 ms of
-/// inode allocation on the cores the binaries under test run on.
+/// stands in for a remote store, whose disks are not the trusted host's or the worker's, and
+/// each of its PUTs creates and renames three files (inode allocation and removal on the disk
+/// and cores the binaries under test use).
 fn s3_data_parent() -> PathBuf {
     if let Some(d) = std::env::var_os("S3_DATA_DIR") {
         return PathBuf::from(d);

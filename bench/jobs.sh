@@ -11,13 +11,14 @@
 # job by kind, and a check that no job was lost or attributed to the wrong job (every job
 # fetched, its packet names it, its patch carries its own per-job nonce and no other).
 #
-# The S3 server stands in for a remote store, so its objects live on a tmpfs (/dev/shm) by
-# default, off the disk the binaries under test use: a real store's disks are not the trusted
-# host's or the worker's. On this machine's ext4 (mounted with discard, inode allocation slowed by
-# scans over recently deleted inodes) s3s-fs spent 1-2 ms of CPU per PUT (three temporary files
-# created and renamed), about 10 ms per job on the same two cores as the jobs themselves.
-# S3_DATA_DIR=dir puts it elsewhere (S3_DATA_DIR=/tmp: the old, disk-backed setting). Everything
-# else (home, repository, worker run directories) stays under TMPDIR.
+# The S3 server stands in for a remote store, whose CPU and disks are not the trusted host's or
+# the worker's, so it is kept out of the binaries' way: its objects on a tmpfs (/dev/shm; on this
+# machine's ext4 each s3s-fs PUT creates and renames three files), one runtime thread pinned to
+# the last CPU (s3s-fs hands every file operation to a blocking thread; across CPUs each hand-off
+# is an inter-processor interrupt, a VM exit here). Together: 15 -> 7.5-8 ms of server CPU per
+# job in a 4-lane run. S3_DATA_DIR=/tmp S3_THREADS=2 S3_PIN=off is the earlier setting. The
+# binaries under test run on every CPU; home, repository and worker run directories stay under
+# TMPDIR. docs/STORES.md (Throughput) has the figures.
 #
 # Every job packs the same revision, so after the first one `submit` reuses the pack cache
 # (the scanned, compressed files part; .airlock/cache/pack): what a user submitting many prompts
@@ -28,6 +29,7 @@
 #                                        AIRLOCK_PACK_CACHE=off (no pack cache)
 #                                        S3_DATA_DIR=dir (the S3 server's objects;
 #                                          default /dev/shm, else TMPDIR)
+#                                        S3_THREADS=n (default 1), S3_PIN=off
 #                                        TMPDIR (the run's files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
