@@ -234,8 +234,9 @@ fn read_artifact(path: &Path) -> (serde_json::Value, String) {
     (packet.expect("packet.json"), patch)
 }
 
-/// CPU time so far (user + system) of this process (the driver threads only wait, so this is
-/// the in-process S3 server) and of its reaped children (airlock, airlock-worker, git, the
+/// CPU time so far (user + system) of this process (the in-process S3 server, and the lanes'
+/// own work: spawning, reading the outputs and the artifact, about 1 ms per job in a profile)
+/// and of its reaped children (airlock, airlock-worker, git, the
 /// generator), from `/proc/self/stat` in clock ticks (`getconf CLK_TCK`, 100 on Linux).
 fn cpu() -> (Duration, Duration) {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
@@ -503,12 +504,12 @@ fn main() {
         n as f64 / wall.as_secs_f64(),
         ms(wall)
     );
-    // CPU of the whole run, per job: this process (the S3 server; the lanes only wait) and
+    // CPU of the whole run, per job: this process (the S3 server and the lanes' own work) and
     // every child (airlock, airlock-worker, git, the sandbox helper, the generator).
     let per_job = |d: Duration| d / u32::try_from(n.max(1)).unwrap();
     let (server_cpu, binaries_cpu) = (per_job(server1 - server0), per_job(children1 - children0));
     println!(
-        "CPU per job in this run: {} (binaries and their children {}, S3 server {}); \
+        "CPU per job in this run: {} (binaries and their children {}, S3 server and driver {}); \
          {:.0}% of {cores} cores",
         ms(server_cpu + binaries_cpu),
         ms(binaries_cpu),

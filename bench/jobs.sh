@@ -15,10 +15,10 @@
 # the worker's, so it is kept out of the binaries' way: its objects on a tmpfs (/dev/shm; on this
 # machine's ext4 each s3s-fs PUT creates and renames three files), one runtime thread pinned to
 # the last CPU (s3s-fs hands every file operation to a blocking thread; across CPUs each hand-off
-# is an inter-processor interrupt, a VM exit here). Together: 15 -> 7.5-8 ms of server CPU per
-# job in a 4-lane run. S3_DATA_DIR=/tmp S3_THREADS=2 S3_PIN=off is the earlier setting. The
-# binaries under test run on every CPU; home, repository and worker run directories stay under
-# TMPDIR. docs/STORES.md (Throughput) has the figures.
+# is an inter-processor interrupt, a VM exit here). Together: 15 -> 7.5-8 ms of server (and
+# driver) CPU per job in a 4-lane run. S3_DATA_DIR=/tmp S3_THREADS=2 S3_PIN=off is the earlier
+# setting. The binaries under test run on every CPU; home, repository and worker run
+# directories stay under TMPDIR. docs/STORES.md (Throughput) has the figures.
 #
 # Every job packs the same revision, so after the first one `submit` reuses the pack cache
 # (the scanned, compressed files part; .airlock/cache/pack): what a user submitting many prompts
