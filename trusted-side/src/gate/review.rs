@@ -260,7 +260,7 @@ pub fn apply_check(
 ) -> Result<ApplyOutcome> {
     let want_tree = sparse.is_none();
     if let Some((prepared, packed)) = sparse {
-        match prepared.run(patch_bytes, patch, packed)? {
+        match prepared.run(revision, patch_bytes, patch, packed)? {
             Sparse::Outcome(outcome) => return Ok(outcome),
             Sparse::NeedsIndex(why) => tracing::debug!("apply check in an index: {why}"),
         }

@@ -4,9 +4,10 @@
 //! Steps of [`run_gate`], in order (each a call below; a reject in steps 1–4 ends the checks,
 //! from step 5 on every check runs so the report is complete):
 //! 1. fetch and verify ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code
-//!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …). The job
-//!    record is read first so that git starts (step 8) while the artifact is fetched, and the
-//!    scanner and classification tables are built on a thread meanwhile;
+//!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …). `git apply`
+//!    (step 8) is started before it, so that its start-up overlaps the fetch; the scanner and
+//!    classification tables are built on a thread after it (not to compete with git's
+//!    start-up), while steps 2–8 run;
 //! 2. the artifact through the safe reader in memory (exact member names, every tar rule of
 //!    the unpacker, nothing written to disk), re-hashing it on the way (it must still be the
 //!    fetched artifact); `patch.diff` is kept;
@@ -114,18 +115,15 @@ pub fn run_gate(
     let mut report = GateReport::new(job);
     report.bom.policy_sha256 = Some(opts.policy.digest());
 
-    // Tables that do not depend on the job, built on a thread of their own meanwhile.
-    let tables = Tables::start();
-    // 1. fetch + verify. The record comes first: its revision lets git start (step 8) while
-    // the artifact is fetched and read.
+    // 1. fetch + verify. git starts first (step 8): its start-up overlaps the fetch and the
+    // reading of the artifact and the bundle. Nothing is written before the record verifies.
     let job_dir = fetch::job_dir(&home.dir, job);
-    let record = fetch::load_record(store, &key.public(), job);
-    let sparse = match &record {
-        Ok(r) if !opts.review_branch => Some(Prepared::start(&opts.repo, &job_dir, &r.revision)?),
-        _ => None,
+    let sparse = if opts.review_branch {
+        None
+    } else {
+        Some(Prepared::start(&opts.repo, &job_dir)?)
     };
-    let fetched = match record.and_then(|r| fetch::fetch_for_record(store, key, &home.dir, r, now))
-    {
+    let fetched = match fetch::fetch(store, key, &home.dir, job, now) {
         Ok(f) => f,
         Err(e) => {
             let Some(refused) = e.downcast_ref::<FetchRefused>() else {
@@ -141,6 +139,8 @@ pub fn run_gate(
         }
     };
     fill_bom_from_fetch(&mut report, &fetched);
+    // Tables that do not depend on the job, built on a thread of their own meanwhile.
+    let tables = Tables::start();
     // Recorded with the verdict (one ledger append); on an error from here on, alone.
     let fetch_event = Event::Fetch {
         artifact_sha256: fetched.artifact_sha256,

@@ -88,42 +88,85 @@ const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
 /// the revision's blob), by path: what the gate kept of the bundle for the patched files.
 pub type PackedFiles = BTreeMap<String, (Vec<u8>, FileMode)>;
 
-/// `git apply --cached --check`, started before the patch is read so that its start-up
-/// overlaps the gate's other steps, waiting on its input in the repository. It reads its
-/// whole patch before it reads the index, so the index can be written in between. Dropping
-/// it stops the process and removes the index.
+/// `git apply --cached --check`, started before the job record is even read so that its
+/// start-up overlaps the gate's other steps, waiting on its input in the repository. It reads
+/// its whole patch before it reads the index, so the index can be written in between.
+/// Dropping it stops the process and removes the index (nothing is created before `run`).
 pub struct Prepared {
     repo: PathBuf,
     revision: String,
-    /// The temporary index (in the job directory) `git apply` reads.
-    index: tempfile::NamedTempFile,
+    /// The temporary index `git apply` reads: a fresh random name in the job directory,
+    /// created by `run`.
+    index: IndexFile,
     /// The thread starting `git apply` (a spawn waits for git's exec, done off the gate's
     /// own path).
     spawning: Option<std::thread::JoinHandle<std::io::Result<ChildGuard>>>,
 }
 
-impl Prepared {
-    /// Starts `git apply` for checking a patch against `revision` of `repo`, with the
-    /// temporary index in `job_dir`. `Err`: the revision is not a full id, or git cannot run.
-    pub fn start(repo: &Path, job_dir: &Path, revision: &str) -> Result<Prepared> {
-        if !review::is_full_oid(revision) {
-            bail!("job record revision {revision:?} is not a full commit id");
+/// A temporary index file: a path chosen up front, created new (never an existing file) on
+/// the first write, removed on drop if this created it.
+struct IndexFile {
+    path: PathBuf,
+    created: bool,
+}
+
+impl IndexFile {
+    /// A new random name `.index-<32 hex>` in `dir` (absolute: git runs in the repository and
+    /// would read a relative index path from there). Nothing is created yet.
+    fn new_in(dir: &Path) -> Result<IndexFile> {
+        use rand_core::RngCore;
+        let mut random = [0u8; 16];
+        rand_core::OsRng
+            .try_fill_bytes(&mut random)
+            .map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
+        let dir = std::path::absolute(dir)
+            .with_context(|| format!("{}: cannot resolve", dir.display()))?;
+        Ok(IndexFile {
+            path: dir.join(format!(".index-{}", hex::encode(random))),
+            created: false,
+        })
+    }
+
+    /// Writes `bytes` as the whole file: created new (mode 0600) the first time, rewritten
+    /// after.
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Some(parent) = self.path.parent() {
+            fs::create_dir_all(parent)?;
         }
-        fs::create_dir_all(job_dir)?;
-        // Absolute: git runs in the repository and would read a relative index path from
-        // there.
-        let job_dir = job_dir
-            .canonicalize()
-            .with_context(|| format!("{}: cannot resolve", job_dir.display()))?;
-        let index = tempfile::Builder::new()
-            .prefix(".index-")
-            .tempfile_in(&job_dir)
-            .with_context(|| format!("{}: cannot create a temporary index", job_dir.display()))?;
-        let mut apply = apply_command(repo, index.path());
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(!self.created)
+            .truncate(self.created)
+            .mode(0o600)
+            .open(&self.path)
+            .with_context(|| {
+                format!("{}: cannot write the temporary index", self.path.display())
+            })?;
+        self.created = true;
+        file.write_all(bytes)?;
+        Ok(())
+    }
+}
+
+impl Drop for IndexFile {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Prepared {
+    /// Starts `git apply` for checking a patch against a revision of `repo`, with the
+    /// temporary index to be in `job_dir` (which need not exist yet). `Err`: git cannot run.
+    pub fn start(repo: &Path, job_dir: &Path) -> Result<Prepared> {
+        let index = IndexFile::new_in(job_dir)?;
+        let mut apply = apply_command(repo, &index.path);
         let spawning = std::thread::spawn(move || apply.spawn().map(ChildGuard));
         Ok(Prepared {
             repo: repo.to_owned(),
-            revision: revision.to_owned(),
+            revision: String::new(),
             index,
             spawning: Some(spawning),
         })
@@ -138,10 +181,15 @@ impl Prepared {
     /// in the repository, or git or the disk failed.
     pub fn run(
         mut self,
+        revision: &str,
         patch_bytes: &[u8],
         patch: &ParsedPatch,
         packed: &PackedFiles,
     ) -> Result<Sparse> {
+        if !review::is_full_oid(revision) {
+            bail!("job record revision {revision:?} is not a full commit id");
+        }
+        revision.clone_into(&mut self.revision);
         let Some(spawning) = self.spawning.take() else {
             bail!("the sparse apply check ran twice");
         };
@@ -156,14 +204,14 @@ impl Prepared {
         let fast = from_packed(patch, packed, oid_len)
             .filter(|_| has_object_on_disk(&self.repo, &self.revision) == Some(true));
         if let Some(old) = fast {
-            fs::write(self.index.path(), index_bytes(&old, oid_len)?)?;
+            self.index.write(&index_bytes(&old, oid_len)?)?;
             if let Ok(report) = finish_apply(apply, patch_bytes)? {
                 if let outcome @ ApplyOutcome::Applied { .. } = compare(patch, old, &report) {
                     return Ok(Sparse::Outcome(outcome));
                 }
             }
             // Refused: the tree route gives the verdict (or the missing-revision error).
-            let apply = apply_command(&self.repo, self.index.path())
+            let apply = apply_command(&self.repo, &self.index.path)
                 .spawn()
                 .map(ChildGuard)
                 .context("cannot run git (is it installed?)")?;
@@ -174,7 +222,7 @@ impl Prepared {
 
     /// The tree route: `git cat-file` reads the revision's trees and the patched blobs.
     fn check_with_trees(
-        self,
+        mut self,
         apply: ChildGuard,
         patch_bytes: &[u8],
         patch: &ParsedPatch,
@@ -298,7 +346,7 @@ impl Prepared {
             }
         }
 
-        fs::write(self.index.path(), index_bytes(&old, oid_len)?)?;
+        self.index.write(&index_bytes(&old, oid_len)?)?;
         let report = match finish_apply(apply, patch_bytes)? {
             Ok(report) => report,
             Err(why) => {
@@ -812,7 +860,7 @@ mod tests {
     }
 
     fn try_sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Result<Sparse> {
-        Prepared::start(repo, job, rev)?.run(text.as_bytes(), &parsed(text), &PackedFiles::new())
+        Prepared::start(repo, job)?.run(rev, text.as_bytes(), &parsed(text), &PackedFiles::new())
     }
 
     /// The tree route (nothing packed at hand).
@@ -845,9 +893,9 @@ mod tests {
 
     /// The route from packed files (falling back to the tree route on a refusal).
     fn from_bundle(repo: &Path, job: &Path, rev: &str, text: &str, packed: &PackedFiles) -> Sparse {
-        Prepared::start(repo, job, rev)
+        Prepared::start(repo, job)
             .unwrap()
-            .run(text.as_bytes(), &parsed(text), packed)
+            .run(rev, text.as_bytes(), &parsed(text), packed)
             .unwrap()
     }
 
@@ -996,9 +1044,10 @@ mod tests {
         assert!(!String::from_utf8_lossy(files["a.txt"].new.as_ref().unwrap()).contains("extra"));
         // A missing revision is still the error it was, whatever is packed.
         let missing = "1".repeat(40);
-        let e = Prepared::start(d.path(), job.path(), &missing)
+        let e = Prepared::start(d.path(), job.path())
             .unwrap()
             .run(
+                &missing,
                 MODIFY.as_bytes(),
                 &parsed(MODIFY),
                 &packed_files(d.path(), &rev),
@@ -1204,7 +1253,7 @@ mod tests {
         ));
         // Through the public entry point, the index route judges it (git refuses to apply
         // a text patch to a symlink without a mode change the parser would have refused).
-        let prepared = Prepared::start(d.path(), job.path(), &rev).unwrap();
+        let prepared = Prepared::start(d.path(), job.path()).unwrap();
         let outcome = review::apply_check(
             d.path(),
             job.path(),
@@ -1232,9 +1281,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a full commit id"), "{e}");
-        // Started but never run (the gate stopped earlier): nothing is left behind.
-        drop(Prepared::start(d.path(), job.path(), &missing).unwrap());
+        // Started but never run (the gate stopped earlier): nothing is left behind, not
+        // even the job directory when it did not exist.
+        drop(Prepared::start(d.path(), job.path()).unwrap());
         assert_eq!(snapshot(job.path()), Vec::<String>::new());
+        let unborn = job.path().join("jobs/j2");
+        drop(Prepared::start(d.path(), &unborn).unwrap());
+        assert!(!job.path().join("jobs").exists());
     }
 
     #[test]
