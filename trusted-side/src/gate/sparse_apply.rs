@@ -205,7 +205,7 @@ impl Prepared {
             .filter(|_| has_object_on_disk(&self.repo, &self.revision) == Some(true));
         if let Some(old) = fast {
             self.index.write(&index_bytes(&old, oid_len)?)?;
-            if let Ok(report) = finish_apply(apply, patch_bytes)? {
+            if let Ok(report) = finish_apply(apply, patch_bytes, patch)? {
                 if let outcome @ ApplyOutcome::Applied { .. } = compare(patch, old, &report) {
                     return Ok(Sparse::Outcome(outcome));
                 }
@@ -347,7 +347,7 @@ impl Prepared {
         }
 
         self.index.write(&index_bytes(&old, oid_len)?)?;
-        let report = match finish_apply(apply, patch_bytes)? {
+        let report = match finish_apply(apply, patch_bytes, patch)? {
             Ok(report) => report,
             Err(why) => {
                 return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
@@ -674,26 +674,46 @@ fn check_relative(path: &str) -> Result<()> {
 
 /// Feeds the patch to the waiting `git apply` and collects its verdict and report.
 /// `Ok(Err(why))`: git refused the patch.
-fn finish_apply(mut apply: ChildGuard, patch_bytes: &[u8]) -> Result<Result<GitReport, String>> {
+fn finish_apply(
+    mut apply: ChildGuard,
+    patch_bytes: &[u8],
+    patch: &ParsedPatch,
+) -> Result<Result<GitReport, String>> {
     let mut stdin = apply.0.stdin.take().context("git apply: no stdin")?;
     let stdout = apply.0.stdout.take().context("git apply: no stdout")?;
     let stderr = apply.0.stderr.take().context("git apply: no stderr")?;
-    let bytes = patch_bytes.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&bytes);
-    });
-    // Both pipes are drained at once: git may fill either while the other is read.
-    let progress = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
+    // git reads its whole input before it writes anything, so the patch goes in first, from
+    // here (a git that died early makes this fail with a broken pipe, never block).
+    let _ = stdin.write_all(patch_bytes);
+    drop(stdin);
+    // Then its progress and errors (stderr) come before its report (stdout). A pipe holds
+    // 64 KiB: when stderr could hold more, it is drained on a thread while stdout is read.
+    let hunks: usize = patch.files.iter().map(|f| f.hunks.len()).sum();
+    let stderr_bound: usize = patch
+        .files
+        .iter()
+        .map(|f| 4 * f.path.len() + 300)
+        .sum::<usize>()
+        + 100 * hunks;
+    let (out, err) = if stderr_bound < 48 * 1024 {
+        let mut out = Vec::new();
+        stdout.take(MAX_REPORT_BYTES).read_to_end(&mut out)?;
         let mut err = Vec::new();
         stderr.take(MAX_REPORT_BYTES).read_to_end(&mut err)?;
-        Ok(err)
-    });
-    let mut out = Vec::new();
-    stdout.take(MAX_REPORT_BYTES).read_to_end(&mut out)?;
-    let err = progress
-        .join()
-        .map_err(|_| anyhow::anyhow!("git apply: the stderr reader panicked"))??;
-    let _ = writer.join();
+        (out, err)
+    } else {
+        let progress = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
+            let mut err = Vec::new();
+            stderr.take(MAX_REPORT_BYTES).read_to_end(&mut err)?;
+            Ok(err)
+        });
+        let mut out = Vec::new();
+        stdout.take(MAX_REPORT_BYTES).read_to_end(&mut out)?;
+        let err = progress
+            .join()
+            .map_err(|_| anyhow::anyhow!("git apply: the stderr reader panicked"))??;
+        (out, err)
+    };
     let status = apply.0.wait().context("git apply")?;
     if !status.success() {
         let text = String::from_utf8_lossy(&err);
@@ -1096,6 +1116,44 @@ mod tests {
         assert!(from_packed(&parsed(SYMLINK_EDIT), &packed, 20).is_none());
         // a patch that expects another mode than the packed one
         assert!(from_packed(&parsed(WRONG_OLD_MODE), &packed, 20).is_none());
+    }
+
+    #[test]
+    fn a_patch_of_many_files_drains_both_pipes() {
+        // Enough files that git's progress on stderr could fill a pipe while its report is
+        // read: the stderr reader runs on a thread, and both routes still agree.
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        git(r, &["init", "-q", "-b", "main"]);
+        let mut text = String::new();
+        let mut bad = String::new();
+        for i in 0..400 {
+            let name = format!("dir/with/a/longer/name/file_{i:04}.txt");
+            fs::create_dir_all(r.join("dir/with/a/longer/name")).unwrap();
+            fs::write(r.join(&name), "one\ntwo\nthree\n").unwrap();
+            let hunk = format!("diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
+            bad.push_str(&hunk.replace(" three\n", " four\n"));
+            text.push_str(&hunk);
+        }
+        git(r, &["add", "-A"]);
+        git(r, &["commit", "-q", "-m", "base"]);
+        let rev = git(r, &["rev-parse", "HEAD"]);
+        let job = tempfile::tempdir().unwrap();
+        let packed = packed_files(r, &rev);
+        for out in [
+            sparse(r, job.path(), &rev, &text),
+            from_bundle(r, job.path(), &rev, &text, &packed),
+        ] {
+            let Sparse::Outcome(ApplyOutcome::Applied { files, .. }) = out else {
+                panic!("400 edits did not apply");
+            };
+            assert_eq!(files.len(), 400);
+        }
+        assert!(matches!(
+            from_bundle(r, job.path(), &rev, &bad, &packed),
+            Sparse::Outcome(ApplyOutcome::Failed(_))
+        ));
+        assert_eq!(snapshot(job.path()), Vec::<String>::new());
     }
 
     #[test]
