@@ -277,6 +277,32 @@ pub fn append_all(
     events: Vec<Event>,
     now_unix: u64,
 ) -> Result<Vec<u64>> {
+    append_all_after(store, key, job, events, now_unix, TailProbe(None))
+}
+
+/// A tail candidate read ahead of an append (the entry the hint names, opened under the
+/// trusted key), so that a command can read it while it waits for something else.
+pub struct TailProbe(Option<Tail>);
+
+/// Reads the tail candidate for a later [`append_all_after`]. Never fails: a missing or
+/// unusable hint, or a hinted entry that does not open, gives an empty probe, and the append
+/// then finds (or refuses) the tail itself.
+pub fn probe_tail(store: &Store, trusted: &PublicKey) -> TailProbe {
+    let found = read_hint(store).and_then(|seq| read_at(store, trusted, seq).ok().flatten());
+    TailProbe(found)
+}
+
+/// [`append_all`], trying `probe` as the first tail candidate. A probe that is stale (another
+/// host appended since) costs the same as a lagging hint: the conditional create fails and
+/// the entry that won becomes the candidate.
+pub fn append_all_after(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    events: Vec<Event>,
+    now_unix: u64,
+    probe_read: TailProbe,
+) -> Result<Vec<u64>> {
     let mut bounded = Vec::with_capacity(events.len());
     for event in events {
         let event = event.bounded();
@@ -287,10 +313,15 @@ pub fn append_all(
         bounded.push(event);
     }
     let public = key.public();
-    // Where to look for the tail first: the hint, then each entry that beat us to a name.
-    let mut probe = read_hint(store);
-    // The entry this call wrote last, verified by read-back: the next event's tail candidate.
-    let mut known: Option<Tail> = None;
+    // The first tail candidate: the probe read ahead, else the entry the hint names; then
+    // the entry this call wrote last, verified by read-back.
+    let mut known: Option<Tail> = probe_read.0;
+    // Where to look for the tail otherwise: the hint, then each entry that beat us to a name.
+    let mut probe = if known.is_some() {
+        None
+    } else {
+        read_hint(store)
+    };
     let mut seqs = Vec::with_capacity(bounded.len());
     for event in bounded {
         let seq = append_one(

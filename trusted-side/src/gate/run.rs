@@ -47,7 +47,7 @@ use airlock_core::diff::{parse_patch, DiffLimits, FileKind, FileMode, ParsedPatc
 use airlock_core::digest::{HashingReader, Sha256Digest};
 use airlock_core::format::{JobRecord, Manifest};
 use airlock_core::jobid::JobId;
-use airlock_core::keys::SigningKey;
+use airlock_core::keys::{PublicKey, SigningKey};
 use airlock_core::limits::TarLimits;
 use airlock_core::store_layout as layout;
 use airlock_core::tar::{read_members, AllowedNames, TarError, TarRule};
@@ -134,7 +134,7 @@ pub fn run_gate(
             }
             report.push(checks::fetch_refusal(refused));
             report.conclude();
-            record_in_ledger(store, key, job, &report, None, None, now)?;
+            record_in_ledger(store, key, job, &report, (None, None), None, now)?;
             return Ok(report);
         }
     };
@@ -155,6 +155,7 @@ pub fn run_gate(
         &fetched,
         opts,
         (sparse, tables),
+        &key.public(),
         &mut report,
     ) {
         Ok(j) => j,
@@ -167,13 +168,15 @@ pub fn run_gate(
     };
 
     // 14. ledger
+    let mut judged = judged;
     let diff_sha256 = judged.as_ref().map(|j| j.diff_sha256);
+    let tail = judged.as_mut().and_then(|j| j.tail.take());
     record_in_ledger(
         store,
         key,
         job,
         &report,
-        Some(fetch_event),
+        (Some(fetch_event), tail),
         diff_sha256.map(|d| (fetched.artifact_sha256, d)),
         now,
     )?;
@@ -187,9 +190,10 @@ fn judge_and_review(
     fetched: &Fetched,
     opts: &GateOptions,
     early: (Option<Prepared>, Tables),
+    trusted: &PublicKey,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
-    let judged = judge(store, job_dir, fetched, opts, early, report)?;
+    let judged = judge(store, job_dir, fetched, opts, early, trusted, report)?;
     report.conclude();
     // 13. review branch
     if let Some(j) = &judged {
@@ -238,6 +242,8 @@ struct Judged {
     diff_sha256: Sha256Digest,
     patch_bytes: Vec<u8>,
     tree: Option<String>,
+    /// The ledger's tail, read while git applied (step 14 starts from it).
+    tail: Option<ledger::TailProbe>,
 }
 
 /// Steps 2–11. `Ok(None)` when a reject in steps 2–4 stopped the checks before a patch was read.
@@ -247,6 +253,7 @@ fn judge(
     fetched: &Fetched,
     opts: &GateOptions,
     (sparse, tables): (Option<Prepared>, Tables),
+    trusted: &PublicKey,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
@@ -270,6 +277,7 @@ fn judge(
             diff_sha256,
             patch_bytes,
             tree: None,
+            tail: None,
         }));
     }
     let patch = match parse_patch(&patch_bytes, &DiffLimits::default()) {
@@ -280,6 +288,7 @@ fn judge(
                 diff_sha256,
                 patch_bytes,
                 tree: None,
+                tail: None,
             }));
         }
     };
@@ -305,11 +314,13 @@ fn judge(
         None
     };
     // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
-    let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
+    let (applied, (secrets, tail)) = std::thread::scope(|scope| -> Result<_> {
         // The tables thread may still be building: the scan waits for it, not the apply.
-        let scan = scope.spawn(|| -> Result<Vec<Reason>> {
+        // Meanwhile the ledger's tail is read for step 14.
+        let scan = scope.spawn(|| -> Result<(Vec<Reason>, ledger::TailProbe)> {
+            let tail = ledger::probe_tail(store, trusted);
             let scanner = tables.join()?;
-            Ok(checks::scan_added_lines(&scanner, &patch))
+            Ok((checks::scan_added_lines(&scanner, &patch), tail))
         });
         // 5. paths
         for r in checks::check_paths(&patch, &bundle.manifest, deny.as_ref()) {
@@ -379,6 +390,7 @@ fn judge(
         diff_sha256,
         patch_bytes,
         tree: applied.and_then(|(t, _)| t),
+        tail: Some(tail),
     }))
 }
 
@@ -798,7 +810,7 @@ fn record_in_ledger(
     key: &SigningKey,
     job: &JobId,
     report: &GateReport,
-    fetch_event: Option<Event>,
+    (fetch_event, tail): (Option<Event>, Option<ledger::TailProbe>),
     digests: Option<(Sha256Digest, Sha256Digest)>,
     now: u64,
 ) -> Result<()> {
@@ -842,7 +854,10 @@ fn record_in_ledger(
             });
         }
     }
-    ledger::append_all(store, key, job, events, now)?;
+    match tail {
+        Some(tail) => ledger::append_all_after(store, key, job, events, now, tail)?,
+        None => ledger::append_all(store, key, job, events, now)?,
+    };
     Ok(())
 }
 

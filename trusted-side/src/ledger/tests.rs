@@ -666,6 +666,47 @@ fn append_all_chains_its_events_in_order_and_sets_the_hint_once_to_the_last() {
 }
 
 #[test]
+fn a_tail_read_ahead_is_used_and_a_stale_one_costs_only_a_retry() {
+    let fx = Fixture::seeded();
+    // Fresh: the appends chain to the probed tail.
+    let probe = probe_tail(&fx.store, &fx.trusted());
+    let seqs =
+        append_all_after(&fx.store, &fx.key, &job(3), vec![fetch()], T0 + 50, probe).unwrap();
+    assert_eq!(seqs, [6]);
+    // Stale: another append lands between the probe and the append.
+    let stale = probe_tail(&fx.store, &fx.trusted());
+    append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 60).unwrap();
+    let seqs = append_all_after(
+        &fx.store,
+        &fx.key,
+        &job(3),
+        vec![gate("human", &["x"]), reject("tar.parent-dir")],
+        T0 + 70,
+        stale,
+    )
+    .unwrap();
+    assert_eq!(seqs, [8, 9]);
+    assert_eq!(fx.verify().unwrap().entries, 9);
+    assert_eq!(fx.entry(8).prev, Some(fx.digest(7)));
+    // A hint to an entry that does not open gives an empty probe; the append then refuses
+    // the invalid tail itself.
+    let attacker = SigningKey::generate();
+    let ten = LedgerEntry {
+        seq: 10,
+        prev: Some(fx.digest(9)),
+        at: T0 + 80,
+        job: job(9),
+        event: gate("queue", &[]),
+    };
+    fx.forge(&ten, &attacker);
+    fx.store.put_bytes(TAIL_HINT, b"10\n").unwrap();
+    let probe = probe_tail(&fx.store, &fx.trusted());
+    let err =
+        append_all_after(&fx.store, &fx.key, &job(1), vec![fetch()], T0 + 90, probe).unwrap_err();
+    assert!(format!("{err:#}").contains("ledger.signature"), "{err:#}");
+}
+
+#[test]
 fn append_all_checks_every_event_before_writing_any() {
     let fx = Fixture::seeded();
     let bad = Event::Reject {
