@@ -533,25 +533,33 @@ mod tests {
 
     #[test]
     fn reads_over_the_cap_fail_with_store_too_large_and_leave_no_file() {
-        let store = Store::open("memory://").unwrap();
-        store
-            .put_bytes("drop/j/artifact.tar.gz", &[7u8; 100])
-            .unwrap();
-        let err = store
-            .get_bytes("drop/j/artifact.tar.gz", 99)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("store.too-large") && err.contains("99"),
-            "{err}"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let dest = dir.path().join("a");
-        assert!(store
-            .get_to_file("drop/j/artifact.tar.gz", 99, &dest)
-            .is_err());
-        assert!(!dest.exists(), "a capped download left a file behind");
-        assert_eq!(store.get_bytes("drop/j/nothing", 99).unwrap(), None);
+        // Through object_store (memory) and the file store's in-place path alike.
+        let root = tempfile::tempdir().unwrap();
+        let file_url = airlock_core::fileurl::path_to_file_url(root.path()).unwrap();
+        for url in ["memory://", file_url.as_str()] {
+            let store = Store::open(url).unwrap();
+            store
+                .put_bytes("drop/j/artifact.tar.gz", &[7u8; 100])
+                .unwrap();
+            let err = store
+                .get_bytes("drop/j/artifact.tar.gz", 99)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("store.too-large") && err.contains("99"),
+                "{url}: {err}"
+            );
+            let dir = tempfile::tempdir().unwrap();
+            let dest = dir.path().join("a");
+            assert!(store
+                .get_to_file("drop/j/artifact.tar.gz", 99, &dest)
+                .is_err());
+            assert!(
+                !dest.exists(),
+                "{url}: a capped download left a file behind"
+            );
+            assert_eq!(store.get_bytes("drop/j/nothing", 99).unwrap(), None);
+        }
     }
 
     #[test]

@@ -234,23 +234,16 @@ mod tests {
     }
 
     #[test]
-    fn absent_objects_directories_and_oversized_reads() {
+    fn absent_objects_and_directories_read_as_absent() {
         let (dir, store, _) = both();
         assert_eq!(store.get_bytes("records/nope.dsse.json", 10).unwrap(), None);
         assert_eq!(store.get_bytes("records/nope/deeper", 10).unwrap(), None);
         std::fs::create_dir_all(dir.path().join("inbox/j")).unwrap();
         assert_eq!(store.get_bytes("inbox/j", 10).unwrap(), None);
+        // (oversized reads: `store::tests`, for this path and object_store's alike)
         store
             .put_bytes("drop/j/artifact.tar.gz", &[7u8; 100])
             .unwrap();
-        let err = store
-            .get_bytes("drop/j/artifact.tar.gz", 99)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("store.too-large") && err.contains("99"),
-            "{err}"
-        );
         // a file in the way of a parent directory is an error, not a silent success
         std::fs::write(dir.path().join("ledger"), b"x").unwrap();
         assert!(store
