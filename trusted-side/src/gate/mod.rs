@@ -17,7 +17,7 @@ pub use run::{run_gate, GateOptions};
 #[cfg(test)]
 mod docs_tests;
 
-/// Test helper shared by the gate's unit tests.
+/// Test helper shared by the crate's unit tests (gate, pack cache).
 #[cfg(test)]
 pub(crate) mod test_git {
     use std::path::Path;

@@ -313,24 +313,9 @@ fn prune(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::test_git::git;
     use airlock_core::format::Request;
     use airlock_core::keys::SigningKey;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
 
     /// A repository with a few files, one holding a secret that `--redact` replaces.
     fn repo(dir: &Path) {
