@@ -448,6 +448,47 @@ mod tests {
     }
 
     #[test]
+    fn a_hit_still_finds_and_redacts_a_secret_in_the_prompt() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("repo");
+        repo(&r);
+        let cache = t.path().join("cache");
+        let out = t.path().join("out");
+        pack(&r, Some(&cache), &[], "first prompt", &out);
+        // A pack that missed the cache would need this blob: the next one is a hit.
+        let blob = git(&r, &["rev-parse", "HEAD:src/lib.rs"]);
+        std::fs::remove_file(r.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+        let secret = "AKIAQYLPMN5HHHFPZAM2";
+        let hit = pack(
+            &r,
+            Some(&cache),
+            &[],
+            &format!("use the key {secret} please"),
+            &out,
+        );
+        // One redaction in the tree (cached) and one in the prompt (scanned on this hit).
+        assert_eq!(hit.summary.redacted.values().sum::<u64>(), 2);
+        let mut request = Vec::new();
+        airlock_core::tar::read_members(
+            &hit.bytes[..],
+            &TarLimits::bundle(),
+            &airlock_core::tar::AllowedNames::Bundle,
+            |m, rd| {
+                let mut b = Vec::new();
+                rd.read_to_end(&mut b)?;
+                if m.path == "request.json" {
+                    request = b;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        let request = String::from_utf8(request).unwrap();
+        assert!(request.contains("use the key "), "{request}");
+        assert!(!request.contains(secret), "{request}");
+    }
+
+    #[test]
     fn a_corrupt_or_foreign_entry_is_a_miss_and_is_replaced() {
         let t = tempfile::tempdir().unwrap();
         let r = t.path().join("repo");

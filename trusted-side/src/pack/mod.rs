@@ -193,9 +193,22 @@ pub fn new_job_id() -> Result<JobId> {
 /// is reused: only `manifest.json` and `request.json` are written, scanned and compressed
 /// anew. Both routes give the same bytes (the writer cuts the deflate stream after the files).
 pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
-    let scanner = Scanner::with_default_rules().context("secret scanner")?;
     let repo = Repo::open(opts.repo)?;
     let (revision, tree) = repo.resolve(opts.rev)?;
+    let cache = opts
+        .cache_dir
+        .as_deref()
+        .and_then(|dir| cache::PackCache::new(dir, &tree, opts));
+    let hit = cache.as_ref().and_then(|c| c.load());
+    // On a hit only the prompt, the manifest and the request are scanned here: an automaton
+    // quick to build suits them (same matches; building the tree-sized DFA would cost more
+    // than these scans).
+    let scanner = match &hit {
+        Some(_) => Scanner::with_default_rules()
+            .context("secret scanner")?
+            .with_small_inputs(),
+        None => Scanner::with_default_rules().context("secret scanner")?,
+    };
 
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let tmp_bundle = tempfile::Builder::new()
@@ -226,14 +239,9 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
         tree: tree.clone(),
     };
 
-    let cache = opts
-        .cache_dir
-        .as_deref()
-        .and_then(|dir| cache::PackCache::new(dir, &tree, opts));
-    let hit = match &cache {
-        Some(c) if findings.is_empty() => c.load(),
-        _ => None,
-    };
+    // A prompt with findings (and no --redact) is refused after the whole tree was scanned,
+    // so that the refusal lists every finding at once.
+    let hit = if findings.is_empty() { hit } else { None };
     let from_cache = hit.is_some();
     let (part, skipped) = match hit {
         Some(hit) => {
