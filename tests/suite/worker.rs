@@ -487,6 +487,35 @@ fn edits_that_keep_size_and_mtime_are_still_in_the_patch() {
 }
 
 #[test]
+fn a_relative_work_root_is_taken_from_the_current_directory() {
+    let env = Env::small();
+    let job = env.submit(&[]);
+    let mut c = cmd(&bin("airlock-worker"));
+    c.current_dir(&env.root)
+        .arg("run")
+        .arg("--token-file")
+        .arg(&job.token_file)
+        .arg("--trusted-pub")
+        .arg(env.home.join("trusted.pub"))
+        .arg("--work-root")
+        .arg("relative-root")
+        .arg("--")
+        .arg(env.gen("edit_small.sh"));
+    let out = run(&mut c);
+    assert!(out.status.success(), "worker: {}", show(&out));
+    assert_eq!(env.artifact(&job).packet["exit"]["code"], 0);
+    let root = env.root.join("relative-root");
+    assert!(root.is_dir(), "the run happened under {}", root.display());
+    let left: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("run-"))
+        .collect();
+    assert!(left.is_empty(), "run directories left behind: {left:?}");
+    env.fetch_ok(&job);
+}
+
+#[test]
 fn generator_past_the_wall_clock_is_killed_with_its_children_and_reported_as_timeout() {
     let env = Env::small();
     let job = env.submit(&["--wall-clock-secs", "2"]);

@@ -157,10 +157,13 @@ pub fn run_job(
         .map_err(|e| anyhow::anyhow!("refused before running anything: {e}"))?;
     step(&mut t, "token");
     // 2. A fresh run directory.
-    let root = args
-        .work_root
-        .clone()
-        .unwrap_or_else(workspace::default_root);
+    // Absolute before anything is fetched: the sandbox takes absolute paths only, and a
+    // relative root would otherwise fail only after the bundle was downloaded and unpacked.
+    let root = match &args.work_root {
+        Some(dir) => std::path::absolute(dir)
+            .with_context(|| format!("--work-root {}: cannot resolve", dir.display()))?,
+        None => workspace::default_root(),
+    };
     workspace::prepare_root(&root)?;
     workspace::remove_leftovers(&root);
     let run_id = new_run_id()?;
