@@ -574,6 +574,7 @@ fn read_bundle(
 /// 1-based numbers of the lines holding a redaction marker. Reads line by line (a line is at
 /// most the member's size, which the safe reader capped).
 fn marker_lines(r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
+    let marker = memchr::memmem::Finder::new(REDACTION_MARKER);
     let mut out = BTreeSet::new();
     let mut reader = BufReader::with_capacity(64 * 1024, r);
     let mut line = Vec::new();
@@ -584,10 +585,7 @@ fn marker_lines(r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
             break;
         }
         n += 1;
-        if line
-            .windows(REDACTION_MARKER.len())
-            .any(|w| w == REDACTION_MARKER)
-        {
+        if marker.find(&line).is_some() {
             out.insert(n);
         }
     }
