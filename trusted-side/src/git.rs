@@ -145,6 +145,100 @@ impl Repo {
 }
 
 /// A full SHA-1 or SHA-256 object id in lowercase hex.
+/// Environment variables that make `git -C dir` use another repository, object store or ref
+/// namespace than `dir/.git`: with any of them set, refs are left to git.
+const REPOSITORY_ENV: [&str; 5] = [
+    "GIT_DIR",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+    "GIT_REPLACE_REF_BASE",
+];
+
+/// Largest `HEAD` or loose ref file read, and largest `packed-refs` read, without git.
+const MAX_REF_FILE_BYTES: u64 = 4096;
+const MAX_PACKED_REFS_BYTES: u64 = 4 << 20;
+
+/// Whether `name` is a branch or other ref name of the plain form git writes: under `refs/`,
+/// components of `[A-Za-z0-9._-]` not starting with `.`, no `..`, no `.lock` ending.
+fn is_plain_ref_name(name: &str) -> bool {
+    name.starts_with("refs/")
+        && !name.ends_with(".lock")
+        && name.split('/').all(|c| {
+            !c.is_empty()
+                && !c.starts_with('.')
+                && !c.contains("..")
+                && c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        })
+}
+
+/// A regular file (not a symlink) of at most `max` bytes, as UTF-8.
+fn read_plain_file(path: &Path, max: u64) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(max)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+impl Repo {
+    /// The commit `HEAD` names, read from the ref files as git writes them (`.git/HEAD`, then
+    /// the loose ref or `packed-refs`), without running git. `None` whenever the layout is not
+    /// that plain one: `.git` not a directory (a worktree, a submodule, a bare repository), a
+    /// symbolic ref chain, an unborn branch, a reftable, replace refs, a symlink, a
+    /// repository-selecting `GIT_*` variable. Callers then ask git ([`Repo::resolve`]).
+    ///
+    /// Guards against: reading another repository than the one git would (the environment
+    /// check), and a ref name leading outside `.git/refs` (plain names only).
+    pub fn head_commit_from_files(&self) -> Option<String> {
+        if REPOSITORY_ENV.iter().any(|v| std::env::var_os(v).is_some()) {
+            return None;
+        }
+        let git_dir = self.dir.join(".git");
+        if !std::fs::symlink_metadata(&git_dir).ok()?.is_dir()
+            || std::fs::symlink_metadata(git_dir.join("refs/replace")).is_ok()
+        {
+            return None;
+        }
+        let packed_refs = git_dir.join("packed-refs");
+        let packed = match std::fs::symlink_metadata(&packed_refs) {
+            Ok(_) => Some(read_plain_file(&packed_refs, MAX_PACKED_REFS_BYTES)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(_) => return None,
+        };
+        if packed
+            .as_deref()
+            .is_some_and(|p| p.contains(" refs/replace/"))
+        {
+            return None;
+        }
+        let head = read_plain_file(&git_dir.join("HEAD"), MAX_REF_FILE_BYTES)?;
+        let head = head.strip_suffix('\n')?;
+        if is_object_id(head) {
+            return Some(head.to_owned());
+        }
+        let name = head.strip_prefix("ref: ")?;
+        if !is_plain_ref_name(name) {
+            return None;
+        }
+        if let Some(loose) = read_plain_file(&git_dir.join(name), MAX_REF_FILE_BYTES) {
+            let oid = loose.strip_suffix('\n')?;
+            return is_object_id(oid).then(|| oid.to_owned());
+        }
+        packed?.lines().find_map(|line| {
+            let (oid, r) = line.split_once(' ')?;
+            (r == name && is_object_id(oid)).then(|| oid.to_owned())
+        })
+    }
+}
+
 fn is_object_id(s: &str) -> bool {
     (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -244,5 +338,92 @@ impl Drop for BlobResponses {
         drop(self.inner.stdin.take());
         let _ = self.inner.child.kill();
         let _ = self.inner.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::test_git::git;
+
+    fn commit(dir: &Path, file: &str, text: &str) -> String {
+        std::fs::write(dir.join(file), text).unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", file]);
+        git(dir, &["rev-parse", "HEAD"])
+    }
+
+    #[test]
+    fn head_from_the_ref_files_is_what_git_resolves_or_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("repo");
+        std::fs::create_dir(&dir).unwrap();
+        git(&dir, &["init", "-q", "-b", "main"]);
+        let repo = Repo { dir: dir.clone() };
+        // Unborn branch: only git can say.
+        assert_eq!(repo.head_commit_from_files(), None);
+        let first = commit(&dir, "a.txt", "a\n");
+        // Loose ref.
+        assert_eq!(
+            repo.head_commit_from_files().as_deref(),
+            Some(first.as_str())
+        );
+        // Packed ref, and a newer loose one over a stale packed one.
+        git(&dir, &["pack-refs", "--all"]);
+        assert!(!dir.join(".git/refs/heads/main").exists());
+        assert_eq!(
+            repo.head_commit_from_files().as_deref(),
+            Some(first.as_str())
+        );
+        let second = commit(&dir, "b.txt", "b\n");
+        assert_eq!(
+            repo.head_commit_from_files().as_deref(),
+            Some(second.as_str())
+        );
+        // Detached HEAD.
+        git(&dir, &["checkout", "-q", "--detach", &first]);
+        assert_eq!(
+            repo.head_commit_from_files().as_deref(),
+            Some(first.as_str())
+        );
+        git(&dir, &["checkout", "-q", "main"]);
+        // A linked worktree has a `.git` file: left to git.
+        let wt = t.path().join("wt");
+        git(&dir, &["worktree", "add", "-q", wt.to_str().unwrap()]);
+        assert_eq!(Repo { dir: wt }.head_commit_from_files(), None);
+        // Replace refs change what git resolves: left to git, loose or packed.
+        git(&dir, &["replace", &second, &first]);
+        assert_eq!(repo.head_commit_from_files(), None);
+        git(&dir, &["pack-refs", "--all"]);
+        assert!(!dir.join(".git/refs/replace").join(&second).exists());
+        std::fs::remove_dir_all(dir.join(".git/refs/replace")).unwrap();
+        assert_eq!(repo.head_commit_from_files(), None);
+    }
+
+    #[test]
+    fn only_plain_ref_names_are_read() {
+        for good in ["refs/heads/main", "refs/heads/feature/x-1.2_b"] {
+            assert!(is_plain_ref_name(good), "{good}");
+        }
+        for bad in [
+            "refs/heads/../../config",
+            "refs/heads/.invalid",
+            "refs/heads/main.lock",
+            "HEAD",
+            "refs//x",
+            "refs/heads/a b",
+            "/etc/passwd",
+            "refs/heads/x..y",
+        ] {
+            assert!(!is_plain_ref_name(bad), "{bad}");
+        }
+        // A HEAD naming a path out of `refs/` is not followed.
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().to_owned();
+        git(&dir, &["init", "-q", "-b", "main"]);
+        let first = commit(&dir, "a.txt", "a\n");
+        std::fs::write(t.path().join("outside"), format!("{first}\n")).unwrap();
+        std::fs::write(dir.join(".git/HEAD"), "ref: refs/../../outside\n").unwrap();
+        assert_eq!(Repo { dir }.head_commit_from_files(), None);
     }
 }
