@@ -463,6 +463,24 @@ mod tests {
         Ok(Packed { summary, bytes })
     }
 
+    /// Every member of a bundle, read back with the safe reader: path -> bytes.
+    fn read_back(bundle: &[u8]) -> BTreeMap<String, Vec<u8>> {
+        let mut members = BTreeMap::new();
+        airlock_core::tar::read_members(
+            bundle,
+            &TarLimits::bundle(),
+            &airlock_core::tar::AllowedNames::Bundle,
+            |m, rd| {
+                let mut b = Vec::new();
+                rd.read_to_end(&mut b)?;
+                members.insert(m.path.clone(), b);
+                Ok(())
+            },
+        )
+        .unwrap();
+        members
+    }
+
     /// The files (not directories) in `dir`, sorted.
     fn entries(dir: &Path) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -508,25 +526,9 @@ mod tests {
             fresh.summary.manifest_sha256
         );
         // The bundle from a hit reads back whole, with the new request.
-        let mut names = Vec::new();
-        let mut request = Vec::new();
-        airlock_core::tar::read_members(
-            &hit.bytes[..],
-            &TarLimits::bundle(),
-            &airlock_core::tar::AllowedNames::Bundle,
-            |m, rd| {
-                names.push(m.path.clone());
-                let mut b = Vec::new();
-                rd.read_to_end(&mut b)?;
-                if m.path == "request.json" {
-                    request = b;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-        assert_eq!(names.len() as u64, fresh.summary.files + 2);
-        assert!(String::from_utf8_lossy(&request).contains("another prompt"));
+        let members = read_back(&hit.bytes);
+        assert_eq!(members.len() as u64, fresh.summary.files + 2);
+        assert!(String::from_utf8_lossy(&members["request.json"]).contains("another prompt"));
         // Other options are another slot: packing them needs the blobs again.
         let t2 = tempfile::tempdir().unwrap();
         let opts_out = t2.path().join("o");
@@ -555,22 +557,7 @@ mod tests {
         );
         // One redaction in the tree (cached) and one in the prompt (scanned on this hit).
         assert_eq!(hit.summary.redacted.values().sum::<u64>(), 2);
-        let mut request = Vec::new();
-        airlock_core::tar::read_members(
-            &hit.bytes[..],
-            &TarLimits::bundle(),
-            &airlock_core::tar::AllowedNames::Bundle,
-            |m, rd| {
-                let mut b = Vec::new();
-                rd.read_to_end(&mut b)?;
-                if m.path == "request.json" {
-                    request = b;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-        let request = String::from_utf8(request).unwrap();
+        let request = String::from_utf8(read_back(&hit.bytes)["request.json"].clone()).unwrap();
         assert!(request.contains("use the key "), "{request}");
         assert!(!request.contains(secret), "{request}");
     }
