@@ -210,11 +210,11 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
     // On a hit only the prompt, the manifest and the request are scanned here: an automaton
     // quick to build suits them (same matches; building the tree-sized DFA would cost more
     // than these scans).
-    let scanner = match &hit {
-        Some(_) => Scanner::with_default_rules()
-            .context("secret scanner")?
-            .with_small_inputs(),
-        None => Scanner::with_default_rules().context("secret scanner")?,
+    let scanner = Scanner::with_default_rules().context("secret scanner")?;
+    let scanner = if hit.is_some() {
+        scanner.with_small_inputs()
+    } else {
+        scanner
     };
 
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
