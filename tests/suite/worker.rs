@@ -199,6 +199,11 @@ impl Env {
 
     /// `airlock-worker run --token-file ... --trusted-pub ... --work-root ... <flags> -- <gen>`.
     fn worker(&self, job: &Job, flags: &[&str], generator: &[&str]) -> Command {
+        self.worker_at(&self.work_root, job, flags, generator)
+    }
+
+    /// [`Env::worker`] with another `--work-root` (as given: it may be relative).
+    fn worker_at(&self, root: &Path, job: &Job, flags: &[&str], generator: &[&str]) -> Command {
         let mut c = cmd(&bin("airlock-worker"));
         c.arg("run")
             .arg("--token-file")
@@ -206,7 +211,7 @@ impl Env {
             .arg("--trusted-pub")
             .arg(self.home.join("trusted.pub"))
             .arg("--work-root")
-            .arg(&self.work_root)
+            .arg(root)
             .args(flags)
             .arg("--")
             .args(generator);
@@ -490,18 +495,13 @@ fn edits_that_keep_size_and_mtime_are_still_in_the_patch() {
 fn a_relative_work_root_is_taken_from_the_current_directory() {
     let env = Env::small();
     let job = env.submit(&[]);
-    let mut c = cmd(&bin("airlock-worker"));
-    c.current_dir(&env.root)
-        .arg("run")
-        .arg("--token-file")
-        .arg(&job.token_file)
-        .arg("--trusted-pub")
-        .arg(env.home.join("trusted.pub"))
-        .arg("--work-root")
-        .arg("relative-root")
-        .arg("--")
-        .arg(env.gen("edit_small.sh"));
-    let out = run(&mut c);
+    let mut c = env.worker_at(
+        Path::new("relative-root"),
+        &job,
+        &[],
+        &[&env.gen("edit_small.sh")],
+    );
+    let out = run(c.current_dir(&env.root));
     assert!(out.status.success(), "worker: {}", show(&out));
     assert_eq!(env.artifact(&job).packet["exit"]["code"], 0);
     let root = env.root.join("relative-root");
