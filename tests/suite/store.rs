@@ -313,8 +313,15 @@ fn s3_submit_worker_fetch_gate_end_to_end_with_a_credential_free_worker() {
     assert!(out.status.success(), "fetch: {}", show(&out));
     assert_eq!(json(&out)["job"], id.as_str());
     // Fetch appends to the ledger from the tail hint submit left (no listing of `ledger/`,
-    // which grows with every entry) and takes the landed time from its GETs (no HEAD).
+    // which grows with every entry; the hint is a copy of the tail entry, so the only entry
+    // read is the read-back of the one written) and takes the landed time from its GETs (no
+    // HEAD).
     let fetch_requests = &env.s3().log()[seen..];
+    let entry_reads: Vec<_> = fetch_requests
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.contains(&format!("/{PREFIX}/ledger/")))
+        .collect();
+    assert_eq!(entry_reads.len(), 1, "{entry_reads:?}");
     for r in fetch_requests {
         assert!(
             !r.query.contains("list-type") && r.method != "HEAD",

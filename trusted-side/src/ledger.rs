@@ -36,7 +36,9 @@ use serde::Serialize;
 use crate::store::Store;
 
 pub use bom::BillOfMaterials;
-use entry::{entry_key, open_entry, parse_entry_key, seal, MAX_ENTRY_BYTES, MAX_SEQ};
+use entry::{
+    entry_key, open_entry, open_entry_copy, parse_entry_key, seal, MAX_ENTRY_BYTES, MAX_SEQ,
+};
 pub use entry::{Event, LedgerEntry};
 
 /// Stable rule ids of ledger failures (also listed in `docs/LEDGER.md`).
@@ -81,9 +83,11 @@ pub mod rule {
 /// Appends give up after this many lost races (each lost race means another append won).
 pub const MAX_APPEND_TRIES: u32 = 32;
 
-/// The tail hint: an object beside `ledger/` (not in it, not part of the ledger, not signed)
-/// holding the number of the last entry appended, `<seq>\n`. Appends start from it instead of
-/// listing `ledger/`, which grows with every entry; see [`append`].
+/// The tail hint: an object beside `ledger/` (not in it, not part of the ledger) holding a
+/// copy of the last entry appended, byte for byte (so it carries the entry's own signature).
+/// Appends start from it instead of listing `ledger/`, which grows with every entry, and
+/// without reading the entry it copies; see [`append`]. Hints written before this format
+/// (the number of the entry, `<seq>\n`) are still read, at the price of reading the entry.
 pub const TAIL_HINT: &str = "ledger.tail";
 
 /// After this many lost races in one append, the tail is found by listing `ledger/` again
@@ -258,9 +262,11 @@ pub fn append(
 /// in between), signed by `key`; returns their numbers. Every event is checked before the
 /// first is written.
 ///
-/// Finds the tail: the entry the tail hint ([`TAIL_HINT`]) names, if it exists, else the highest
-/// entry name under `ledger/` (a listing). Opens it under `key`'s public half (a tail that is
-/// not a valid entry is refused: run `airlock audit verify`), chains to it with `prev` =
+/// Finds the tail: the entry the tail hint ([`TAIL_HINT`]) holds a copy of, if the copy opens
+/// under `key`'s public half, else the highest entry name under `ledger/` (a listing; an
+/// old-style hint, a number, names the entry to read instead). Opens a tail read from
+/// `ledger/` under `key`'s public half (a tail that is not a valid entry is refused: run
+/// `airlock audit verify`), chains to it with `prev` =
 /// SHA-256 of its file bytes and `at` = max(`now_unix`, tail's `at`), and writes the next name
 /// with a conditional create. If that name exists (another host appended first, or the hint
 /// was behind), the entry there becomes the tail and the append is tried again, at most
@@ -268,8 +274,8 @@ pub fn append(
 /// again. After a successful create the entry is read back: on a store whose create-if-absent
 /// is not atomic (see `docs/LEDGER.md`), a racing writer that overwrote it is noticed here and
 /// the event is appended again. The entry just written, as read back, is the next event's
-/// tail candidate (no further read). Last, the hint is set to the last new entry (best effort:
-/// a hint is never trusted, only tried).
+/// tail candidate (no further read). Last, the hint is set to a copy of the last new entry
+/// (best effort: a hint is never trusted, only tried).
 pub fn append_all(
     store: &Store,
     key: &SigningKey,
@@ -280,7 +286,7 @@ pub fn append_all(
     append_all_after(store, key, job, events, now_unix, TailProbe(None))
 }
 
-/// A tail candidate read ahead of an append (the entry the hint names, opened under the
+/// A tail candidate read ahead of an append (the entry the hint holds, opened under the
 /// trusted key), so that a command can read it while it waits for something else.
 pub struct TailProbe(Option<Tail>);
 
@@ -288,7 +294,11 @@ pub struct TailProbe(Option<Tail>);
 /// unusable hint, or a hinted entry that does not open, gives an empty probe, and the append
 /// then finds (or refuses) the tail itself.
 pub fn probe_tail(store: &Store, trusted: &PublicKey) -> TailProbe {
-    let found = read_hint(store).and_then(|seq| read_at(store, trusted, seq).ok().flatten());
+    let found = match read_hint(store, trusted) {
+        Some(Hint::Copy(tail)) => Some(tail),
+        Some(Hint::Number(seq)) => read_at(store, trusted, seq).ok().flatten(),
+        None => None,
+    };
     TailProbe(found)
 }
 
@@ -313,32 +323,39 @@ pub fn append_all_after(
         bounded.push(event);
     }
     let public = key.public();
-    // The first tail candidate: the probe read ahead, else the entry the hint names; then
+    // The first tail candidate: the probe read ahead, else the entry the hint holds; then
     // the entry this call wrote last, verified by read-back.
     let mut known: Option<Tail> = probe_read.0;
-    // Where to look for the tail otherwise: the hint, then each entry that beat us to a name.
-    let mut probe = if known.is_some() {
-        None
-    } else {
-        read_hint(store)
-    };
+    // Where to look for the tail otherwise: an old-style hint's number, then each entry that
+    // beat us to a name.
+    let mut probe = None;
+    if known.is_none() {
+        match read_hint(store, &public) {
+            Some(Hint::Copy(tail)) => known = Some(tail),
+            Some(Hint::Number(seq)) => probe = Some(seq),
+            None => {}
+        }
+    }
     let mut seqs = Vec::with_capacity(bounded.len());
+    let mut last = None;
     for event in bounded {
-        let seq = append_one(
+        let (seq, bytes) = append_one(
             store, key, &public, job, event, now_unix, &mut probe, &mut known,
         )?;
         seqs.push(seq);
+        last = Some(bytes);
     }
-    if let Some(seq) = seqs.last() {
-        if let Err(e) = store.put_bytes(TAIL_HINT, format!("{seq}\n").as_bytes()) {
+    if let Some(bytes) = last {
+        if let Err(e) = store.put_bytes(TAIL_HINT, &bytes) {
             tracing::debug!("ledger: tail hint not updated: {e:#}");
         }
     }
     Ok(seqs)
 }
 
-/// One event of [`append_all`]. `known` is a tail this process wrote and read back; it is
-/// tried first, and replaced by the new entry on success.
+/// One event of [`append_all`]; returns the new entry's number and file bytes. `known` is a
+/// tail candidate already opened (the hint's copy, or the entry this process wrote and read
+/// back); it is tried first, and replaced by the new entry on success.
 #[allow(clippy::too_many_arguments)]
 fn append_one(
     store: &Store,
@@ -349,7 +366,7 @@ fn append_one(
     now_unix: u64,
     probe: &mut Option<u64>,
     known: &mut Option<Tail>,
-) -> Result<u64> {
+) -> Result<(u64, Vec<u8>)> {
     let mut steps = 0u32;
     for _ in 0..MAX_APPEND_TRIES {
         let tail = match (known.take(), probe.take()) {
@@ -406,7 +423,7 @@ fn append_one(
         }
         tracing::debug!(entry = %name, job = %job, kind = entry.event.kind(), "ledger: appended");
         *known = Some(Tail::At(seq, Sha256Digest::of_bytes(&bytes), at));
-        return Ok(seq);
+        return Ok((seq, bytes));
     }
     Err(LedgerError::Contention {
         tries: MAX_APPEND_TRIES,
@@ -423,14 +440,46 @@ enum Tail {
     At(u64, Sha256Digest, u64),
 }
 
-/// The hinted tail number, if the hint exists and is a canonical entry number.
-fn read_hint(store: &Store) -> Option<u64> {
-    let bytes = store.get_bytes(TAIL_HINT, 32).ok()??;
+/// What a tail hint offers.
+enum Hint {
+    /// A copy of an entry that opens under the trusted key: a tail candidate as it is.
+    Copy(Tail),
+    /// An old-style hint: the number of the entry to read.
+    Number(u64),
+}
+
+/// The tail hint, if it exists and is usable: a copy of an entry that opens under `trusted`
+/// (numbered 1 to [`MAX_SEQ`]), or a canonical entry number. Anything else is no hint at all:
+/// the hint is not part of the ledger, so a copy that does not open (forged, torn, from
+/// another trusted key) is skipped with a warning and the append lists `ledger/` instead,
+/// where an invalid tail is refused.
+fn read_hint(store: &Store, trusted: &PublicKey) -> Option<Hint> {
+    let bytes = store.get_bytes(TAIL_HINT, MAX_ENTRY_BYTES as u64).ok()??;
+    if bytes.first() == Some(&b'{') {
+        return match open_entry_copy(TAIL_HINT, &bytes, trusted) {
+            Ok(entry) if (1..=MAX_SEQ).contains(&entry.seq) => Some(Hint::Copy(Tail::At(
+                entry.seq,
+                Sha256Digest::of_bytes(&bytes),
+                entry.at,
+            ))),
+            Ok(entry) => {
+                tracing::warn!(
+                    seq = entry.seq,
+                    "ledger: tail hint ignored: no such entry number"
+                );
+                None
+            }
+            Err(broken) => {
+                tracing::warn!("ledger: tail hint ignored: {broken}");
+                None
+            }
+        };
+    }
     let text = std::str::from_utf8(&bytes).ok()?.strip_suffix('\n')?;
     let canonical =
         !text.is_empty() && text.bytes().all(|c| c.is_ascii_digit()) && !text.starts_with('0');
     let seq: u64 = text.parse().ok()?;
-    (canonical && seq <= MAX_SEQ).then_some(seq)
+    (canonical && seq <= MAX_SEQ).then_some(Hint::Number(seq))
 }
 
 /// Entry `seq` as a candidate tail (opened under the trusted key); `None` if it does not exist.

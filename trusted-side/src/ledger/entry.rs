@@ -310,6 +310,26 @@ pub fn open_entry(
     bytes: &[u8],
     trusted: &PublicKey,
 ) -> Result<LedgerEntry, BrokenEntry> {
+    open_entry_numbered(key, Some(seq), bytes, trusted)
+}
+
+/// [`open_entry`] for a copy of an entry kept outside `ledger/` (the tail hint), whose number
+/// is the one it signs: every rule but the name check, which has no name to compare with.
+pub fn open_entry_copy(
+    key: &str,
+    bytes: &[u8],
+    trusted: &PublicKey,
+) -> Result<LedgerEntry, BrokenEntry> {
+    open_entry_numbered(key, None, bytes, trusted)
+}
+
+/// [`open_entry`], the number taken from the signed entry itself when `expected` is `None`.
+fn open_entry_numbered(
+    key: &str,
+    expected: Option<u64>,
+    bytes: &[u8],
+    trusted: &PublicKey,
+) -> Result<LedgerEntry, BrokenEntry> {
     let broken = |rule: &'static str, reason: String| BrokenEntry {
         key: key.to_owned(),
         rule,
@@ -338,6 +358,7 @@ pub fn open_entry(
             ),
         ));
     };
+    let seq = expected.unwrap_or(entry.seq);
     if entry.seq != seq {
         return Err(broken(
             rule::SEQ_MISMATCH,

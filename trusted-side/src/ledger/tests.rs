@@ -589,27 +589,87 @@ fn append_refuses_to_extend_an_invalid_tail() {
     assert!(fx.store.head(&entry_key(7)).unwrap().is_none());
 }
 
-fn hint(fx: &Fixture) -> Option<String> {
+fn hint(fx: &Fixture) -> Option<Vec<u8>> {
     fx.store
-        .get_bytes(TAIL_HINT, 64)
+        .get_bytes(TAIL_HINT, MAX_ENTRY_BYTES as u64)
         .unwrap()
-        .map(|b| String::from_utf8(b).unwrap())
 }
 
 #[test]
 fn append_writes_the_tail_hint_beside_the_ledger() {
     let fx = Fixture::seeded();
-    assert_eq!(hint(&fx).as_deref(), Some("5\n"));
+    // A byte-for-byte copy of the last entry, signature included.
+    assert_eq!(hint(&fx), Some(fx.bytes(5)));
     // Outside `ledger/`: verify (and the offline verifier) never see it.
     assert!(fx.dir.path().join(TAIL_HINT).is_file());
     assert_eq!(fx.verify().unwrap().entries, 5);
     append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 50).unwrap();
-    assert_eq!(hint(&fx).as_deref(), Some("6\n"));
+    assert_eq!(hint(&fx), Some(fx.bytes(6)));
+}
+
+#[test]
+fn an_append_from_the_hints_copy_reads_no_entry() {
+    let fx = Fixture::seeded();
+    // Entry 5 is gone from `ledger/` but its copy is the hint: the append chains to the copy
+    // without reading `ledger/` (no entry read, no listing), so the gap stays visible to
+    // verify instead of being papered over by an append after entry 4.
+    let five = fx.bytes(5);
+    fx.store.delete(&entry_key(5)).unwrap();
+    let seq = append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 50).unwrap();
+    assert_eq!(seq, 6);
+    assert_eq!(fx.entry(6).prev, Some(Sha256Digest::of_bytes(&five)));
+    let err = fx.verify().unwrap_err();
+    assert!(format!("{err:#}").contains(rule::GAP), "{err:#}");
+    // Put back, the chain is whole.
+    fx.put(5, &five);
+    assert_eq!(fx.verify().unwrap().entries, 6);
+}
+
+#[test]
+fn a_hint_that_is_not_a_trusted_entry_is_skipped_and_the_append_lands_at_the_tail() {
+    let fx = Fixture::seeded();
+    let attacker = SigningKey::generate();
+    // A forged copy of a later entry (it would fork the chain if trusted), a torn copy, an
+    // entry numbered 0, a copy of an old real entry (lagging): each append still lands at
+    // the true next number, chained to the real tail.
+    let forged = |seq: u64, key: &SigningKey| {
+        seal(
+            &LedgerEntry {
+                seq,
+                prev: Some(fx.digest(5)),
+                at: T0 + 60,
+                job: job(9),
+                event: gate("queue", &[]),
+            },
+            key,
+        )
+        .unwrap()
+    };
+    let torn = fx.bytes(5)[..100].to_vec();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("forged", forged(40, &attacker)),
+        ("torn", torn),
+        ("numbered 0", forged(0, &fx.key)),
+        ("lagging", fx.bytes(2)),
+    ];
+    for (i, (what, bytes)) in cases.iter().enumerate() {
+        fx.store.put_bytes(TAIL_HINT, bytes).unwrap();
+        let seq = append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 70).unwrap();
+        assert_eq!(seq, 6 + i as u64, "hint {what}");
+        assert_eq!(fx.entry(seq).prev, Some(fx.digest(seq - 1)), "hint {what}");
+        assert_eq!(hint(&fx), Some(fx.bytes(seq)), "hint {what}");
+        // The probe a gate reads ahead ignores it the same way.
+        fx.store.put_bytes(TAIL_HINT, bytes).unwrap();
+        let probe = probe_tail(&fx.store, &fx.trusted());
+        assert_eq!(probe.0.is_some(), *what == "lagging", "hint {what}");
+    }
+    assert_eq!(fx.verify().unwrap().entries, 5 + cases.len() as u64);
 }
 
 #[test]
 fn a_lagging_wrong_or_missing_hint_still_appends_at_the_real_tail() {
     let fx = Fixture::seeded();
+    // Old-style hints (a number, as written before hints held a copy of the entry).
     // Behind (another host wrote it late), ahead of the ledger (entries removed, or a hostile
     // write), not a canonical number, absent: each append lands at the true next number.
     let cases: [Option<&[u8]>; 8] = [
@@ -629,7 +689,7 @@ fn a_lagging_wrong_or_missing_hint_still_appends_at_the_real_tail() {
         }
         let seq = append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 50).unwrap();
         assert_eq!(seq, 6 + i as u64, "hint {case:?}");
-        assert_eq!(hint(&fx), Some(format!("{seq}\n")));
+        assert_eq!(hint(&fx), Some(fx.bytes(seq)));
     }
     let report = fx.verify().unwrap();
     assert_eq!(report.entries, 5 + cases.len() as u64);
@@ -650,7 +710,7 @@ fn append_all_chains_its_events_in_order_and_sets_the_hint_once_to_the_last() {
     )
     .unwrap();
     assert_eq!(seqs, [6, 7, 8]);
-    assert_eq!(hint(&fx).as_deref(), Some("8\n"));
+    assert_eq!(hint(&fx), Some(fx.bytes(8)));
     let kinds: Vec<&str> = (6..=8).map(|s| fx.entry(s).event.kind()).collect();
     assert_eq!(kinds, ["fetch", "gate", "reject"]);
     for seq in 6..=8 {
