@@ -40,7 +40,7 @@
 //! Does not check: the wisdom of the change. A `queue` decision means "ordinary review".
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use airlock_core::diff::{parse_patch, DiffLimits, FileKind, FileMode, ParsedPatch};
@@ -452,6 +452,7 @@ fn read_bundle(
     let mut manifest_bytes: Option<Vec<u8>> = None;
     let mut redacted = RedactedLines::new();
     let mut kept: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut markers = MarkerLines::new();
     let read = read_members(&mut hashing, &limits, &AllowedNames::Bundle, |m, r| {
         if m.path == "manifest.json" {
             let max = airlock_core::format::MAX_MANIFEST_BYTES as u64;
@@ -467,11 +468,11 @@ fn read_bundle(
                 r.take(MAX_BLOB_BYTES + 1)
                     .read_to_end(&mut bytes)
                     .map_err(io)?;
-                let lines = marker_lines(&mut bytes.as_slice()).map_err(io)?;
+                let lines = markers.in_bytes(&bytes);
                 kept.insert(rel.to_owned(), bytes);
                 lines
             } else {
-                marker_lines(r).map_err(io)?
+                markers.in_reader(r).map_err(io)?
             };
             if !lines.is_empty() {
                 redacted.insert(rel.to_owned(), lines);
@@ -571,25 +572,66 @@ fn read_bundle(
     }))
 }
 
-/// 1-based numbers of the lines holding a redaction marker. Reads line by line (a line is at
-/// most the member's size, which the safe reader capped).
-fn marker_lines(r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
-    let marker = memchr::memmem::Finder::new(REDACTION_MARKER);
-    let mut out = BTreeSet::new();
-    let mut reader = BufReader::with_capacity(64 * 1024, r);
-    let mut line = Vec::new();
-    let mut n = 0u64;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        n += 1;
-        if marker.find(&line).is_some() {
-            out.insert(n);
+/// Finds the lines holding a redaction marker (the marker holds no newline, so a line holds
+/// one exactly when the marker occurs between two newlines). One buffer serves every member.
+struct MarkerLines {
+    finder: memchr::memmem::Finder<'static>,
+    buf: Vec<u8>,
+}
+
+impl MarkerLines {
+    /// Bytes read per step from a member that is not kept.
+    const CHUNK: usize = 16 * 1024;
+
+    fn new() -> MarkerLines {
+        MarkerLines {
+            finder: memchr::memmem::Finder::new(REDACTION_MARKER),
+            buf: Vec::new(),
         }
     }
-    Ok(out)
+
+    /// 1-based numbers of the lines of `bytes` holding a marker.
+    fn in_bytes(&self, bytes: &[u8]) -> BTreeSet<u64> {
+        let mut out = BTreeSet::new();
+        self.scan(bytes, 1, &mut out);
+        out
+    }
+
+    /// [`MarkerLines::in_bytes`] of what `r` yields, read in chunks; a marker split between
+    /// two reads is found, because the last `marker - 1` bytes of each chunk start the next.
+    fn in_reader(&mut self, r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
+        let keep_max = REDACTION_MARKER.len() - 1;
+        self.buf.resize(keep_max + Self::CHUNK, 0);
+        let mut out = BTreeSet::new();
+        let (mut kept, mut line) = (0usize, 1u64);
+        loop {
+            let n = match r.read(&mut self.buf[kept..]) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let filled = kept + n;
+            let keep = keep_max.min(filled);
+            let data = &self.buf[..filled];
+            self.scan(data, line, &mut out);
+            line += memchr::memchr_iter(b'\n', &data[..filled - keep]).count() as u64;
+            self.buf.copy_within(filled - keep..filled, 0);
+            kept = keep;
+        }
+        Ok(out)
+    }
+
+    /// Adds the numbers of the lines of `data` holding a marker, `data` starting on line
+    /// `first_line`.
+    fn scan(&self, data: &[u8], first_line: u64, out: &mut BTreeSet<u64>) {
+        let (mut line, mut counted) = (first_line, 0usize);
+        for at in self.finder.find_iter(data) {
+            line += memchr::memchr_iter(b'\n', &data[counted..at]).count() as u64;
+            counted = at;
+            out.insert(line);
+        }
+    }
 }
 
 /// Step 2. Returns the bytes of `patch.diff`, or `Ok(None)` after pushing a reject.

@@ -632,3 +632,77 @@ fn bundle_gone_from_the_inbox_is_an_error_not_a_verdict() {
         "{e}"
     );
 }
+
+/// A reader that hands out at most `step` bytes per read, to split markers between reads.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn marker_lines_are_found_across_reads_and_chunks() {
+    // The definition: lines (split at '\n') containing the marker, 1-based.
+    let by_lines = |data: &[u8]| -> BTreeSet<u64> {
+        data.split(|b| *b == b'\n')
+            .enumerate()
+            .filter(|(_, l)| {
+                l.windows(REDACTION_MARKER.len())
+                    .any(|w| w == REDACTION_MARKER)
+            })
+            .map(|(i, _)| i as u64 + 1)
+            .collect()
+    };
+    let mut data = Vec::new();
+    for i in 0..5_000u32 {
+        match i % 7 {
+            0 => data.extend_from_slice(b"x = \"[REDACTED:aws-key]\"\n"),
+            3 => data.extend_from_slice(b"[REDACTED:a][REDACTED:b] two on one line\n"),
+            5 => data.extend_from_slice(b"[REDACTED\n:not one]\n"),
+            _ => data.extend_from_slice(format!("plain line {i}\n").as_bytes()),
+        }
+    }
+    data.extend_from_slice(b"last line without newline [REDACTED:z]");
+    let expected = by_lines(&data);
+    assert!(expected.len() > 1_000, "{}", expected.len());
+    let mut markers = MarkerLines::new();
+    assert_eq!(markers.in_bytes(&data), expected);
+    // Reads of every size around the marker's length and the chunk size, and offsets that
+    // put a marker across each chunk boundary.
+    for step in [
+        1,
+        2,
+        9,
+        10,
+        11,
+        4096,
+        MarkerLines::CHUNK,
+        MarkerLines::CHUNK + 1,
+    ] {
+        let mut r = Trickle { data: &data, step };
+        assert_eq!(markers.in_reader(&mut r).unwrap(), expected, "step {step}");
+    }
+    for offset in 0..REDACTION_MARKER.len() + 2 {
+        let mut shifted = vec![b'.'; MarkerLines::CHUNK - offset];
+        shifted.extend_from_slice(&data);
+        let expected = by_lines(&shifted);
+        let mut r = Trickle {
+            data: &shifted,
+            step: usize::MAX,
+        };
+        assert_eq!(
+            markers.in_reader(&mut r).unwrap(),
+            expected,
+            "offset {offset}"
+        );
+    }
+    assert!(markers.in_reader(&mut &b""[..]).unwrap().is_empty());
+}
