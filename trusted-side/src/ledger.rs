@@ -271,9 +271,10 @@ pub fn append(
 /// with a conditional create. If that name exists (another host appended first, or the hint
 /// was behind), the entry there becomes the tail and the append is tried again, at most
 /// [`MAX_APPEND_TRIES`] times per event; after [`HINT_STEPS`] such steps the tail is listed
-/// again. After a successful create the entry is read back: on a store whose create-if-absent
-/// is not atomic (see `docs/LEDGER.md`), a racing writer that overwrote it is noticed here and
-/// the event is appended again. The entry just written, as read back, is the next event's
+/// again. After a successful create on a remote store the entry is read back: on a store
+/// whose create-if-absent is not atomic (see `docs/LEDGER.md`), a racing writer that overwrote
+/// it is noticed here and the event is appended again ([`Store::create_is_atomic`] stores skip
+/// this). The entry just written, as read back, is the next event's
 /// tail candidate (no further read). Last, the hint is set to a copy of the last new entry
 /// (best effort: a hint is never trusted, only tried).
 pub fn append_all(
@@ -410,8 +411,14 @@ fn append_one(
             steps += 1;
             continue;
         }
-        let back = store.get_bytes(&name, MAX_ENTRY_BYTES as u64)?;
-        if back.as_deref() != Some(bytes.as_slice()) {
+        // On a store whose create can be a check-then-write, a racing writer may have
+        // replaced the entry between the check and our write: read it back.
+        let back = if store.create_is_atomic() {
+            None
+        } else {
+            Some(store.get_bytes(&name, MAX_ENTRY_BYTES as u64)?)
+        };
+        if back.is_some_and(|back| back.as_deref() != Some(bytes.as_slice())) {
             tracing::warn!(
                 entry = %name,
                 "ledger: entry was overwritten by a concurrent writer (store create-if-absent \

@@ -279,6 +279,16 @@ impl Store {
         Ok(())
     }
 
+    /// Whether [`Store::put_new`] is atomic on this store by construction: a local directory
+    /// (a hard link, which never replaces a file) or memory (one lock). Cloud stores' creates
+    /// are atomic on AWS S3, GCS and Azure, but an S3-compatible server may check then write
+    /// (`docs/LEDGER.md`), so this is `false` for every remote store.
+    pub fn create_is_atomic(&self) -> bool {
+        ["file:", "memory:"]
+            .iter()
+            .any(|scheme| self.url.starts_with(scheme))
+    }
+
     /// Writes a small object only if absent. `Ok(false)` if it already exists.
     pub fn put_new(&self, key: &str, bytes: &[u8]) -> Result<bool> {
         if let Some(path) = self.local_path(key) {
@@ -511,6 +521,29 @@ mod tests {
                 (x >> 24) as u8
             })
             .collect()
+    }
+
+    #[test]
+    fn only_local_and_memory_creates_count_as_atomic() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = airlock_core::fileurl::path_to_file_url(dir.path()).unwrap();
+        let local = Store::open(&url).unwrap();
+        assert!(local.create_is_atomic());
+        // Both creates of one key: the first wins, the second reports it exists.
+        assert!(local.put_new("ledger/x", b"1").unwrap());
+        assert!(!local.put_new("ledger/x", b"2").unwrap());
+        assert_eq!(
+            local.get_bytes("ledger/x", 8).unwrap().as_deref(),
+            Some(&b"1"[..])
+        );
+        assert!(Store::open("memory://").unwrap().create_is_atomic());
+        let s3 = Store::from_parts(
+            Arc::new(object_store::memory::InMemory::new()),
+            None,
+            "s3://bucket/prefix",
+        )
+        .unwrap();
+        assert!(!s3.create_is_atomic());
     }
 
     #[test]
