@@ -261,26 +261,29 @@ fn judge(
     let Some(patch_bytes) = read_patch(fetched, report)? else {
         return Ok(None);
     };
-    // 4, meanwhile: the bundle is read on a thread while the patch is hashed and parsed,
-    // keeping the files the patch's headers name (a superset of what step 4 needs).
-    let named = header_paths(&patch_bytes);
-    let early_read = named.len() <= MAX_EARLY_NAMED;
-    let (parsed, early) = std::thread::scope(|scope| {
-        let bundle = early_read.then(|| {
-            scope.spawn(|| {
-                let mut rejects = Vec::new();
-                let view = read_bundle(store, job_dir, record, &named, &mut rejects);
-                (view, rejects)
-            })
-        });
-        // 3. digest, strict parse
-        let parsed = digest_and_parse(&patch_bytes, fetched, report);
-        (parsed, bundle.map(std::thread::ScopedJoinHandle::join))
-    });
-    let (diff_sha256, patch) = match parsed {
-        Ok(parsed) => parsed,
-        Err(diff_sha256) => {
-            // Refused before step 4: what the bundle thread found is not part of the verdict.
+    // 3. digest, strict parse
+    let diff_sha256 = Sha256Digest::of_bytes(&patch_bytes);
+    report.bom.diff_sha256 = Some(diff_sha256);
+    if diff_sha256 != fetched.packet.diff_sha256 {
+        report.push(Reason::new(
+            code::DIFF_DIGEST,
+            Verdict::Reject,
+            format!(
+                "patch.diff hashes to sha256:{diff_sha256}; the signed packet says sha256:{}",
+                fetched.packet.diff_sha256
+            ),
+        ));
+        return Ok(Some(Judged {
+            diff_sha256,
+            patch_bytes,
+            tree: None,
+            tail: None,
+        }));
+    }
+    let patch = match parse_patch(&patch_bytes, &DiffLimits::default()) {
+        Ok(p) => p,
+        Err(e) => {
+            report.push(checks::diff_refusal(&e));
             return Ok(Some(Judged {
                 diff_sha256,
                 patch_bytes,
@@ -295,29 +298,15 @@ fn judge(
         lines_removed: patch.lines_removed(),
     };
     // 4. the manifest, and the packed bytes of the files the patch changes
-    let wanted: BTreeSet<String> = patch
+    let wanted: BTreeSet<&str> = patch
         .files
         .iter()
         .filter(|f| f.kind != FileKind::Added)
-        .map(|f| f.path.clone())
+        .map(|f| f.path.as_str())
         .collect();
-    let (view, rejects) = match early {
-        Some(Ok((view, rejects))) if wanted.is_subset(&named) => (view, rejects),
-        Some(Err(_)) => anyhow::bail!("reading the bundle panicked"),
-        // Not started, or the strict parse reads a path the headers did not name as such.
-        _ => {
-            let mut rejects = Vec::new();
-            let view = read_bundle(store, job_dir, record, &wanted, &mut rejects);
-            (view, rejects)
-        }
-    };
-    for r in rejects {
-        report.push(r);
-    }
-    let Some(mut bundle) = view? else {
+    let Some(bundle) = read_bundle(store, job_dir, record, &wanted, report)? else {
         return Ok(None);
     };
-    bundle.packed.retain(|path, _| wanted.contains(path));
     // The deny-list judges added paths only.
     let deny = if patch.files.iter().any(|f| f.kind == FileKind::Added) {
         Some(Selector::new(&[], &[])?)
@@ -405,76 +394,6 @@ fn judge(
     }))
 }
 
-/// Step 3: the patch's digest (checked against the packet) and its strict parse. `Err` with
-/// the digest after pushing a reject.
-fn digest_and_parse(
-    patch_bytes: &[u8],
-    fetched: &Fetched,
-    report: &mut GateReport,
-) -> std::result::Result<(Sha256Digest, ParsedPatch), Sha256Digest> {
-    let diff_sha256 = Sha256Digest::of_bytes(patch_bytes);
-    report.bom.diff_sha256 = Some(diff_sha256);
-    if diff_sha256 != fetched.packet.diff_sha256 {
-        report.push(Reason::new(
-            code::DIFF_DIGEST,
-            Verdict::Reject,
-            format!(
-                "patch.diff hashes to sha256:{diff_sha256}; the signed packet says sha256:{}",
-                fetched.packet.diff_sha256
-            ),
-        ));
-        return Err(diff_sha256);
-    }
-    match parse_patch(patch_bytes, &DiffLimits::default()) {
-        Ok(p) => Ok((diff_sha256, p)),
-        Err(e) => {
-            report.push(checks::diff_refusal(&e));
-            Err(diff_sha256)
-        }
-    }
-}
-
-/// Most paths the patch's headers may name for the bundle to be read while the patch is
-/// parsed (more: it is read after the parse, keeping exactly the patched files).
-const MAX_EARLY_NAMED: usize = 256;
-
-/// Every path a header line of `patch` names, as written after `a/`/`b/`: `--- `, `+++ `,
-/// and both halves of a `diff --git a/X b/Y` line at every ` b/`. Not a parser: a superset
-/// of the files the strict parser reads from the bundle (which refuses quoted names, renames
-/// and copies), for choosing which bundle files to keep while it runs. Stops collecting past
-/// [`MAX_EARLY_NAMED`] paths.
-fn header_paths(patch: &[u8]) -> BTreeSet<String> {
-    fn add(out: &mut BTreeSet<String>, raw: &[u8]) {
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let name = raw
-            .strip_prefix(b"a/")
-            .or_else(|| raw.strip_prefix(b"b/"))
-            .unwrap_or(raw);
-        if let Ok(s) = std::str::from_utf8(name) {
-            out.insert(s.to_owned());
-        }
-    }
-    let mut out = BTreeSet::new();
-    for line in patch.split(|b| *b == b'\n') {
-        if out.len() > MAX_EARLY_NAMED {
-            break;
-        }
-        if let Some(rest) = line
-            .strip_prefix(b"--- ")
-            .or_else(|| line.strip_prefix(b"+++ "))
-        {
-            // A timestamp may follow a tab.
-            add(&mut out, rest.split(|b| *b == b'\t').next().unwrap_or(rest));
-        } else if let Some(rest) = line.strip_prefix(b"diff --git ") {
-            for (at, _) in rest.windows(3).enumerate().filter(|(_, w)| w == b" b/") {
-                add(&mut out, &rest[..at]);
-                add(&mut out, &rest[at + 1..]);
-            }
-        }
-    }
-    out
-}
-
 /// The parts of the bundle the gate needs.
 struct BundleView {
     manifest: Manifest,
@@ -488,8 +407,8 @@ fn read_bundle(
     store: &Store,
     job_dir: &Path,
     record: &JobRecord,
-    wanted: &BTreeSet<String>,
-    report: &mut Vec<Reason>,
+    wanted: &BTreeSet<&str>,
+    report: &mut GateReport,
 ) -> Result<Option<BundleView>> {
     let job = &record.job;
     let limits = TarLimits::bundle();

@@ -706,32 +706,3 @@ fn marker_lines_are_found_across_reads_and_chunks() {
     }
     assert!(markers.in_reader(&mut &b""[..]).unwrap().is_empty());
 }
-
-#[test]
-fn header_paths_name_every_file_the_strict_parser_reads_from_the_bundle() {
-    let patches: [&[u8]; 5] = [
-        b"diff --git a/src/x.py b/src/x.py\n--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-a\n+b\n",
-        // A mode change alone has no ---/+++ lines; a space in the name.
-        b"diff --git a/bin/run me b/bin/run me\nold mode 100644\nnew mode 100755\n",
-        // A delete (renames are refused by the strict parser).
-        b"diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n\
-          +++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
-        // A new file (not read from the bundle) next to an edit.
-        b"diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-a\n+b\n\
-          diff --git a/n.txt b/n.txt\nnew file mode 100644\n--- /dev/null\n+++ b/n.txt\n\
-          @@ -0,0 +1 @@\n+n\n",
-        // A name containing ` b/`.
-        b"diff --git a/x b/y b/x b/y\n--- a/x b/y\n+++ b/x b/y\n@@ -1 +1 @@\n-a\n+b\n",
-    ];
-    for patch in patches {
-        let parsed = parse_patch(patch, &DiffLimits::default())
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(patch)));
-        let named = header_paths(patch);
-        for f in parsed.files.iter().filter(|f| f.kind != FileKind::Added) {
-            assert!(named.contains(&f.path), "{:?} not in {named:?}", f.path);
-        }
-    }
-    // Past the cap it stops collecting: the bundle is then read after the parse.
-    let many: String = (0..400).map(|i| format!("--- a/f{i}\n")).collect();
-    assert_eq!(header_paths(many.as_bytes()).len(), MAX_EARLY_NAMED + 1);
-}
