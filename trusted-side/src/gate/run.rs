@@ -5,9 +5,7 @@
 //! from step 5 on every check runs so the report is complete):
 //! 1. fetch and verify ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code
 //!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …). `git apply`
-//!    (step 8) is started before it, so that its start-up overlaps the fetch; the scanner and
-//!    classification tables are built on a thread after it (not to compete with git's
-//!    start-up), while steps 2–8 run;
+//!    (step 8) is started before it, so that its start-up overlaps the fetch;
 //! 2. the artifact through the safe reader in memory (exact member names, every tar rule of
 //!    the unpacker, nothing written to disk), re-hashing it on the way (it must still be the
 //!    fetched artifact); `patch.diff` is kept;
@@ -25,7 +23,9 @@
 //!    temporary index of the whole revision (`review.rs`); never the user's checkout;
 //!    cross-checked with the exact applier; a revision missing from the local repository is
 //!    an error (exit 1);
-//! 9. secret scan of added lines (on a thread, while git applies);
+//! 9. secret scan of added lines (on a thread, while git applies; the thread first builds the
+//!    scanner and the classification tables; a thread of their own, started after the fetch,
+//!    was measured slower on 2 cores, where it competed with git's start-up);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
@@ -139,8 +139,6 @@ pub fn run_gate(
         }
     };
     fill_bom_from_fetch(&mut report, &fetched);
-    // Tables that do not depend on the job, built on a thread of their own meanwhile.
-    let tables = Tables::start();
     // Recorded with the verdict (one ledger append); on an error from here on, alone.
     let fetch_event = Event::Fetch {
         artifact_sha256: fetched.artifact_sha256,
@@ -154,7 +152,7 @@ pub fn run_gate(
         &job_dir,
         &fetched,
         opts,
-        (sparse, tables),
+        sparse,
         &key.public(),
         &mut report,
     ) {
@@ -189,11 +187,11 @@ fn judge_and_review(
     job_dir: &Path,
     fetched: &Fetched,
     opts: &GateOptions,
-    early: (Option<Prepared>, Tables),
+    sparse: Option<Prepared>,
     trusted: &PublicKey,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
-    let judged = judge(store, job_dir, fetched, opts, early, trusted, report)?;
+    let judged = judge(store, job_dir, fetched, opts, sparse, trusted, report)?;
     report.conclude();
     // 13. review branch
     if let Some(j) = &judged {
@@ -213,28 +211,16 @@ fn judge_and_review(
     Ok(judged)
 }
 
-/// The secret scanner and the classification table: built on a thread started before the
-/// fetch, joined when the checks need them.
-struct Tables(std::thread::JoinHandle<Result<airlock_scan::Scanner>>);
-
-impl Tables {
-    fn start() -> Tables {
-        Tables(std::thread::spawn(|| {
-            super::classify::warm_up();
-            let scanner = airlock_scan::Scanner::with_default_rules()
-                .context("secret scanner rules")?
-                .with_inline_allow(false)
-                .with_small_inputs();
-            scanner.warm_up();
-            Ok(scanner)
-        }))
-    }
-
-    fn join(self) -> Result<airlock_scan::Scanner> {
-        self.0
-            .join()
-            .map_err(|_| anyhow::anyhow!("building the gate's tables panicked"))?
-    }
+/// The secret scanner for added lines; also builds the classification table (both do not
+/// depend on the job).
+fn build_tables() -> Result<airlock_scan::Scanner> {
+    super::classify::warm_up();
+    let scanner = airlock_scan::Scanner::with_default_rules()
+        .context("secret scanner rules")?
+        .with_inline_allow(false)
+        .with_small_inputs();
+    scanner.warm_up();
+    Ok(scanner)
 }
 
 /// What the checks leave for the review branch.
@@ -252,7 +238,7 @@ fn judge(
     job_dir: &Path,
     fetched: &Fetched,
     opts: &GateOptions,
-    (sparse, tables): (Option<Prepared>, Tables),
+    sparse: Option<Prepared>,
     trusted: &PublicKey,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
@@ -315,11 +301,11 @@ fn judge(
     };
     // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
     let (applied, (secrets, tail)) = std::thread::scope(|scope| -> Result<_> {
-        // The tables thread may still be building: the scan waits for it, not the apply.
+        // The tables are built here, not on the main thread: the apply does not wait for them.
         // Meanwhile the ledger's tail is read for step 14.
         let scan = scope.spawn(|| -> Result<(Vec<Reason>, ledger::TailProbe)> {
             let tail = ledger::probe_tail(store, trusted);
-            let scanner = tables.join()?;
+            let scanner = build_tables()?;
             Ok((checks::scan_added_lines(&scanner, &patch), tail))
         });
         // 5. paths
