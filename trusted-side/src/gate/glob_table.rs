@@ -39,6 +39,17 @@ enum Component<'a> {
     Wild(Cow<'a, str>),
 }
 
+impl Component<'_> {
+    /// The same component, owning its text.
+    fn owned<'b>(self) -> Component<'b> {
+        match self {
+            Component::Recursive => Component::Recursive,
+            Component::Literal(l) => Component::Literal(Cow::Owned(l.into_owned())),
+            Component::Wild(w) => Component::Wild(Cow::Owned(w.into_owned())),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Token {
     Star,
@@ -114,43 +125,35 @@ impl<'a> GlobTable<'a> {
         alternative: Cow<'a, str>,
         value: usize,
     ) -> Result<(), String> {
-        {
-            let first = self.components.len();
-            if any_depth {
-                self.components.push(Component::Recursive);
-            }
-            let parsed: Result<(), String> = match &alternative {
-                Cow::Borrowed(text) => text.split('/').try_for_each(|c| {
-                    self.components.push(parse_component(c)?);
-                    Ok(())
-                }),
-                Cow::Owned(text) => text.split('/').try_for_each(|c| {
-                    let owned = match parse_component(c)? {
-                        Component::Recursive => Component::Recursive,
-                        Component::Literal(l) => Component::Literal(Cow::Owned(l.into_owned())),
-                        Component::Wild(w) => Component::Wild(Cow::Owned(w.into_owned())),
-                    };
-                    self.components.push(owned);
-                    Ok(())
-                }),
-            };
-            if let Err(e) = parsed {
-                self.components.truncate(first);
-                return Err(format!("glob `{glob}`: {e}"));
-            }
-            let range = first..self.components.len();
-            let id = self.patterns.len();
-            match index_key(&self.components[range.clone()]) {
-                Key::Name(n) => self.by_name.entry(n).or_default().push(id),
-                Key::Extension(e) => self.by_extension.entry(e).or_default().push(id),
-                Key::Directory(d) => self.by_directory.entry(d).or_default().push(id),
-                Key::None => self.always.push(id),
-            }
-            self.patterns.push(Pattern {
-                components: range,
-                value,
-            });
+        let first = self.components.len();
+        if any_depth {
+            self.components.push(Component::Recursive);
         }
+        let parsed = match &alternative {
+            Cow::Borrowed(text) => text
+                .split('/')
+                .try_for_each(|c| parse_component(c).map(|c| self.components.push(c))),
+            // An expanded alternative: its components own their text.
+            Cow::Owned(text) => text
+                .split('/')
+                .try_for_each(|c| parse_component(c).map(|c| self.components.push(c.owned()))),
+        };
+        if let Err(e) = parsed {
+            self.components.truncate(first);
+            return Err(format!("glob `{glob}`: {e}"));
+        }
+        let range = first..self.components.len();
+        let id = self.patterns.len();
+        match index_key(&self.components[range.clone()]) {
+            Key::Name(n) => self.by_name.entry(n).or_default().push(id),
+            Key::Extension(e) => self.by_extension.entry(e).or_default().push(id),
+            Key::Directory(d) => self.by_directory.entry(d).or_default().push(id),
+            Key::None => self.always.push(id),
+        }
+        self.patterns.push(Pattern {
+            components: range,
+            value,
+        });
         Ok(())
     }
 
@@ -290,7 +293,7 @@ fn parse_component(text: &str) -> Result<Component<'_>, String> {
     let mut wild = false;
     let mut rest = text;
     while let Some((token, after)) = next_token(rest)? {
-        if after.starts_with('*') && token == Token::Star {
+        if token == Token::Star && after.starts_with('*') {
             return Err("`**` must be a whole path component".into());
         }
         wild |= matches!(token, Token::Star | Token::AnyChar);
@@ -303,18 +306,12 @@ fn parse_component(text: &str) -> Result<Component<'_>, String> {
     let mut literal = String::with_capacity(text.len());
     let mut rest = text;
     while let Some((token, after)) = next_token(rest)? {
-        literal.push(token_char(token));
+        if let Token::Char(c) = token {
+            literal.push(c);
+        }
         rest = after;
     }
     Ok(Component::Literal(Cow::Owned(literal)))
-}
-
-/// The character of a [`Token::Char`] (anything else: NUL, never compared as a character).
-fn token_char(token: Token) -> char {
-    match token {
-        Token::Char(c) => c,
-        Token::Star | Token::AnyChar => '\0',
-    }
 }
 
 /// [`next_token`] of text already checked.
