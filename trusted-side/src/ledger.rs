@@ -264,19 +264,18 @@ pub fn append(
 ///
 /// Finds the tail: the entry the tail hint ([`TAIL_HINT`]) holds a copy of, if the copy opens
 /// under `key`'s public half, else the highest entry name under `ledger/` (a listing; an
-/// old-style hint, a number, names the entry to read instead). Opens a tail read from
-/// `ledger/` under `key`'s public half (a tail that is not a valid entry is refused: run
-/// `airlock audit verify`), chains to it with `prev` =
-/// SHA-256 of its file bytes and `at` = max(`now_unix`, tail's `at`), and writes the next name
-/// with a conditional create. If that name exists (another host appended first, or the hint
-/// was behind), the entry there becomes the tail and the append is tried again, at most
-/// [`MAX_APPEND_TRIES`] times per event; after [`HINT_STEPS`] such steps the tail is listed
-/// again. After a successful create on a remote store the entry is read back: on a store
-/// whose create-if-absent is not atomic (see `docs/LEDGER.md`), a racing writer that overwrote
-/// it is noticed here and the event is appended again ([`Store::create_is_atomic`] stores skip
-/// this). The entry just written, as read back, is the next event's
-/// tail candidate (no further read). Last, the hint is set to a copy of the last new entry
-/// (best effort: a hint is never trusted, only tried).
+/// old-style hint, a number, names the entry to read instead). A tail read from `ledger/` is
+/// opened under `key`'s public half too (a tail that is not a valid entry is refused: run
+/// `airlock audit verify`). Chains to the tail with `prev` = SHA-256 of its file bytes and
+/// `at` = max(`now_unix`, tail's `at`), and writes the next name with a conditional create.
+/// If that name exists (another host appended first, or the hint was behind), the entry there
+/// becomes the tail and the append is tried again, at most [`MAX_APPEND_TRIES`] times per
+/// event; after [`HINT_STEPS`] such steps the tail is listed again. After a successful create
+/// on a remote store the entry is read back: on a store whose create-if-absent is not atomic
+/// (see `docs/LEDGER.md`), a racing writer that overwrote it is noticed here and the event is
+/// appended again ([`Store::create_is_atomic`] stores skip this). The entry just written is
+/// the next event's tail candidate (no further read). Last, the hint is set to a copy of the
+/// last new entry (best effort: a hint is never trusted, only tried).
 pub fn append_all(
     store: &Store,
     key: &SigningKey,
@@ -325,7 +324,7 @@ pub fn append_all_after(
     }
     let public = key.public();
     // The first tail candidate: the probe read ahead, else the entry the hint holds; then
-    // the entry this call wrote last, verified by read-back.
+    // the entry this call wrote last.
     let mut known: Option<Tail> = probe_read.0;
     // Where to look for the tail otherwise: an old-style hint's number, then each entry that
     // beat us to a name.
@@ -355,8 +354,8 @@ pub fn append_all_after(
 }
 
 /// One event of [`append_all`]; returns the new entry's number and file bytes. `known` is a
-/// tail candidate already opened (the hint's copy, or the entry this process wrote and read
-/// back); it is tried first, and replaced by the new entry on success.
+/// tail candidate already opened (the hint's copy, or the entry this process wrote); it is
+/// tried first, and replaced by the new entry on success.
 #[allow(clippy::too_many_arguments)]
 fn append_one(
     store: &Store,
