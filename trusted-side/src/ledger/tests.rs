@@ -134,6 +134,18 @@ impl Fixture {
         Sha256Digest::of_bytes(&self.bytes(seq))
     }
 
+    /// Entry `seq` about job 9 (`gate queue`) at `at`, chained to entry `prev`: what the
+    /// forgery tests write or hint at.
+    fn queue_entry(&self, seq: u64, prev: u64, at: u64) -> LedgerEntry {
+        LedgerEntry {
+            seq,
+            prev: Some(self.digest(prev)),
+            at,
+            job: job(9),
+            event: gate("queue", &[]),
+        }
+    }
+
     /// Writes `entry` at its own seq, signed by `key`, overwriting.
     fn forge(&self, entry: &LedgerEntry, key: &SigningKey) {
         self.store
@@ -574,13 +586,7 @@ fn rejects_recorded_prompt_that_does_not_match_its_digest() {
 fn append_refuses_to_extend_an_invalid_tail() {
     let fx = Fixture::seeded();
     let attacker = SigningKey::generate();
-    let six = LedgerEntry {
-        seq: 6,
-        prev: Some(fx.digest(5)),
-        at: T0 + 60,
-        job: job(9),
-        event: gate("queue", &[]),
-    };
+    let six = fx.queue_entry(6, 5, T0 + 60);
     fx.forge(&six, &attacker);
     let err = append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 70).unwrap_err();
     let msg = format!("{err:#}");
@@ -632,19 +638,7 @@ fn a_hint_that_is_not_a_trusted_entry_is_skipped_and_the_append_lands_at_the_tai
     // A forged copy of a later entry (it would fork the chain if trusted), a torn copy, an
     // entry numbered 0, a copy of an old real entry (lagging): each append still lands at
     // the true next number, chained to the real tail.
-    let forged = |seq: u64, key: &SigningKey| {
-        seal(
-            &LedgerEntry {
-                seq,
-                prev: Some(fx.digest(5)),
-                at: T0 + 60,
-                job: job(9),
-                event: gate("queue", &[]),
-            },
-            key,
-        )
-        .unwrap()
-    };
+    let forged = |seq: u64, key: &SigningKey| seal(&fx.queue_entry(seq, 5, T0 + 60), key).unwrap();
     let torn = fx.bytes(5)[..100].to_vec();
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("forged", forged(40, &attacker)),
@@ -751,13 +745,7 @@ fn a_tail_read_ahead_is_used_and_a_stale_one_costs_only_a_retry() {
     // A hint to an entry that does not open gives an empty probe; the append then refuses
     // the invalid tail itself.
     let attacker = SigningKey::generate();
-    let ten = LedgerEntry {
-        seq: 10,
-        prev: Some(fx.digest(9)),
-        at: T0 + 80,
-        job: job(9),
-        event: gate("queue", &[]),
-    };
+    let ten = fx.queue_entry(10, 9, T0 + 80);
     fx.forge(&ten, &attacker);
     fx.store.put_bytes(TAIL_HINT, b"10\n").unwrap();
     let probe = probe_tail(&fx.store, &fx.trusted());
@@ -793,13 +781,7 @@ fn append_all_checks_every_event_before_writing_any() {
 fn a_hint_to_an_invalid_entry_is_refused_like_an_invalid_tail() {
     let fx = Fixture::seeded();
     let attacker = SigningKey::generate();
-    let three = LedgerEntry {
-        seq: 3,
-        prev: Some(fx.digest(2)),
-        at: T0 + 20,
-        job: job(9),
-        event: gate("queue", &[]),
-    };
+    let three = fx.queue_entry(3, 2, T0 + 20);
     fx.forge(&three, &attacker);
     fx.store.put_bytes(TAIL_HINT, b"3\n").unwrap();
     let err = append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 70).unwrap_err();
