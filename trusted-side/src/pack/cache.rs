@@ -384,6 +384,16 @@ mod tests {
     use airlock_core::keys::SigningKey;
 
     /// A repository with a few files, one holding a secret that `--redact` replaces.
+    /// A temporary directory holding a committed test repository: (the directory, the
+    /// repository, a cache directory, an output directory), the last two not created yet.
+    fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("repo");
+        repo(&r);
+        let (cache, out) = (t.path().join("cache"), t.path().join("out"));
+        (t, r, cache, out)
+    }
+
     fn repo(dir: &Path) {
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("README.md"), "# demo\n").unwrap();
@@ -497,11 +507,7 @@ mod tests {
 
     #[test]
     fn a_hit_gives_the_same_bytes_as_packing_from_scratch_without_reading_blobs() {
-        let t = tempfile::tempdir().unwrap();
-        let r = t.path().join("repo");
-        repo(&r);
-        let cache = t.path().join("cache");
-        let out = t.path().join("out");
+        let (_t, r, cache, out) = workspace();
         let fresh = pack(&r, None, &[], "first prompt", &out);
         let miss = pack(&r, Some(&cache), &[], "first prompt", &out);
         assert_eq!(miss.bytes, fresh.bytes);
@@ -538,11 +544,7 @@ mod tests {
 
     #[test]
     fn a_hit_still_finds_and_redacts_a_secret_in_the_prompt() {
-        let t = tempfile::tempdir().unwrap();
-        let r = t.path().join("repo");
-        repo(&r);
-        let cache = t.path().join("cache");
-        let out = t.path().join("out");
+        let (_t, r, cache, out) = workspace();
         pack(&r, Some(&cache), &[], "first prompt", &out);
         // A pack that missed the cache would need this blob: the next one is a hit.
         let blob = git(&r, &["rev-parse", "HEAD:src/lib.rs"]);
@@ -564,11 +566,7 @@ mod tests {
 
     #[test]
     fn head_on_a_remembered_commit_resolves_without_git_and_a_new_commit_asks_git() {
-        let t = tempfile::tempdir().unwrap();
-        let r = t.path().join("repo");
-        repo(&r);
-        let cache = t.path().join("cache");
-        let out = t.path().join("out");
+        let (_t, r, cache, out) = workspace();
         let first = pack(&r, Some(&cache), &[], "p", &out);
         let head = git(&r, &["rev-parse", "HEAD"]);
         assert_eq!(first.summary.revision, head);
@@ -611,11 +609,7 @@ mod tests {
 
     #[test]
     fn a_corrupt_or_foreign_entry_is_a_miss_and_is_replaced() {
-        let t = tempfile::tempdir().unwrap();
-        let r = t.path().join("repo");
-        repo(&r);
-        let cache = t.path().join("cache");
-        let out = t.path().join("out");
+        let (_t, r, cache, out) = workspace();
         let fresh = pack(&r, Some(&cache), &[], "p", &out);
         let entry = entries(&cache).pop().unwrap();
         let good = std::fs::read(&entry).unwrap();
