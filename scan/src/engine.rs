@@ -35,6 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::allow;
 use crate::error::ScanError;
+use crate::keywords::KeywordIndex;
 use crate::lazy_regex::{Checks, LazyRegex};
 use crate::rule::{check_rule_id, Allowlist, Check, Condition, Rule, Span, Target};
 
@@ -171,11 +172,13 @@ struct CompiledRule {
     fallback: bool,
 }
 
-/// The keyword automaton, once built.
+/// The keyword search, once built.
 enum Prefilter {
     /// No rule has keywords.
     Empty,
     Ready(AhoCorasick),
+    /// For small inputs ([`Scanner::with_small_inputs`]): no automaton.
+    Small(KeywordIndex),
     /// Could not be built (cannot happen: the same keywords built at load time); every
     /// keyword rule then runs on the whole file.
     Broken,
@@ -187,9 +190,10 @@ pub struct Scanner {
     compiled: Vec<CompiledRule>,
     /// Every distinct keyword (lowercase), the prefilter's patterns.
     keywords: Vec<String>,
-    /// The keyword automaton, built on first use (see [`Scanner::with_small_inputs`]).
+    /// The keyword search, built on first use (see [`Scanner::with_small_inputs`]).
     prefilter: std::sync::OnceLock<Prefilter>,
-    /// Build the prefilter for small inputs (quick to build, slower per byte).
+    /// Search keywords with [`KeywordIndex`] (quick to build, slower per byte) instead of
+    /// an automaton.
     small_inputs: bool,
     /// Pattern id of the prefilter -> rules that have that keyword.
     keyword_rules: Vec<Vec<usize>>,
@@ -603,27 +607,31 @@ impl Scanner {
         })
     }
 
-    /// Builds the keyword automaton for small inputs (a diff's added lines rather than a
-    /// tree): a contiguous NFA, built in a fraction of the DFA's time, a little slower per
-    /// byte. Same matches either way.
+    /// Searches keywords for small inputs (a diff's added lines, a prompt, a manifest
+    /// rather than a tree): with a [`KeywordIndex`] built in a few thousand instructions
+    /// instead of an automaton (2.3 M for the built-in keywords), a little slower per byte.
+    /// Same matches either way (a test compares them).
     pub fn with_small_inputs(mut self) -> Scanner {
         self.small_inputs = true;
         self
     }
 
-    /// The keyword automaton, built on first use: a DFA for trees, a contiguous NFA with
-    /// [`Scanner::with_small_inputs`]; the noncontiguous NFA (which `new` built already) if
-    /// the chosen kind cannot be built.
+    /// Every distinct keyword (lowercase): the keyword search's patterns, by id.
+    #[cfg(test)]
+    pub(crate) fn keywords(&self) -> &[String] {
+        &self.keywords
+    }
+
+    /// The keyword search, built on first use: a DFA for trees, a [`KeywordIndex`] with
+    /// [`Scanner::with_small_inputs`]; the noncontiguous NFA if the DFA cannot be built.
     fn prefilter(&self) -> &Prefilter {
         self.prefilter.get_or_init(|| {
             if self.keywords.is_empty() {
                 return Prefilter::Empty;
             }
-            let kind = if self.small_inputs {
-                AhoCorasickKind::ContiguousNFA
-            } else {
-                AhoCorasickKind::DFA
-            };
+            if self.small_inputs {
+                return Prefilter::Small(KeywordIndex::new(&self.keywords));
+            }
             let builder = |kind: AhoCorasickKind| {
                 AhoCorasick::builder()
                     .ascii_case_insensitive(true)
@@ -633,13 +641,13 @@ impl Scanner {
                     .prefilter(false)
                     .build(&self.keywords)
             };
-            builder(kind)
+            builder(AhoCorasickKind::DFA)
                 .or_else(|_| builder(AhoCorasickKind::NoncontiguousNFA))
                 .map_or(Prefilter::Broken, Prefilter::Ready)
         })
     }
 
-    /// Builds the keyword automaton now rather than on the first scan (e.g. on a thread of
+    /// Builds the keyword search now rather than on the first scan (e.g. on a thread of
     /// its own while the caller reads its input).
     pub fn warm_up(&self) {
         let _ = self.prefilter();
@@ -798,43 +806,48 @@ impl Scanner {
                 }
             }
         }
-        if let Prefilter::Ready(ac) = prefilter {
-            let mut line: (usize, usize) = (usize::MAX, 0);
-            for hit in ac.find_overlapping_iter(content) {
-                let (s, e) = (hit.start(), hit.end());
-                let Some(rules) = self.keyword_rules.get(hit.pattern().as_usize()) else {
+        let hits = match prefilter {
+            Prefilter::Ready(ac) => ac
+                .find_overlapping_iter(content)
+                .map(|hit| (hit.pattern().as_usize(), hit.start(), hit.end()))
+                .collect(),
+            Prefilter::Small(index) => index.find_all(content),
+            Prefilter::Empty | Prefilter::Broken => Vec::new(),
+        };
+        let mut line: (usize, usize) = (usize::MAX, 0);
+        for (keyword, s, e) in hits {
+            let Some(rules) = self.keyword_rules.get(keyword) else {
+                continue;
+            };
+            for &ri in rules {
+                if whole.get(ri).copied().unwrap_or(true) || !check_applies(ri) {
+                    continue;
+                }
+                let span = self.rules.get(ri).map_or(Span::File, |r| r.span);
+                if span == Span::File {
+                    if let Some(w) = whole.get_mut(ri) {
+                        *w = true;
+                    }
+                    continue;
+                }
+                if !(line.0 <= s && e <= line.1) {
+                    line = line_bounds(content, s, e);
+                }
+                let ws = line.0.max(s.saturating_sub(WINDOW_BACK));
+                let we = match span {
+                    // Include the line's `\n`: a regex may end on it.
+                    Span::Line => (line.1 + 1).min(len).min(e.saturating_add(WINDOW_FORWARD)),
+                    _ => len.min(e.saturating_add(WINDOW_FORWARD)),
+                };
+                let Some(list) = windows.get_mut(ri) else {
                     continue;
                 };
-                for &ri in rules {
-                    if whole.get(ri).copied().unwrap_or(true) || !check_applies(ri) {
-                        continue;
+                match list.last_mut() {
+                    Some(last) if ws <= last.1 && we >= last.0 => {
+                        last.0 = last.0.min(ws);
+                        last.1 = last.1.max(we);
                     }
-                    let span = self.rules.get(ri).map_or(Span::File, |r| r.span);
-                    if span == Span::File {
-                        if let Some(w) = whole.get_mut(ri) {
-                            *w = true;
-                        }
-                        continue;
-                    }
-                    if !(line.0 <= s && e <= line.1) {
-                        line = line_bounds(content, s, e);
-                    }
-                    let ws = line.0.max(s.saturating_sub(WINDOW_BACK));
-                    let we = match span {
-                        // Include the line's `\n`: a regex may end on it.
-                        Span::Line => (line.1 + 1).min(len).min(e.saturating_add(WINDOW_FORWARD)),
-                        _ => len.min(e.saturating_add(WINDOW_FORWARD)),
-                    };
-                    let Some(list) = windows.get_mut(ri) else {
-                        continue;
-                    };
-                    match list.last_mut() {
-                        Some(last) if ws <= last.1 && we >= last.0 => {
-                            last.0 = last.0.min(ws);
-                            last.1 = last.1.max(we);
-                        }
-                        _ => list.push((ws, we)),
-                    }
+                    _ => list.push((ws, we)),
                 }
             }
         }

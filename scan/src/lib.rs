@@ -51,6 +51,7 @@ pub mod config;
 mod engine;
 mod error;
 pub mod gitleaks;
+mod keywords;
 mod lazy_regex;
 mod redact;
 pub mod rule;

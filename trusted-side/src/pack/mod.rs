@@ -207,9 +207,9 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
     };
     let cache = cache_dir.and_then(|dir| cache::PackCache::new(dir, &tree, opts));
     let hit = cache.as_ref().and_then(|c| c.load());
-    // On a hit only the prompt, the manifest and the request are scanned here: an automaton
-    // quick to build suits them (same matches; building the tree-sized DFA would cost more
-    // than these scans).
+    // On a hit only the prompt, the manifest and the request are scanned here: the keyword
+    // index, quick to build, suits them (same matches; building the tree-sized DFA would
+    // cost more than these scans).
     let scanner = Scanner::with_default_rules().context("secret scanner")?;
     let scanner = if hit.is_some() {
         scanner.with_small_inputs()
