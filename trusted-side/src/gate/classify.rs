@@ -217,8 +217,9 @@ pub(crate) fn compile_glob(
 }
 
 fn compile_table() -> Result<Compiled, String> {
-    let mut folded = GlobTable::new();
-    let mut exact = GlobTable::new();
+    let count = |globs: fn(&table::Rule) -> usize| table::RULES.iter().map(globs).sum();
+    let mut folded = GlobTable::with_capacity(count(|r| r.globs.len()));
+    let mut exact = GlobTable::with_capacity(count(|r| r.exact_globs.len()));
     for (i, rule) in table::RULES.iter().enumerate() {
         for g in rule.globs {
             folded

@@ -8,11 +8,12 @@
 //! per glob: components borrow the table's `'static` text, the brace alternatives of one glob
 //! are written into one string kept for the process's life, the index links the patterns of
 //! one key through the patterns themselves (no list per key) and hashes its short keys with
-//! FxHash, and wildcards are read from the text as they are matched. The table is built by
-//! every gate, so this is measured: `airlock classify` went 7.3 M -> 5.5 M instructions
-//! (callgrind, process start included) when components stopped copying text, then 5.35 M ->
-//! 3.61 M (the build alone 3.94 M -> 2.20 M) with the one string per brace glob, FxHash and
-//! the linked index. A unit test checks it against globset (the reference the table's
+//! FxHash, file names and extension lists at any depth (`**/name`, `**/*.{a,b}`: most of the
+//! table) are decided by the index alone, with no components, and wildcards are read from the
+//! text as they are matched. The table is built by every gate, so this is measured:
+//! `airlock classify` went 7.3 M -> 5.5 M instructions (callgrind, process start included)
+//! when components stopped copying text, then 5.35 M -> 3.03 M (the build alone 3.94 M ->
+//! 1.62 M) with the rest. Unit tests check it against globset (the reference the table's
 //! documentation names) on every table glob and thousands of paths.
 //!
 //! Syntax, as globset with `literal_separator`, `empty_alternates` and `backslash_escape`:
@@ -66,7 +67,10 @@ enum Token {
 /// [`GlobTable::components`]) and the value it stands for.
 #[derive(Debug)]
 struct Pattern {
+    /// Empty for a pattern its index key decides ([`GlobTable::add_decided_by_key`]).
     components: Range<usize>,
+    /// Matched by every path found under its key: no components to compare.
+    decided_by_key: bool,
     value: usize,
     /// The pattern added before this one under the same index key (always a smaller id).
     next: Option<usize>,
@@ -105,7 +109,8 @@ pub(crate) struct GlobTable<'a> {
     patterns: Vec<Pattern>,
     /// Last component is a literal file name.
     by_name: Index<'a>,
-    /// Last component is `*<suffix>`; keyed by the suffix from its last `.` (`.yml`).
+    /// Last component is `*<suffix>`; keyed by the suffix after its last `.` (`yml`), or for
+    /// `**/*.{a,b}`, by each whole extension.
     by_extension: Index<'a>,
     /// Otherwise, some component is a literal directory name: keyed by the last such name.
     by_directory: Index<'a>,
@@ -115,8 +120,24 @@ pub(crate) struct GlobTable<'a> {
 
 impl<'a> GlobTable<'a> {
     /// An empty table.
+    #[cfg(test)]
     pub(crate) fn new() -> GlobTable<'a> {
         GlobTable::default()
+    }
+
+    /// An empty table with room for about `globs` globs, so that building it does not copy
+    /// its arrays again and again as they grow. (The built-in table's ~770 globs made ~1,270
+    /// patterns, ~650 of them file names, ~260 extensions.)
+    pub(crate) fn with_capacity(globs: usize) -> GlobTable<'a> {
+        let index = |n: usize| Index::with_capacity_and_hasher(n, BuildHasherDefault::default());
+        GlobTable {
+            components: Vec::with_capacity(globs),
+            patterns: Vec::with_capacity(globs.saturating_mul(2)),
+            by_name: index(globs),
+            by_extension: index(globs / 2),
+            by_directory: index(globs / 4),
+            always: Vec::new(),
+        }
     }
 
     /// Adds `glob` (already anchored: no implicit `**/`) standing for `value`; its brace
@@ -134,6 +155,9 @@ impl<'a> GlobTable<'a> {
         value: usize,
         kept: Alternatives,
     ) -> Result<(), String> {
+        if any_depth && self.add_decided_by_key(glob, value) {
+            return Ok(());
+        }
         if !glob.contains(['{', '}', '\\']) {
             return self.add_alternative(any_depth, glob, Cow::Borrowed(glob), value);
         }
@@ -159,6 +183,53 @@ impl<'a> GlobTable<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `**/name`, `**/*.ext` and `**/*.{ext,ext,...}` (the file names and extension lists
+    /// that make most of the table) without components, decided by the index alone: a path's
+    /// last component is looked up as a name, and under every suffix that follows one of its
+    /// dots; it is found under `name` exactly when it is `name`, and under `ext` exactly when
+    /// it ends with `.ext`, which is when the glob matches it (`**/` takes any directories, `*`
+    /// any start of the name). `false`, and nothing added, for any other glob. Each name and
+    /// extension must be non-empty and free of wildcards, escapes, braces, commas and `/`.
+    fn add_decided_by_key(&mut self, glob: &'a str, value: usize) -> bool {
+        let plain =
+            |e: &str| !e.is_empty() && !e.contains(['*', '?', '[', ']', '{', '}', '\\', '/', ',']);
+        if plain(glob) {
+            let id = self.patterns.len();
+            let next = self.by_name.insert(Cow::Borrowed(glob), id);
+            self.patterns.push(Pattern {
+                components: 0..0,
+                decided_by_key: true,
+                value,
+                next,
+            });
+            return true;
+        }
+        let Some(extensions) = glob.strip_prefix("*.") else {
+            return false;
+        };
+        let list = match extensions.strip_prefix('{') {
+            Some(rest) => match rest.strip_suffix('}') {
+                Some(list) => list,
+                None => return false,
+            },
+            None => extensions,
+        };
+        if !list.split(',').all(plain) {
+            return false;
+        }
+        for extension in list.split(',') {
+            let id = self.patterns.len();
+            let next = self.by_extension.insert(Cow::Borrowed(extension), id);
+            self.patterns.push(Pattern {
+                components: 0..0,
+                decided_by_key: true,
+                value,
+                next,
+            });
+        }
+        true
     }
 
     /// Adds one brace-free alternative of `glob`.
@@ -199,6 +270,7 @@ impl<'a> GlobTable<'a> {
         };
         self.patterns.push(Pattern {
             components: range,
+            decided_by_key: false,
             value,
             next,
         });
@@ -221,7 +293,7 @@ impl<'a> GlobTable<'a> {
         };
         under(self.by_name.get(name));
         for (i, _) in name.match_indices('.') {
-            under(name.get(i..).and_then(|e| self.by_extension.get(e)));
+            under(name.get(i + 1..).and_then(|e| self.by_extension.get(e)));
         }
         for part in &parts {
             under(self.by_directory.get(*part));
@@ -232,9 +304,11 @@ impl<'a> GlobTable<'a> {
             .into_iter()
             .filter_map(|id| self.patterns.get(id))
             .filter(|p| {
-                self.components
-                    .get(p.components.clone())
-                    .is_some_and(|c| match_components(c, &parts))
+                p.decided_by_key
+                    || self
+                        .components
+                        .get(p.components.clone())
+                        .is_some_and(|c| match_components(c, &parts))
             })
             .map(|p| p.value)
             .collect();
@@ -293,8 +367,8 @@ fn index_key<'a>(components: &[Component<'a>]) -> Key<'a> {
                 if !rest.contains(['*', '?', '\\']) {
                     if let Some(i) = rest.rfind('.') {
                         return Key::Extension(match text {
-                            Cow::Borrowed(t) => Cow::Borrowed(&t[1 + i..]),
-                            Cow::Owned(_) => Cow::Owned(rest[i..].to_owned()),
+                            Cow::Borrowed(t) => Cow::Borrowed(&t[2 + i..]),
+                            Cow::Owned(_) => Cow::Owned(rest[i + 1..].to_owned()),
                         });
                     }
                 }
@@ -636,6 +710,78 @@ mod tests {
                 .collect();
             assert_eq!(t.matches(path), expected, "{path:?}");
         }
+    }
+
+    #[test]
+    fn names_and_extension_lists_decided_by_the_index_read_like_globset() {
+        // Through `add_anchored`: no `/`, so `**/` in front; the index alone decides the
+        // first four; the rest take the component path under the same keys.
+        let globs: [&'static str; 9] = [
+            "makefile",
+            "*.{rs,go}",
+            "*.{tar.gz,c}",
+            "*.h",
+            "*.{x,}",
+            "make*",
+            "*.{a*,b}",
+            "*_test.{c,h}",
+            "src/*.rs",
+        ];
+        let mut t = GlobTable::new();
+        for (i, g) in globs.iter().enumerate() {
+            t.add_anchored(g, i).unwrap();
+        }
+        let paths = [
+            ".rs",
+            "x.rs",
+            "a/b.c.rs",
+            "rs",
+            "x.rs/y",
+            "x.RS",
+            "x.tar.gz",
+            "tar.gz",
+            ".gz",
+            "x.gz",
+            "d/x.c",
+            "x.h",
+            "x.",
+            "x.x",
+            "x.ab",
+            "x.b",
+            "f_test.c",
+            "a/f_test.h",
+            "src/m.rs",
+            "src/d/m.rs",
+            "m.go",
+            "makefile",
+            "a/makefile",
+            "xmakefile",
+            "makefile/x",
+            "makefiles",
+        ];
+        for path in paths {
+            let expected: Vec<usize> = globs
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| {
+                    globset::GlobBuilder::new(&format!("**/{g}"))
+                        .literal_separator(true)
+                        .backslash_escape(true)
+                        .empty_alternates(true)
+                        .build()
+                        .unwrap()
+                        .compile_matcher()
+                        .is_match(path)
+                })
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(t.matches(path), expected, "{path:?}");
+        }
+        // makefile, rs, go, tar.gz, c, h: the first four globs, and only those.
+        assert_eq!(t.patterns.iter().filter(|p| p.decided_by_key).count(), 6);
+        assert_eq!(t.matches("a/b.c.rs"), vec![1]);
+        assert_eq!(t.matches("x.tar.gz"), vec![2]);
+        assert_eq!(t.matches("a/makefile"), vec![0, 5]);
     }
 
     #[test]
