@@ -15,9 +15,11 @@
 //! in the same order: by end, the longest first). A test compares
 //! the two on generated text full of keywords, their prefixes and case changes.
 //!
-//! Guards against: a keyword missed (the differential test); slow search on hostile input:
-//! at most (keywords sharing a first byte) × (longest keyword) byte comparisons per input byte,
-//! about 20 × 40 for the built-in rules, and only where the pair bit is set.
+//! Guards against: a keyword missed (the differential test); slow search on hostile input
+//! (the gate searches what a worker wrote): per input byte, one bit test, and where the bit
+//! is set a check of the second byte of each keyword with the same first byte (at most 33 for
+//! the built-in rules) and a comparison of the bytes of each keyword with the same first two
+//! (at most 10 keywords, 134 bytes): linear in the input, with that constant.
 
 /// The keywords grouped by first byte, with the pair filter. Keywords are ASCII-lowercased
 /// and non-empty (as [`crate::Scanner`] keeps them).
@@ -110,10 +112,15 @@ impl KeywordIndex {
             let (Some(&from), Some(&to)) = (self.starts.get(a), self.starts.get(a + 1)) else {
                 continue;
             };
+            let second = text.get(i + 1).map(u8::to_ascii_lowercase);
             for &id in self.ids.get(from..to).unwrap_or_default() {
                 let Some(k) = self.keywords.get(id) else {
                     continue;
                 };
+                // Only keywords with this second byte are compared (a one-byte keyword has none).
+                if k.len() > 1 && k.get(1).copied() != second {
+                    continue;
+                }
                 let end = i + k.len();
                 if text.get(i..end).is_some_and(|t| t.eq_ignore_ascii_case(k)) {
                     hits.push((id, i, end));

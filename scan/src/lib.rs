@@ -4,8 +4,10 @@
 //!
 //! A [`Scanner`] is a compiled rule set: built-in detectors ([`Scanner::with_default_rules`]),
 //! optionally extended by an airlock TOML config or an imported gitleaks config. Each file
-//! is scanned with one keyword pass (Aho-Corasick) and regexes only around keyword hits;
-//! [`Scanner::scan_files_parallel`] spreads files over all cores.
+//! is scanned with one keyword pass (an Aho-Corasick automaton; for small inputs, with
+//! [`Scanner::with_small_inputs`], an index that finds the same hits without building one)
+//! and regexes only around keyword hits; [`Scanner::scan_files_parallel`] spreads files over
+//! all cores.
 //!
 //! Modules: [`rule`] (what a detector is), [`config`] (airlock's TOML), [`gitleaks`]
 //! (import of a gitleaks config), [`sarif`] (SARIF 2.1.0 output), [`allow`] (built-in
@@ -17,8 +19,9 @@
 //!   short fingerprint. Its `Display` is `path:line: rule-id`.
 //! - [`redact`] removes every byte of every finding's range and keeps the number of lines;
 //!   the `[REDACTED:<rule>]` markers it writes are never reported by any rule.
-//! - Every search is linear in the bytes searched (finite automata, capped regex sizes);
-//!   hostile content cannot make a scan quadratic.
+//! - Every search is linear in the bytes searched (finite automata, capped regex sizes; the
+//!   small-input keyword index compares at most the keywords sharing the input's next two
+//!   bytes); hostile content cannot make a scan quadratic.
 //! - Binary files and files over the size cap are reported as skipped, never silently
 //!   passed.
 //!
