@@ -253,11 +253,9 @@ pub fn fetch_for_record(
     first_artifact_wins(store, trusted_key, job, digest, now)?;
     let artifact_path = dir.join("artifact.tar.gz");
     match sha256_file(&artifact_path) {
-        Ok((existing, _)) if existing == digest => std::fs::remove_file(&staging)?,
-        _ => {
-            let _ = std::fs::remove_file(&artifact_path);
-            std::fs::rename(&staging, &artifact_path)?;
-        }
+        Ok((existing, _)) if existing == digest => staging.close()?,
+        // Renamed over any earlier copy (the temp path is then gone: nothing left to remove).
+        _ => staging.persist(&artifact_path).map_err(|e| e.error)?,
     }
     Ok(Fetched {
         record,
