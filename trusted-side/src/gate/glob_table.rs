@@ -162,7 +162,7 @@ impl<'a> GlobTable<'a> {
             return self.add_alternative(any_depth, glob, Cow::Borrowed(glob), value);
         }
         let groups = brace_groups(glob).map_err(|e| format!("glob `{glob}`: {e}"))?;
-        let (text, ends) = expand_braces(&groups);
+        let (text, ends) = expand_braces(&groups).map_err(|e| format!("glob `{glob}`: {e}"))?;
         let mut start = 0;
         match kept {
             #[cfg(test)]
@@ -428,11 +428,19 @@ fn brace_groups(glob: &str) -> Result<Vec<Vec<&str>>, String> {
     Ok(groups)
 }
 
+/// Most combinations one glob's braces may expand to (the built-in table's globs expand to a
+/// few dozen at most).
+const MAX_ALTERNATIVES: usize = 4096;
+
 /// Every combination of one alternative per group, in order (the first group varying
 /// slowest), written one after the other into one string: the string and the end of each
 /// combination in it.
-fn expand_braces(groups: &[Vec<&str>]) -> (String, Vec<usize>) {
-    let count: usize = groups.iter().map(Vec::len).product();
+fn expand_braces(groups: &[Vec<&str>]) -> Result<(String, Vec<usize>), String> {
+    let count = groups
+        .iter()
+        .try_fold(1usize, |n, g| n.checked_mul(g.len()))
+        .filter(|&n| n <= MAX_ALTERNATIVES)
+        .ok_or_else(|| format!("more than {MAX_ALTERNATIVES} brace alternatives"))?;
     // No combination is longer than the groups' longest alternatives put together.
     let longest: usize = groups
         .iter()
@@ -455,7 +463,7 @@ fn expand_braces(groups: &[Vec<&str>]) -> (String, Vec<usize>) {
             *p = 0;
         }
     }
-    (text, ends)
+    Ok((text, ends))
 }
 
 /// Reads one component: checks its syntax, resolves the escapes of a wildcard-free one.
@@ -593,6 +601,26 @@ fn wildcard(pattern: &str, text: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Positions of the globs (each read after `prefix`) that globset, the reference, matches
+    /// `path` with, in the syntax the table reads.
+    fn globset_matches(globs: &[&str], prefix: &str, path: &str) -> Vec<usize> {
+        globs
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| {
+                globset::GlobBuilder::new(&format!("{prefix}{g}"))
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .empty_alternates(true)
+                    .build()
+                    .unwrap()
+                    .compile_matcher()
+                    .is_match(path)
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     fn table<'a>(globs: &[&'a str]) -> GlobTable<'a> {
         let mut t = GlobTable::new();
         for (i, g) in globs.iter().enumerate() {
@@ -693,22 +721,11 @@ mod tests {
         ];
         let t = table(&globs);
         for path in paths {
-            let expected: Vec<usize> = globs
-                .iter()
-                .enumerate()
-                .filter(|(_, g)| {
-                    globset::GlobBuilder::new(g)
-                        .literal_separator(true)
-                        .backslash_escape(true)
-                        .empty_alternates(true)
-                        .build()
-                        .unwrap()
-                        .compile_matcher()
-                        .is_match(path)
-                })
-                .map(|(i, _)| i)
-                .collect();
-            assert_eq!(t.matches(path), expected, "{path:?}");
+            assert_eq!(
+                t.matches(path),
+                globset_matches(&globs, "", path),
+                "{path:?}"
+            );
         }
     }
 
@@ -760,22 +777,11 @@ mod tests {
             "makefiles",
         ];
         for path in paths {
-            let expected: Vec<usize> = globs
-                .iter()
-                .enumerate()
-                .filter(|(_, g)| {
-                    globset::GlobBuilder::new(&format!("**/{g}"))
-                        .literal_separator(true)
-                        .backslash_escape(true)
-                        .empty_alternates(true)
-                        .build()
-                        .unwrap()
-                        .compile_matcher()
-                        .is_match(path)
-                })
-                .map(|(i, _)| i)
-                .collect();
-            assert_eq!(t.matches(path), expected, "{path:?}");
+            assert_eq!(
+                t.matches(path),
+                globset_matches(&globs, "**/", path),
+                "{path:?}"
+            );
         }
         // makefile, rs, go, tar.gz, c, h: the first four globs, and only those.
         assert_eq!(t.patterns.iter().filter(|p| p.decided_by_key).count(), 6);
@@ -786,7 +792,16 @@ mod tests {
 
     #[test]
     fn refuses_what_it_does_not_read_like_globset() {
-        for bad in ["a/[ab]", "a**", "{a,{b}}", "a{b", "a}b", "a\\"] {
+        let combinatorial = "{a,b,c,d}".repeat(7);
+        for bad in [
+            "a/[ab]",
+            "a**",
+            "{a,{b}}",
+            "a{b",
+            "a}b",
+            "a\\",
+            &combinatorial,
+        ] {
             assert!(GlobTable::new().add(bad, 0).is_err(), "{bad}");
         }
     }
