@@ -196,14 +196,7 @@ impl<'a> GlobTable<'a> {
         let plain =
             |e: &str| !e.is_empty() && !e.contains(['*', '?', '[', ']', '{', '}', '\\', '/', ',']);
         if plain(glob) {
-            let id = self.patterns.len();
-            let next = self.by_name.insert(Cow::Borrowed(glob), id);
-            self.patterns.push(Pattern {
-                components: 0..0,
-                decided_by_key: true,
-                value,
-                next,
-            });
+            self.add_keyed(false, glob, value);
             return true;
         }
         let Some(extensions) = glob.strip_prefix("*.") else {
@@ -220,16 +213,26 @@ impl<'a> GlobTable<'a> {
             return false;
         }
         for extension in list.split(',') {
-            let id = self.patterns.len();
-            let next = self.by_extension.insert(Cow::Borrowed(extension), id);
-            self.patterns.push(Pattern {
-                components: 0..0,
-                decided_by_key: true,
-                value,
-                next,
-            });
+            self.add_keyed(true, extension, value);
         }
         true
+    }
+
+    /// Adds a pattern decided by its key alone: a file name, or (`extension`) an extension.
+    fn add_keyed(&mut self, extension: bool, key: &'a str, value: usize) {
+        let id = self.patterns.len();
+        let index = if extension {
+            &mut self.by_extension
+        } else {
+            &mut self.by_name
+        };
+        let next = index.insert(Cow::Borrowed(key), id);
+        self.patterns.push(Pattern {
+            components: 0..0,
+            decided_by_key: true,
+            value,
+            next,
+        });
     }
 
     /// Adds one brace-free alternative of `glob`.
