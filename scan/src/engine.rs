@@ -806,49 +806,54 @@ impl Scanner {
                 }
             }
         }
-        let hits = match prefilter {
-            Prefilter::Ready(ac) => ac
-                .find_overlapping_iter(content)
-                .map(|hit| (hit.pattern().as_usize(), hit.start(), hit.end()))
-                .collect(),
-            Prefilter::Small(index) => index.find_all(content),
-            Prefilter::Empty | Prefilter::Broken => Vec::new(),
-        };
-        let mut line: (usize, usize) = (usize::MAX, 0);
-        for (keyword, s, e) in hits {
-            let Some(rules) = self.keyword_rules.get(keyword) else {
-                continue;
+        {
+            let mut line: (usize, usize) = (usize::MAX, 0);
+            // Each keyword hit opens a window for its rules (or marks a whole-file rule);
+            // hits are streamed, never collected.
+            let mut on_hit = |keyword: usize, s: usize, e: usize| {
+                let Some(rules) = self.keyword_rules.get(keyword) else {
+                    return;
+                };
+                for &ri in rules {
+                    if whole.get(ri).copied().unwrap_or(true) || !check_applies(ri) {
+                        continue;
+                    }
+                    let span = self.rules.get(ri).map_or(Span::File, |r| r.span);
+                    if span == Span::File {
+                        if let Some(w) = whole.get_mut(ri) {
+                            *w = true;
+                        }
+                        continue;
+                    }
+                    if !(line.0 <= s && e <= line.1) {
+                        line = line_bounds(content, s, e);
+                    }
+                    let ws = line.0.max(s.saturating_sub(WINDOW_BACK));
+                    let we = match span {
+                        // Include the line's `\n`: a regex may end on it.
+                        Span::Line => (line.1 + 1).min(len).min(e.saturating_add(WINDOW_FORWARD)),
+                        _ => len.min(e.saturating_add(WINDOW_FORWARD)),
+                    };
+                    let Some(list) = windows.get_mut(ri) else {
+                        continue;
+                    };
+                    match list.last_mut() {
+                        Some(last) if ws <= last.1 && we >= last.0 => {
+                            last.0 = last.0.min(ws);
+                            last.1 = last.1.max(we);
+                        }
+                        _ => list.push((ws, we)),
+                    }
+                }
             };
-            for &ri in rules {
-                if whole.get(ri).copied().unwrap_or(true) || !check_applies(ri) {
-                    continue;
-                }
-                let span = self.rules.get(ri).map_or(Span::File, |r| r.span);
-                if span == Span::File {
-                    if let Some(w) = whole.get_mut(ri) {
-                        *w = true;
+            match prefilter {
+                Prefilter::Ready(ac) => {
+                    for hit in ac.find_overlapping_iter(content) {
+                        on_hit(hit.pattern().as_usize(), hit.start(), hit.end());
                     }
-                    continue;
                 }
-                if !(line.0 <= s && e <= line.1) {
-                    line = line_bounds(content, s, e);
-                }
-                let ws = line.0.max(s.saturating_sub(WINDOW_BACK));
-                let we = match span {
-                    // Include the line's `\n`: a regex may end on it.
-                    Span::Line => (line.1 + 1).min(len).min(e.saturating_add(WINDOW_FORWARD)),
-                    _ => len.min(e.saturating_add(WINDOW_FORWARD)),
-                };
-                let Some(list) = windows.get_mut(ri) else {
-                    continue;
-                };
-                match list.last_mut() {
-                    Some(last) if ws <= last.1 && we >= last.0 => {
-                        last.0 = last.0.min(ws);
-                        last.1 = last.1.max(we);
-                    }
-                    _ => list.push((ws, we)),
-                }
+                Prefilter::Small(index) => index.for_each_hit(content, on_hit),
+                Prefilter::Empty | Prefilter::Broken => {}
             }
         }
 

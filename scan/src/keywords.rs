@@ -96,23 +96,27 @@ impl KeywordIndex {
         }
     }
 
-    /// Every occurrence of every keyword in `text`, ASCII case-insensitively, as
-    /// `(keyword id, start, end)`, in the automaton's order: by end, the longest first at one
-    /// end (so a scan reads its hits in the same order whichever search found them).
-    pub(crate) fn find_all(&self, text: &[u8]) -> Vec<(usize, usize, usize)> {
-        let mut hits = Vec::new();
+    /// Calls `hit(keyword id, start, end)` for every occurrence of every keyword in `text`,
+    /// ASCII case-insensitively, in the automaton's order: by end, the longest first at one
+    /// end (so a scan reads its hits in the same order whichever search found them). Streams:
+    /// only the hits that a later start could still precede are held, at most the keywords
+    /// starting within one keyword's length.
+    pub(crate) fn for_each_hit(&self, text: &[u8], mut hit: impl FnMut(usize, usize, usize)) {
+        let mut pending: Vec<(usize, usize, usize)> = Vec::new();
         for (i, &byte) in text.iter().enumerate() {
+            // Every hit from here on starts at `i` or later and ends after it.
+            if !pending.is_empty() {
+                report_ending_by(&mut pending, i, &mut hit);
+            }
             let a = usize::from(byte.to_ascii_lowercase());
-            let pair = text
-                .get(i + 1)
-                .is_some_and(|&b| bit(&self.pairs, a << 8 | usize::from(b.to_ascii_lowercase())));
+            let second = text.get(i + 1).map(u8::to_ascii_lowercase);
+            let pair = second.is_some_and(|b| bit(&self.pairs, a << 8 | usize::from(b)));
             if !pair && !bit(&self.singles, a) {
                 continue;
             }
             let (Some(&from), Some(&to)) = (self.starts.get(a), self.starts.get(a + 1)) else {
                 continue;
             };
-            let second = text.get(i + 1).map(u8::to_ascii_lowercase);
             for &id in self.ids.get(from..to).unwrap_or_default() {
                 let Some(k) = self.keywords.get(id) else {
                     continue;
@@ -123,12 +127,24 @@ impl KeywordIndex {
                 }
                 let end = i + k.len();
                 if text.get(i..end).is_some_and(|t| t.eq_ignore_ascii_case(k)) {
-                    hits.push((id, i, end));
+                    pending.push((id, i, end));
                 }
             }
         }
-        hits.sort_unstable_by_key(|&(_, start, end)| (end, start));
-        hits
+        report_ending_by(&mut pending, usize::MAX, &mut hit);
+    }
+}
+
+/// Reports, by end and then longest first, the pending hits that end at or before `end`.
+fn report_ending_by(
+    pending: &mut Vec<(usize, usize, usize)>,
+    end: usize,
+    hit: &mut impl FnMut(usize, usize, usize),
+) {
+    pending.sort_unstable_by_key(|&(_, start, e)| (e, start));
+    let done = pending.partition_point(|&(_, _, e)| e <= end);
+    for (id, start, e) in pending.drain(..done) {
+        hit(id, start, e);
     }
 }
 
@@ -150,7 +166,9 @@ mod tests {
     }
 
     fn index_hits(keywords: &[&str], text: &[u8]) -> Vec<(usize, usize, usize)> {
-        KeywordIndex::new(keywords).find_all(text)
+        let mut hits = Vec::new();
+        KeywordIndex::new(keywords).for_each_hit(text, |id, s, e| hits.push((id, s, e)));
+        hits
     }
 
     /// A small deterministic generator (xorshift), so a failure reproduces.
