@@ -171,15 +171,7 @@ pub fn read_members<R: Read>(
     mut visit: impl FnMut(&Member, &mut dyn Read) -> Result<(), TarError>,
 ) -> Result<ReadSummary, TarError> {
     let cap = limits.max_stream_bytes();
-    let compressed = LimitedReader::new(tar_gz, WHAT_COMPRESSED, cap.saturating_add(1024 * 1024));
-    let mut stream = Stream {
-        gz: GzDecoder::new(BufReader::with_capacity(64 * 1024, compressed)),
-        out: 0,
-        cap,
-        ratio: limits.max_compression_ratio,
-        eof: false,
-        failure: None,
-    };
+    let mut stream = Stream::new(tar_gz, cap, limits.max_compression_ratio);
     let mut walk = Walk {
         limits,
         allowed,
@@ -370,19 +362,56 @@ impl Failure {
     }
 }
 
+/// Decompressed bytes decoded ahead of the `tar` crate's reads. Its reads are small (a
+/// 512-byte header, a visitor's buffer, a 32-byte end-of-file probe), and each decoder call
+/// has a fixed cost (and checksums under 64 bytes take a slow path), so the decoder fills
+/// this instead; the limits are still checked on every decoded byte.
+const DECODED_BUFFER_BYTES: usize = 32 * 1024;
+
 /// The gzip decoder plus the checks on its output: stream cap, compression ratio, EOF.
 struct Stream<R: Read> {
     gz: GzDecoder<BufReader<LimitedReader<R>>>,
     /// Decompressed bytes handed out (the `tar` crate reads exactly what it needs, so this is
     /// its position in the tar stream).
     out: u64,
+    /// Decompressed bytes out of the decoder (`out` plus what is still buffered): what the
+    /// stream cap and the compression ratio are checked against.
+    produced: u64,
     cap: u64,
     ratio: u64,
     eof: bool,
     failure: Option<Failure>,
+    /// Decoded bytes not yet handed out: `decoded[start..end]`.
+    decoded: Box<[u8]>,
+    start: usize,
+    end: usize,
+    /// The stream cap, when the decoder's last output crossed it: reported once the bytes
+    /// before it (those still buffered) are handed out, so that the `tar` crate meets it at the
+    /// same stream position (and so in the same member) as without the buffer.
+    pending: Option<Failure>,
 }
 
 impl<R: Read> Stream<R> {
+    /// A decoder of the gzip stream `tar_gz` that hands out at most `cap` bytes and refuses
+    /// more than `ratio` decoded bytes per compressed byte (after [`RATIO_GRACE_BYTES`]).
+    fn new(tar_gz: R, cap: u64, ratio: u64) -> Stream<R> {
+        let compressed =
+            LimitedReader::new(tar_gz, WHAT_COMPRESSED, cap.saturating_add(1024 * 1024));
+        Stream {
+            gz: GzDecoder::new(BufReader::with_capacity(64 * 1024, compressed)),
+            out: 0,
+            produced: 0,
+            cap,
+            ratio,
+            eof: false,
+            failure: None,
+            decoded: vec![0u8; DECODED_BUFFER_BYTES].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            pending: None,
+        }
+    }
+
     /// Compressed bytes the decoder has actually consumed (read minus still buffered).
     fn compressed_consumed(&self) -> u64 {
         let buffered = self.gz.get_ref();
@@ -510,6 +539,60 @@ impl<R: Read> Read for Stream<R> {
         if let Some(f) = &self.failure {
             return Err(f.to_io());
         }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.start == self.end {
+            if let Some(f) = self.pending.take() {
+                return Err(self.fail(f));
+            }
+            if buf.len() >= self.decoded.len() {
+                // A read as large as the buffer is decoded straight into the caller's buffer.
+                let n = self.decode(Target::Caller(buf))?;
+                return self.hand_out(n);
+            }
+            self.end = self.decode(Target::Buffer)?;
+            self.start = 0;
+            if self.end == 0 {
+                return self.hand_out(0);
+            }
+        }
+        let n = buf.len().min(self.end - self.start);
+        buf[..n].copy_from_slice(&self.decoded[self.start..self.start + n]);
+        self.start += n;
+        self.hand_out(n)
+    }
+}
+
+/// Where [`Stream::decode`] puts its output.
+enum Target<'a> {
+    /// The stream's own buffer (`decoded`, empty when called).
+    Buffer,
+    /// The caller's buffer, at least as large as the stream's.
+    Caller(&'a mut [u8]),
+}
+
+impl<R: Read> Stream<R> {
+    /// Counts `n` bytes handed out; none handed out is the end of the stream, or the limit
+    /// the decoder's last output crossed.
+    fn hand_out(&mut self, n: usize) -> io::Result<usize> {
+        if n == 0 {
+            if let Some(f) = self.pending.take() {
+                return Err(self.fail(f));
+            }
+        }
+        self.out = self.out.saturating_add(n as u64);
+        Ok(n)
+    }
+
+    /// One call of the decoder, with the checks on what it produced: returns how many bytes
+    /// may be handed out. Crossing the stream cap is left in `pending` (the bytes up to the cap
+    /// are returned); a compression ratio over the limit or a decoder error fails the stream.
+    fn decode(&mut self, target: Target<'_>) -> io::Result<usize> {
+        let buf: &mut [u8] = match target {
+            Target::Buffer => &mut self.decoded,
+            Target::Caller(b) => b,
+        };
         let n = match self.gz.read(buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
@@ -528,25 +611,28 @@ impl<R: Read> Read for Stream<R> {
                 return Err(self.fail(f));
             }
         };
-        if n == 0 && !buf.is_empty() {
+        if n == 0 {
             self.eof = true;
         }
-        self.out = self.out.saturating_add(n as u64);
-        if self.out > self.cap {
-            let f = Failure::Limit {
+        let before = self.produced;
+        self.produced = self.produced.saturating_add(n as u64);
+        if self.produced > self.cap {
+            self.pending = Some(Failure::Limit {
                 what: WHAT_STREAM,
                 limit: self.cap,
-                seen: self.out,
-            };
-            return Err(self.fail(f));
+                seen: self.produced,
+            });
+            // Only the bytes up to the cap are handed out.
+            return Ok(usize::try_from(self.cap.saturating_sub(before)).map_or(n, |ok| ok.min(n)));
         }
-        if self.out > RATIO_GRACE_BYTES {
+        if self.produced > RATIO_GRACE_BYTES {
             let consumed = self.compressed_consumed().max(1);
-            if self.out > self.ratio.saturating_mul(consumed) {
+            if self.produced > self.ratio.saturating_mul(consumed) {
+                // A bomb is refused as soon as it shows (the decoded bytes are dropped).
                 let f = Failure::Limit {
                     what: WHAT_RATIO,
                     limit: self.ratio,
-                    seen: self.out / consumed,
+                    seen: self.produced / consumed,
                 };
                 return Err(self.fail(f));
             }
@@ -944,6 +1030,83 @@ mod tests {
         assert!(!b.allows("files", MemberKind::File));
         assert!(!b.allows("filesx/a", MemberKind::File));
         assert!(!b.allows("other.json", MemberKind::File));
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// Reads `stream` to its end or first error with reads of the given sizes, in turn.
+    fn read_in_steps<R: Read>(
+        stream: &mut Stream<R>,
+        steps: &[usize],
+    ) -> (Vec<u8>, Option<io::Error>) {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; steps.iter().copied().max().unwrap_or(1)];
+        for step in steps.iter().cycle() {
+            match stream.read(&mut buf[..*step]) {
+                Ok(0) => return (got, None),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) => return (got, Some(e)),
+            }
+        }
+        unreachable!()
+    }
+
+    /// Pseudo-random bytes that deflate only a little (the ratio limit stays out of the way).
+    fn noise(len: usize) -> Vec<u8> {
+        let mut x: u32 = 0x9e37_79b9;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_decoded_buffer_hands_out_every_byte_in_order_whatever_the_read_sizes() {
+        let data = noise(3 * DECODED_BUFFER_BYTES + 777);
+        let gz = gzip(&data);
+        for steps in [
+            &[1usize][..],
+            &[512],
+            &[32, 8192, 3],
+            &[DECODED_BUFFER_BYTES],
+            &[DECODED_BUFFER_BYTES + 1, 5],
+            &[100_000],
+        ] {
+            let mut stream = Stream::new(&gz[..], u64::MAX / 4, 200);
+            let (got, err) = read_in_steps(&mut stream, steps);
+            assert!(err.is_none(), "steps {steps:?}: {err:?}");
+            assert!(got == data, "steps {steps:?}: the bytes differ");
+            assert_eq!(stream.out, data.len() as u64, "steps {steps:?}");
+            assert!(stream.eof);
+        }
+    }
+
+    #[test]
+    fn the_stream_cap_is_met_at_the_cap_itself_not_where_the_decoder_read_ahead() {
+        let data = noise(2 * DECODED_BUFFER_BYTES);
+        let gz = gzip(&data);
+        let cap = 1000u64 + DECODED_BUFFER_BYTES as u64;
+        for steps in [&[512usize][..], &[7, 300], &[DECODED_BUFFER_BYTES * 2]] {
+            let mut stream = Stream::new(&gz[..], cap, 200);
+            let (got, err) = read_in_steps(&mut stream, steps);
+            // Exactly the bytes up to the cap are handed out, then the limit.
+            assert_eq!(got.len() as u64, cap, "steps {steps:?}");
+            assert!(got[..] == data[..got.len()]);
+            let err = err.expect("the cap must stop the stream");
+            let rule = stream.classify(&err, Some("files/big")).rule();
+            assert_eq!(rule, TarRule::TotalTooLarge, "steps {steps:?}");
+            // And the stream stays failed.
+            assert!(stream.read(&mut [0u8; 16]).is_err());
+        }
     }
 
     #[test]
