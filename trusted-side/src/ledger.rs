@@ -88,6 +88,8 @@ pub const MAX_APPEND_TRIES: u32 = 32;
 /// Appends start from it instead of listing `ledger/`, which grows with every entry, and
 /// without reading the entry it copies; see [`append`]. Hints written before this format
 /// (the number of the entry, `<seq>\n`) are still read, at the price of reading the entry.
+/// On a file store it is rewritten in place ([`Store::put_hint`]), so a reader can find it
+/// torn: it then does not open, and counts as no hint.
 pub const TAIL_HINT: &str = "ledger.tail";
 
 /// After this many lost races in one append, the tail is found by listing `ledger/` again
@@ -313,6 +315,32 @@ pub fn append_all_after(
     now_unix: u64,
     probe_read: TailProbe,
 ) -> Result<Vec<u64>> {
+    append_events(store, key, job, events, now_unix, probe_read).map(|(seqs, _)| seqs)
+}
+
+/// [`append_all_after`] for a command that appends again soon after: returns the last entry
+/// written as the next append's tail candidate (the gate records its fetch while git checks
+/// the patch, then its verdict after that entry, with no read in between).
+pub fn append_then_probe(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    events: Vec<Event>,
+    now_unix: u64,
+    probe_read: TailProbe,
+) -> Result<TailProbe> {
+    append_events(store, key, job, events, now_unix, probe_read).map(|(_, last)| TailProbe(last))
+}
+
+/// [`append_all_after`]'s work: the numbers of the entries written and the last one as a tail.
+fn append_events(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    events: Vec<Event>,
+    now_unix: u64,
+    probe_read: TailProbe,
+) -> Result<(Vec<u64>, Option<Tail>)> {
     let mut bounded = Vec::with_capacity(events.len());
     for event in events {
         let event = event.bounded();
@@ -346,11 +374,11 @@ pub fn append_all_after(
         last = Some(bytes);
     }
     if let Some(bytes) = last {
-        if let Err(e) = store.put_bytes(TAIL_HINT, &bytes) {
+        if let Err(e) = store.put_hint(TAIL_HINT, &bytes) {
             tracing::debug!("ledger: tail hint not updated: {e:#}");
         }
     }
-    Ok(seqs)
+    Ok((seqs, known))
 }
 
 /// One event of [`append_all`]; returns the new entry's number and file bytes. `known` is a

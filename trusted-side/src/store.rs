@@ -279,6 +279,16 @@ impl Store {
         Ok(())
     }
 
+    /// Writes a small object that every reader verifies and can do without (the ledger's tail
+    /// hint): on a `file://` store rewritten in place, which a concurrent reader may see half
+    /// done (see `local::overwrite`); elsewhere exactly [`Store::put_bytes`].
+    pub fn put_hint(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        match self.local_path(key) {
+            Some(path) => local::overwrite(&path, key, bytes),
+            None => self.put_bytes(key, bytes),
+        }
+    }
+
     /// Whether [`Store::put_new`] is atomic on this store by construction: a local directory
     /// (a hard link, which never replaces a file) or memory (one lock). Cloud stores' creates
     /// are atomic on AWS S3, GCS and Azure, but an S3-compatible server may check then write

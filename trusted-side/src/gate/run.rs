@@ -30,9 +30,12 @@
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
 //! 13. `--review-branch` (unless rejected): commit on `airlock/<job>` with the trailers;
-//! 14. ledger entries (fetch, gate, and reject for a rejection), appended in one go
-//!     ([`crate::ledger::append_all`]); when the gate stops with an error after the fetch, the
-//!     fetch entry alone. Return the report.
+//! 14. ledger entries: the fetch's is appended on a thread of its own while git checks the
+//!     patch (step 8), after a read of the tail hint; the gate's (and a reject's, for a
+//!     rejection) follow it once the verdict is known, with no read in between
+//!     ([`crate::ledger::append_then_probe`], [`crate::ledger::append_all_after`]). When the
+//!     checks stop before step 8, all of them are appended in one go with the verdict; when
+//!     the gate stops with an error after the fetch, the fetch entry alone. Return the report.
 //!
 //! Guards against: everything the threat model lists for the return hop; see each step's
 //! module (`checks.rs`, `review.rs`, `deps.rs`). Nothing is written outside the job directory
@@ -47,7 +50,7 @@ use airlock_core::diff::{parse_patch, DiffLimits, FileKind, FileMode, ParsedPatc
 use airlock_core::digest::{HashingReader, Sha256Digest};
 use airlock_core::format::{JobRecord, Manifest};
 use airlock_core::jobid::JobId;
-use airlock_core::keys::{PublicKey, SigningKey};
+use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
 use airlock_core::store_layout as layout;
 use airlock_core::tar::{read_members, AllowedNames, TarError, TarRule};
@@ -139,13 +142,18 @@ pub fn run_gate(
         }
     };
     fill_bom_from_fetch(&mut report, &fetched);
-    // Recorded with the verdict (one ledger append); on an error from here on, alone.
-    let fetch_event = Event::Fetch {
-        artifact_sha256: fetched.artifact_sha256,
-        packet_sha256: fetched.packet_sha256,
-        model_reported: fetched.packet.model_reported.clone(),
-        partial: fetched.packet.partial,
-        run_id: fetched.packet.run_id.clone(),
+    // Recorded while git checks the patch, or with the verdict when the checks stop before
+    // that; on an error, alone.
+    let mut fetch_record = FetchRecord {
+        ledger: Ledger { store, key, now },
+        event: Event::Fetch {
+            artifact_sha256: fetched.artifact_sha256,
+            packet_sha256: fetched.packet_sha256,
+            model_reported: fetched.packet.model_reported.clone(),
+            partial: fetched.packet.partial,
+            run_id: fetched.packet.run_id.clone(),
+        },
+        appended: None,
     };
     let judged = match judge_and_review(
         store,
@@ -153,12 +161,16 @@ pub fn run_gate(
         &fetched,
         opts,
         sparse,
-        &key.public(),
+        &mut fetch_record,
         &mut report,
     ) {
         Ok(j) => j,
         Err(e) => {
-            if let Err(l) = ledger::append(store, key, job, fetch_event, now) {
+            let recorded = match fetch_record.appended {
+                None => ledger::append(store, key, job, fetch_record.event, now).map(drop),
+                Some(appended) => appended.map(drop),
+            };
+            if let Err(l) = recorded {
                 tracing::error!("ledger: the fetch of job {job} is not recorded: {l:#}");
             }
             return Err(e);
@@ -166,19 +178,40 @@ pub fn run_gate(
     };
 
     // 14. ledger
-    let mut judged = judged;
+    let (fetch_event, tail) = match fetch_record.appended {
+        None => (Some(fetch_record.event), None),
+        Some(appended) => (None, Some(appended?)),
+    };
     let diff_sha256 = judged.as_ref().map(|j| j.diff_sha256);
-    let tail = judged.as_mut().and_then(|j| j.tail.take());
     record_in_ledger(
         store,
         key,
         job,
         &report,
-        (Some(fetch_event), tail),
+        (fetch_event, tail),
         diff_sha256.map(|d| (fetched.artifact_sha256, d)),
         now,
     )?;
     Ok(report)
+}
+
+/// Where the gate appends to the ledger: the store, the trusted key, the gate's clock.
+#[derive(Clone, Copy)]
+struct Ledger<'a> {
+    store: &'a Store,
+    key: &'a SigningKey,
+    now: u64,
+}
+
+/// The fetch's ledger entry. Appended (after a read of the tail hint) on a thread of its own
+/// while git checks the patch, which takes it off the gate's critical path; when the checks
+/// stop before git runs, appended with the verdict instead.
+struct FetchRecord<'a> {
+    ledger: Ledger<'a>,
+    event: Event,
+    /// Set once appended: the new entry, the tail candidate for the verdict's entries (or the
+    /// append's error, which the gate reports after its checks).
+    appended: Option<Result<ledger::TailProbe>>,
 }
 
 /// Steps 2–13: the checks, the decision and, if asked for, the review branch.
@@ -188,10 +221,10 @@ fn judge_and_review(
     fetched: &Fetched,
     opts: &GateOptions,
     sparse: Option<Prepared>,
-    trusted: &PublicKey,
+    fetch_record: &mut FetchRecord<'_>,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
-    let judged = judge(store, job_dir, fetched, opts, sparse, trusted, report)?;
+    let judged = judge(store, job_dir, fetched, opts, sparse, fetch_record, report)?;
     report.conclude();
     // 13. review branch
     if let Some(j) = &judged {
@@ -228,8 +261,6 @@ struct Judged {
     diff_sha256: Sha256Digest,
     patch_bytes: Vec<u8>,
     tree: Option<String>,
-    /// The ledger's tail, read while git applied (step 14 starts from it).
-    tail: Option<ledger::TailProbe>,
 }
 
 /// Steps 2–11. `Ok(None)` when a reject in steps 2–4 stopped the checks before a patch was read.
@@ -239,7 +270,7 @@ fn judge(
     fetched: &Fetched,
     opts: &GateOptions,
     sparse: Option<Prepared>,
-    trusted: &PublicKey,
+    fetch_record: &mut FetchRecord<'_>,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
@@ -263,7 +294,6 @@ fn judge(
             diff_sha256,
             patch_bytes,
             tree: None,
-            tail: None,
         }));
     }
     let patch = match parse_patch(&patch_bytes, &DiffLimits::default()) {
@@ -274,7 +304,6 @@ fn judge(
                 diff_sha256,
                 patch_bytes,
                 tree: None,
-                tail: None,
             }));
         }
     };
@@ -300,13 +329,18 @@ fn judge(
         None
     };
     // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
-    let (applied, (secrets, tail)) = std::thread::scope(|scope| -> Result<_> {
+    let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
         // The tables are built here, not on the main thread: the apply does not wait for them.
-        // Meanwhile the ledger's tail is read for step 14.
-        let scan = scope.spawn(|| -> Result<(Vec<Reason>, ledger::TailProbe)> {
-            let tail = ledger::probe_tail(store, trusted);
+        let scan = scope.spawn(|| -> Result<Vec<Reason>> {
             let scanner = build_tables()?;
-            Ok((checks::scan_added_lines(&scanner, &patch), tail))
+            Ok(checks::scan_added_lines(&scanner, &patch))
+        });
+        // 14, the fetch's part: appended while git checks (the verdict's entries follow it).
+        let Ledger { store, key, now } = fetch_record.ledger;
+        let fetch_event = fetch_record.event.clone();
+        let fetch_entry = scope.spawn(move || {
+            let tail = ledger::probe_tail(store, &key.public());
+            ledger::append_then_probe(store, key, &record.job, vec![fetch_event], now, tail)
         });
         // 5. paths
         for r in checks::check_paths(&patch, &bundle.manifest, deny.as_ref()) {
@@ -325,13 +359,20 @@ fn judge(
             report.push(r);
         }
         // 8. apply with real git
-        let applied = match review::apply_check(
+        let checked = review::apply_check(
             &opts.repo,
             job_dir,
             &record.revision,
             (&patch_bytes, &patch),
             sparse.map(|p| (p, &bundle.packed)),
-        )? {
+        );
+        fetch_record.appended = Some(
+            fetch_entry
+                .join()
+                .map_err(|_| anyhow::anyhow!("the ledger append panicked"))
+                .and_then(|appended| appended),
+        );
+        let applied = match checked? {
             ApplyOutcome::Applied { tree, files } => Some((tree, files)),
             ApplyOutcome::Failed(why) => {
                 report.push(Reason::new(
@@ -376,7 +417,6 @@ fn judge(
         diff_sha256,
         patch_bytes,
         tree: applied.and_then(|(t, _)| t),
-        tail: Some(tail),
     }))
 }
 

@@ -110,6 +110,35 @@ pub(super) fn put(path: &Path, key: &str, bytes: &[u8], create_only: bool) -> Re
     }
 }
 
+/// Rewrites the object at `path` (for `key`) in place with `bytes`, or creates it as
+/// [`put`] does when absent. Not atomic: a reader may see a mix of the old and the new bytes,
+/// so this is only for objects every reader verifies and can do without (the ledger's tail
+/// hint). Why: replacing a file by rename frees the old one's blocks, which on a file system
+/// mounted with `discard` waits for the device at every call; an overwrite in place frees
+/// nothing. Never follows a symbolic link and never opens anything but a regular file (a
+/// FIFO or device planted at `path` is refused, not waited on).
+pub(super) fn overwrite(path: &Path, key: &str, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let mut file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return put(path, key, bytes, false).map(drop),
+        Err(e) => return Err(e).with_context(|| format!("{key}: write failed")),
+    };
+    let meta = file
+        .metadata()
+        .with_context(|| format!("{key}: write failed"))?;
+    if !meta.is_file() {
+        bail!("{key}: write failed: not a regular file");
+    }
+    file.write_all(bytes)
+        .and_then(|()| file.set_len(bytes.len() as u64))
+        .with_context(|| format!("{key}: write failed"))
+}
+
 /// A new staging file `<path>#<n>` (the first free `n` from 1), creating parent directories.
 fn new_staged(path: &Path) -> std::io::Result<(File, PathBuf)> {
     let mut n = 1u32;
@@ -264,5 +293,66 @@ mod tests {
         ] {
             assert_eq!(object_path(root, key), None, "{key:?}");
         }
+    }
+
+    #[test]
+    fn a_hint_is_rewritten_in_place_created_when_absent_and_exact_when_shorter() {
+        use std::os::unix::fs::MetadataExt;
+        let (dir, store, fs) = both();
+        store
+            .put_hint("ledger.tail", b"a longer first copy")
+            .unwrap();
+        let inode = std::fs::metadata(dir.path().join("ledger.tail"))
+            .unwrap()
+            .ino();
+        store.put_hint("ledger.tail", b"short").unwrap();
+        let path = dir.path().join("ledger.tail");
+        assert_eq!(std::fs::read(&path).unwrap(), b"short");
+        // The same file (no rename), and object_store reads exactly the new bytes.
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
+        let got = rt()
+            .block_on(async { fs.get(&"ledger.tail".into()).await.unwrap().bytes().await })
+            .unwrap();
+        assert_eq!(&got[..], b"short");
+        assert_eq!(listing(dir.path()), ["ledger.tail"]);
+    }
+
+    #[test]
+    fn a_hint_is_never_written_through_a_planted_link_fifo_or_directory() {
+        let (dir, store, _fs) = both();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("victim");
+        std::fs::write(&target, b"keep me").unwrap();
+        let path = dir.path().join("ledger.tail");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let err = store.put_hint("ledger.tail", b"entry").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("ledger.tail: write failed"),
+            "{err:#}"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        // A FIFO is refused at once (no reader: the open does not wait for one).
+        std::fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = store.put_hint("ledger.tail", b"entry").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("ledger.tail: write failed"),
+            "{err:#}"
+        );
+        // A directory is not a file either.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let err = store.put_hint("ledger.tail", b"entry").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("ledger.tail: write failed"),
+            "{err:#}"
+        );
+        assert_eq!(std::fs::read_dir(&path).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
     }
 }
