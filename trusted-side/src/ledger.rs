@@ -285,7 +285,7 @@ pub fn append_all(
     events: Vec<Event>,
     now_unix: u64,
 ) -> Result<Vec<u64>> {
-    append_all_after(store, key, job, events, now_unix, TailProbe(None))
+    append_all_after(store, key, job, events, now_unix, TailProbe(None)).map(|a| a.seqs)
 }
 
 /// A tail candidate read ahead of an append (the entry the hint holds, opened under the
@@ -314,33 +314,7 @@ pub fn append_all_after(
     events: Vec<Event>,
     now_unix: u64,
     probe_read: TailProbe,
-) -> Result<Vec<u64>> {
-    append_events(store, key, job, events, now_unix, probe_read).map(|(seqs, _)| seqs)
-}
-
-/// [`append_all_after`] for a command that appends again soon after: returns the last entry
-/// written as the next append's tail candidate (the gate records its fetch while git checks
-/// the patch, then its verdict after that entry, with no read in between).
-pub fn append_then_probe(
-    store: &Store,
-    key: &SigningKey,
-    job: &JobId,
-    events: Vec<Event>,
-    now_unix: u64,
-    probe_read: TailProbe,
-) -> Result<TailProbe> {
-    append_events(store, key, job, events, now_unix, probe_read).map(|(_, last)| TailProbe(last))
-}
-
-/// [`append_all_after`]'s work: the numbers of the entries written and the last one as a tail.
-fn append_events(
-    store: &Store,
-    key: &SigningKey,
-    job: &JobId,
-    events: Vec<Event>,
-    now_unix: u64,
-    probe_read: TailProbe,
-) -> Result<(Vec<u64>, Option<Tail>)> {
+) -> Result<Appended> {
     let mut bounded = Vec::with_capacity(events.len());
     for event in events {
         let event = event.bounded();
@@ -378,7 +352,20 @@ fn append_events(
             tracing::debug!("ledger: tail hint not updated: {e:#}");
         }
     }
-    Ok((seqs, known))
+    Ok(Appended {
+        seqs,
+        tail: TailProbe(known),
+    })
+}
+
+/// What [`append_all_after`] wrote.
+pub struct Appended {
+    /// The new entries' numbers, in order.
+    pub seqs: Vec<u64>,
+    /// The last new entry, as the tail candidate of an append that follows soon (the gate
+    /// records its fetch while git checks the patch, then its verdict after that entry, with
+    /// no read in between).
+    pub tail: TailProbe,
 }
 
 /// One event of [`append_all`]; returns the new entry's number and file bytes. `known` is a

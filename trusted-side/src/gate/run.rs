@@ -33,7 +33,7 @@
 //! 14. ledger entries: the fetch's is appended on a thread of its own while git checks the
 //!     patch (step 8), after a read of the tail hint; the gate's (and a reject's, for a
 //!     rejection) follow it once the verdict is known, with no read in between
-//!     ([`crate::ledger::append_then_probe`], [`crate::ledger::append_all_after`]). When the
+//!     ([`crate::ledger::append_all_after`] and the tail it returns). When the
 //!     checks stop before step 8, all of them are appended in one go with the verdict; when
 //!     the gate stops with an error after the fetch, the fetch entry alone. Return the report.
 //!
@@ -340,7 +340,8 @@ fn judge(
         let fetch_event = fetch_record.event.clone();
         let fetch_entry = scope.spawn(move || {
             let tail = ledger::probe_tail(store, &key.public());
-            ledger::append_then_probe(store, key, &record.job, vec![fetch_event], now, tail)
+            ledger::append_all_after(store, key, &record.job, vec![fetch_event], now, tail)
+                .map(|appended| appended.tail)
         });
         // 5. paths
         for r in checks::check_paths(&patch, &bundle.manifest, deny.as_ref()) {
@@ -921,8 +922,10 @@ fn record_in_ledger(
         }
     }
     match tail {
-        Some(tail) => ledger::append_all_after(store, key, job, events, now, tail)?,
-        None => ledger::append_all(store, key, job, events, now)?,
+        Some(tail) => drop(ledger::append_all_after(
+            store, key, job, events, now, tail,
+        )?),
+        None => drop(ledger::append_all(store, key, job, events, now)?),
     };
     Ok(())
 }

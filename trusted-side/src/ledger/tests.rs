@@ -724,9 +724,23 @@ fn a_tail_read_ahead_is_used_and_a_stale_one_costs_only_a_retry() {
     let fx = Fixture::seeded();
     // Fresh: the appends chain to the probed tail.
     let probe = probe_tail(&fx.store, &fx.trusted());
-    let seqs =
+    let appended =
         append_all_after(&fx.store, &fx.key, &job(3), vec![fetch()], T0 + 50, probe).unwrap();
-    assert_eq!(seqs, [6]);
+    assert_eq!(appended.seqs, [6]);
+    // The entry it returns is a tail candidate for the next append (the gate's verdict after
+    // its fetch entry), which chains to it whatever the hint says meanwhile.
+    fx.store.put_bytes(TAIL_HINT, b"not a hint").unwrap();
+    let next = append_all_after(
+        &fx.store,
+        &fx.key,
+        &job(3),
+        vec![fetch()],
+        T0 + 55,
+        appended.tail,
+    )
+    .unwrap();
+    assert_eq!(next.seqs, [7]);
+    assert_eq!(fx.entry(7).prev, Some(fx.digest(6)));
     // Stale: another append lands between the probe and the append.
     let stale = probe_tail(&fx.store, &fx.trusted());
     append(&fx.store, &fx.key, &job(1), gate("queue", &[]), T0 + 60).unwrap();
@@ -738,19 +752,22 @@ fn a_tail_read_ahead_is_used_and_a_stale_one_costs_only_a_retry() {
         T0 + 70,
         stale,
     )
-    .unwrap();
-    assert_eq!(seqs, [8, 9]);
-    assert_eq!(fx.verify().unwrap().entries, 9);
-    assert_eq!(fx.entry(8).prev, Some(fx.digest(7)));
+    .unwrap()
+    .seqs;
+    assert_eq!(seqs, [9, 10]);
+    assert_eq!(fx.verify().unwrap().entries, 10);
+    assert_eq!(fx.entry(9).prev, Some(fx.digest(8)));
     // A hint to an entry that does not open gives an empty probe; the append then refuses
     // the invalid tail itself.
     let attacker = SigningKey::generate();
-    let ten = fx.queue_entry(10, 9, T0 + 80);
-    fx.forge(&ten, &attacker);
-    fx.store.put_bytes(TAIL_HINT, b"10\n").unwrap();
+    let eleven = fx.queue_entry(11, 10, T0 + 80);
+    fx.forge(&eleven, &attacker);
+    fx.store.put_bytes(TAIL_HINT, b"11\n").unwrap();
     let probe = probe_tail(&fx.store, &fx.trusted());
-    let err =
-        append_all_after(&fx.store, &fx.key, &job(1), vec![fetch()], T0 + 90, probe).unwrap_err();
+    let Err(err) = append_all_after(&fx.store, &fx.key, &job(1), vec![fetch()], T0 + 90, probe)
+    else {
+        panic!("an append after an invalid tail must be refused");
+    };
     assert!(format!("{err:#}").contains("ledger.signature"), "{err:#}");
 }
 
