@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-7}"
 cargo build --release --quiet -p airlock -p airlock-worker
-A="$PWD/target/release/airlock"; W="$PWD/target/release/airlock-worker"
+RELEASE="$(bash bench/release-dir.sh)"
+A="$RELEASE/airlock"; W="$RELEASE/airlock-worker"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-gate.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"

@@ -55,14 +55,15 @@ git -C "$small" add -A -f .
 git -C "$small" commit -q -m "json + email from the corpus"
 echo "repo: json/ + email/ from the corpus: $(git -C "$small" ls-files | wc -l) files, $(du -sk --exclude=.git "$small" | cut -f1) KiB" >&2
 
-# Private copies: another build replacing target/release/* mid-run would break the worker's
+# Private copies: another build replacing the release binaries mid-run would break the worker's
 # re-exec of itself (its /proc/self/exe would point at a deleted file).
 mkdir -p "$work/bin"
-cp target/release/airlock target/release/airlock-worker "$work/bin/"
+RELEASE="$(bash bench/release-dir.sh)"
+cp "$RELEASE/airlock" "$RELEASE/airlock-worker" "$work/bin/"
 
 keep=()
 [ -n "${KEEP:-}" ] && keep=(--keep "$KEEP")
-target/release/examples/bench-jobs \
+"$RELEASE/examples/bench-jobs" \
   --airlock "$work/bin/airlock" \
   --worker "$work/bin/airlock-worker" \
   --repo "$small" --jobs "$N" --lanes "$K" "${keep[@]}"

@@ -18,7 +18,7 @@ SHARED="$(cd .. && pwd)/shared"
 
 bash "$SHARED/bench/make-corpus.sh" "$CORPUS" >&2
 cargo build --release --quiet -p airlock
-AIRLOCK="$PWD/target/release/airlock"
+AIRLOCK="$(bash bench/release-dir.sh)/airlock"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-pack.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 "$AIRLOCK" --home "$work/home" init >/dev/null

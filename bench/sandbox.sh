@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet -p airlock-sandbox --example sandbox_bench
-exec target/release/examples/sandbox_bench "${1:-200}" "${2:-5}"
+exec "$(bash bench/release-dir.sh)/examples/sandbox_bench" "${1:-200}" "${2:-5}"

@@ -13,7 +13,7 @@ SHARED="$(cd .. && pwd)/shared"
 command -v rg >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }
 bash "$SHARED/bench/make-corpus.sh" "$CORPUS" >&2
 cargo build --release --quiet -p airlock
-A="$PWD/target/release/airlock"
+A="$(bash bench/release-dir.sh)/airlock"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-scan.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 "$A" scan --print-regex > "$work/all.txt"

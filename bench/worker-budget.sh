@@ -10,13 +10,16 @@
 # Usage: bench/worker-budget.sh      env: MAX_BYTES, MAX_DEPS override the budgets
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MAX_BYTES="${MAX_BYTES:-7340032}" # 7.0 MiB; measured 6 148 232 bytes (6 163 336 with rustix direct)
+# 8.25 MiB; measured 7 181 072 bytes static (glibc linked in, .cargo/config.toml; 6 150 424
+# dynamic). Raised from 7.0 MiB with static linking: the binary runs on a host without the
+# build host's shared libraries, and each start costs less (README, "Worker").
+MAX_BYTES="${MAX_BYTES:-8650752}"
 MAX_DEPS="${MAX_DEPS:-149}"       # measured 124 (was 173 over 144 lines, 20 of them repeats)
 
 cargo build --release --quiet --locked -p airlock-worker
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-worker-budget.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-cp target/release/airlock-worker "$work/airlock-worker"
+cp "$(bash bench/release-dir.sh)/airlock-worker" "$work/airlock-worker"
 # The release profile already strips symbols; strip again in case a profile override did not.
 if command -v strip >/dev/null; then strip "$work/airlock-worker"; fi
 bytes="$(stat -c %s "$work/airlock-worker")"

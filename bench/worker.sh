@@ -31,8 +31,9 @@ SHARED="$(cd .. && pwd)/shared"
 
 bash "$SHARED/bench/make-corpus.sh" "$CORPUS" >&2
 cargo build --release --quiet -p airlock -p airlock-worker
-AIRLOCK="$PWD/target/release/airlock"
-WORKER="$PWD/target/release/airlock-worker"
+RELEASE="$(bash bench/release-dir.sh)"
+AIRLOCK="$RELEASE/airlock"
+WORKER="$RELEASE/airlock-worker"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-worker.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 # As root the generator runs as nobody: the work root must be reachable.

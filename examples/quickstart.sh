@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet -p airlock -p airlock-worker
-exec ./target/release/airlock demo
+exec "$(bash bench/release-dir.sh)/airlock" demo
