@@ -33,7 +33,7 @@ use std::process::{Command, Stdio};
 use airlock_core::diff::{apply_file, FileKind, FileMode, ParsedPatch};
 use anyhow::{bail, Context, Result};
 
-use super::sparse_apply::{cat_file, ChildGuard, Object, PackedFiles, Prepared, Sparse};
+use super::sparse_apply::{cat_file, ChildGuard, Meanwhile, Object, PackedFiles, Prepared, Sparse};
 
 /// Largest blob read from the repository for the exact-apply check.
 pub const MAX_BLOB_BYTES: u64 = 64 * 1024 * 1024;
@@ -249,22 +249,27 @@ fn objects_dir(repo: &Path) -> Result<PathBuf> {
 /// (`sparse_apply.rs`: two git processes, whatever the repository's size) unless a patched
 /// path is not a plain file at the revision;
 /// otherwise, and without `sparse`, in a temporary index, which also gives the resulting tree
-/// id (the review branch compares trees). `Err`: the revision is not in the
-/// repository, or git or the disk failed.
+/// id (the review branch compares trees). `meanwhile` runs once: as soon as `git apply` has
+/// the whole patch on the sparse route, before the first git process of the index route (not
+/// at all when this fails before either). `Err`: the revision is not in the repository, or
+/// git or the disk failed.
 pub fn apply_check(
     repo: &Path,
     job_dir: &Path,
     revision: &str,
     (patch_bytes, patch): (&[u8], &ParsedPatch),
     sparse: Option<(Prepared, &PackedFiles)>,
+    meanwhile: &mut Meanwhile<'_>,
 ) -> Result<ApplyOutcome> {
     let want_tree = sparse.is_none();
     if let Some((prepared, packed)) = sparse {
-        match prepared.run(revision, patch_bytes, patch, packed)? {
+        match prepared.run(revision, patch_bytes, patch, packed, meanwhile)? {
             Sparse::Outcome(outcome) => return Ok(outcome),
             Sparse::NeedsIndex(why) => tracing::debug!("apply check in an index: {why}"),
         }
     }
+    // The index route runs several git processes: the caller's work overlaps all of them.
+    meanwhile.run();
     let repo_objects = check_revision(repo, revision)?;
     apply_check_in_index(
         repo,

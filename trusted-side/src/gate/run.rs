@@ -25,13 +25,15 @@
 //!    an error (exit 1);
 //! 9. secret scan of added lines (on a thread, while git applies; the thread first builds the
 //!    scanner and the classification tables; a thread of their own, started after the fetch,
-//!    was measured slower on 2 cores, where it competed with git's start-up);
+//!    was measured slower on 2 cores, where it competed with git's start-up). The thread
+//!    starts once git has the whole patch (`Meanwhile`), not before the apply: started
+//!    earlier it took the CPU the gate's own way to git's input needed;
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
 //! 13. `--review-branch` (unless rejected): commit on `airlock/<job>` with the trailers;
 //! 14. ledger entries: the fetch's is appended on a thread of its own while git checks the
-//!     patch (step 8), after a read of the tail hint; the gate's (and a reject's, for a
+//!     patch (step 8; started with the scan's thread), after a read of the tail hint; the gate's (and a reject's, for a
 //!     rejection) follow it once the verdict is known, with no read in between
 //!     ([`crate::ledger::append_all_after`] and the tail it returns). When the
 //!     checks stop before step 8, all of them are appended in one go with the verdict; when
@@ -62,7 +64,7 @@ use super::deps;
 use super::policy::{Policy, Verdict};
 use super::report::{ChangeStats, ChangedFile, GateReport, Reason, ReviewBranch};
 use super::review::{self, AppliedFile, ApplyOutcome, ReviewCommit, MAX_BLOB_BYTES};
-use super::sparse_apply::{PackedFiles, Prepared};
+use super::sparse_apply::{Meanwhile, PackedFiles, Prepared};
 use crate::fetch::{self, FetchRefused, Fetched};
 use crate::ledger::{self, Event};
 use crate::pack::select::Selector;
@@ -328,23 +330,30 @@ fn judge(
     } else {
         None
     };
-    // 9, meanwhile: the secret scan of added lines runs while git applies the patch.
+    // 9 and 14, meanwhile: the secret scan of added lines and the fetch's ledger entry run on
+    // threads of their own while git checks the patch, started once git has its input (see
+    // `Meanwhile`: started before, they took the CPU the way to git's input needed).
     let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
-        // The tables are built here, not on the main thread: the apply does not wait for them.
-        let scan = scope.spawn(|| -> Result<Vec<Reason>> {
-            let scanner = build_tables()?;
-            Ok(checks::scan_added_lines(&scanner, &patch))
-        });
-        // 14, the fetch's part: appended while git checks (the verdict's entries follow it).
+        let mut scan = None;
+        let mut fetch_entry = None;
         let Ledger { store, key, now } = fetch_record.ledger;
         let fetch_event = fetch_record.event.clone();
-        let fetch_entry = scope.spawn(move || {
-            let tail = ledger::probe_tail(store, &key.public());
-            ledger::append_all_after(store, key, &record.job, vec![fetch_event], now, tail)
-                .map(|appended| appended.tail)
+        let patch = &patch;
+        let mut meanwhile = Meanwhile::new(|| {
+            // The tables are built here, not on the main thread: the apply does not wait.
+            scan = Some(scope.spawn(|| -> Result<Vec<Reason>> {
+                let scanner = build_tables()?;
+                Ok(checks::scan_added_lines(&scanner, patch))
+            }));
+            // The verdict's entries follow this one.
+            fetch_entry = Some(scope.spawn(move || {
+                let tail = ledger::probe_tail(store, &key.public());
+                ledger::append_all_after(store, key, &record.job, vec![fetch_event], now, tail)
+                    .map(|appended| appended.tail)
+            }));
         });
         // 5. paths
-        for r in checks::check_paths(&patch, &bundle.manifest, deny.as_ref()) {
+        for r in checks::check_paths(patch, &bundle.manifest, deny.as_ref()) {
             report.push(r);
         }
         // 6. limits
@@ -356,7 +365,7 @@ fn judge(
             report.push(from_policy(r, None));
         }
         // 7. redacted lines
-        for r in checks::check_redacted(&patch, &bundle.redacted) {
+        for r in checks::check_redacted(patch, &bundle.redacted) {
             report.push(r);
         }
         // 8. apply with real git
@@ -364,9 +373,15 @@ fn judge(
             &opts.repo,
             job_dir,
             &record.revision,
-            (&patch_bytes, &patch),
+            (&patch_bytes, patch),
             sparse.map(|p| (p, &bundle.packed)),
+            &mut meanwhile,
         );
+        meanwhile.run(); // when the check stopped before git had the patch
+        drop(meanwhile);
+        let (Some(scan), Some(fetch_entry)) = (scan, fetch_entry) else {
+            anyhow::bail!("the secret scan and the ledger append were not started");
+        };
         fetch_record.appended = Some(
             fetch_entry
                 .join()
