@@ -911,14 +911,21 @@ mod tests {
         parse_patch(text.as_bytes(), &DiffLimits::default()).unwrap()
     }
 
+    /// One sparse check of `text` against `rev`, with `packed` at hand.
+    fn check(
+        repo: &Path,
+        job: &Path,
+        rev: &str,
+        text: &str,
+        packed: &PackedFiles,
+        meanwhile: &mut Meanwhile<'_>,
+    ) -> Result<Sparse> {
+        Prepared::start(repo, job)?.run(rev, text.as_bytes(), &parsed(text), packed, meanwhile)
+    }
+
     fn try_sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Result<Sparse> {
-        Prepared::start(repo, job)?.run(
-            rev,
-            text.as_bytes(),
-            &parsed(text),
-            &PackedFiles::new(),
-            &mut Meanwhile::nothing(),
-        )
+        let nothing = &mut Meanwhile::nothing();
+        check(repo, job, rev, text, &PackedFiles::new(), nothing)
     }
 
     /// The tree route (nothing packed at hand).
@@ -951,16 +958,7 @@ mod tests {
 
     /// The route from packed files (falling back to the tree route on a refusal).
     fn from_bundle(repo: &Path, job: &Path, rev: &str, text: &str, packed: &PackedFiles) -> Sparse {
-        Prepared::start(repo, job)
-            .unwrap()
-            .run(
-                rev,
-                text.as_bytes(),
-                &parsed(text),
-                packed,
-                &mut Meanwhile::nothing(),
-            )
-            .unwrap()
+        check(repo, job, rev, text, packed, &mut Meanwhile::nothing()).unwrap()
     }
 
     fn in_index(repo: &Path, job: &Path, rev: &str, text: &str) -> ApplyOutcome {
@@ -1108,17 +1106,17 @@ mod tests {
         assert!(!String::from_utf8_lossy(files["a.txt"].new.as_ref().unwrap()).contains("extra"));
         // A missing revision is still the error it was, whatever is packed.
         let missing = "1".repeat(40);
-        let e = Prepared::start(d.path(), job.path())
-            .unwrap()
-            .run(
-                &missing,
-                MODIFY.as_bytes(),
-                &parsed(MODIFY),
-                &packed_files(d.path(), &rev),
-                &mut Meanwhile::nothing(),
-            )
-            .unwrap_err()
-            .to_string();
+        let packed = packed_files(d.path(), &rev);
+        let e = check(
+            d.path(),
+            job.path(),
+            &missing,
+            MODIFY,
+            &packed,
+            &mut Meanwhile::nothing(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("is not in this repository"), "{e}");
         assert_eq!(snapshot(job.path()), Vec::<String>::new());
     }
@@ -1174,16 +1172,7 @@ mod tests {
             let job = tempfile::tempdir().unwrap();
             let mut seen = Vec::new();
             let mut meanwhile = Meanwhile::new(|| seen.push(snapshot(job.path())));
-            let out = Prepared::start(d.path(), job.path())
-                .unwrap()
-                .run(
-                    &rev,
-                    MODIFY.as_bytes(),
-                    &parsed(MODIFY),
-                    &at_hand,
-                    &mut meanwhile,
-                )
-                .unwrap();
+            let out = check(d.path(), job.path(), &rev, MODIFY, &at_hand, &mut meanwhile).unwrap();
             assert!(
                 matches!(out, Sparse::Outcome(ApplyOutcome::Applied { .. })),
                 "{out:?}"
@@ -1205,16 +1194,15 @@ mod tests {
         let mut ran = 0;
         let mut meanwhile = Meanwhile::new(|| ran += 1);
         let missing = "1".repeat(40);
-        let e = Prepared::start(d.path(), job.path())
-            .unwrap()
-            .run(
-                &missing,
-                MODIFY.as_bytes(),
-                &parsed(MODIFY),
-                &PackedFiles::new(),
-                &mut meanwhile,
-            )
-            .unwrap_err();
+        let e = check(
+            d.path(),
+            job.path(),
+            &missing,
+            MODIFY,
+            &PackedFiles::new(),
+            &mut meanwhile,
+        )
+        .unwrap_err();
         drop(meanwhile);
         assert!(format!("{e:#}").contains(&missing), "{e:#}");
         assert_eq!(ran, 0, "ran before git had the patch");
