@@ -33,8 +33,9 @@
 //! 12. decision = the strictest verdict over all reasons;
 //! 13. `--review-branch` (unless rejected): commit on `airlock/<job>` with the trailers;
 //! 14. ledger entries: the fetch's is appended on a thread of its own while git checks the
-//!     patch (step 8; started with the scan's thread), after a read of the tail hint; the gate's (and a reject's, for a
-//!     rejection) follow it once the verdict is known, with no read in between
+//!     patch (step 8; started with the scan's thread), after a read of the tail hint; the
+//!     gate's (and a reject's, for a rejection) follow it once the verdict is known, with no
+//!     read in between
 //!     ([`crate::ledger::append_all_after`] and the tail it returns). When the
 //!     checks stop before step 8, all of them are appended in one go with the verdict; when
 //!     the gate stops with an error after the fetch, the fetch entry alone. Return the report.
