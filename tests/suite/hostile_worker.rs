@@ -611,3 +611,30 @@ fn rejects_another_jobs_packet_under_a_statement_naming_this_job() {
     w.drop_signed(&b, &tgz, &packet_bytes, None);
     expect_reject(&w, &b, "packet-binding", None, &[]);
 }
+
+/// First artifact wins: a worker that still holds the token drops a second, validly signed
+/// artifact after the first was gated. Gating the job again is tampering: reject with the
+/// fetch's reason, the ledger records it, and the first verdict's files are not touched.
+#[test]
+fn rejects_a_second_artifact_for_a_job_already_gated() {
+    let w = World::new();
+    let job = w.submit();
+    let id = job.id();
+    let first = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+/// Adds.\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+    let (tgz, packet_bytes) = artifact(&packet(&job, first.as_bytes()), first.as_bytes());
+    w.drop_signed(&job, &tgz, &packet_bytes, None);
+    let out = w.gate(&id, &[]);
+    assert_eq!(out.status.code(), Some(0), "first gate: {}", show(&out));
+    let kept = std::fs::read(w.job_dir(&id).join("artifact.tar.gz")).unwrap();
+    assert_eq!(kept, tgz, "the first artifact is the one kept");
+
+    let second = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+// swapped in after the first verdict\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+    let (tgz2, packet2) = artifact(&packet(&job, second.as_bytes()), second.as_bytes());
+    w.drop_signed(&job, &tgz2, &packet2, None);
+    expect_reject(&w, &job, "artifact-swapped", None, &[]);
+    let kept = std::fs::read(w.job_dir(&id).join("artifact.tar.gz")).unwrap();
+    assert_eq!(
+        kept, tgz,
+        "the swapped artifact replaced the first one's copy"
+    );
+}
