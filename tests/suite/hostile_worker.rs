@@ -615,8 +615,9 @@ fn rejects_another_jobs_packet_under_a_statement_naming_this_job() {
 /// First artifact wins: a worker that still holds the token drops a second, validly signed
 /// artifact after the first was gated. Gating the job again is tampering: reject with the
 /// fetch's reason, the ledger records it, and the first verdict's files are not touched.
-#[test]
-fn rejects_a_second_artifact_for_a_job_already_gated() {
+/// `lie`: the second packet also lies about the diff's digest, so the gate's checks stop
+/// before git runs (the claim is then settled on the way out, not beside git).
+fn second_artifact_case(lie: bool) {
     let w = World::new();
     let job = w.submit();
     let id = job.id();
@@ -629,12 +630,35 @@ fn rejects_a_second_artifact_for_a_job_already_gated() {
     assert_eq!(kept, tgz, "the first artifact is the one kept");
 
     let second = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+// swapped in after the first verdict\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
-    let (tgz2, packet2) = artifact(&packet(&job, second.as_bytes()), second.as_bytes());
+    let mut p2 = packet(&job, second.as_bytes());
+    if lie {
+        p2.diff_sha256 = Sha256Digest::of_bytes(first.as_bytes());
+    }
+    let (tgz2, packet2) = artifact(&p2, second.as_bytes());
     w.drop_signed(&job, &tgz2, &packet2, None);
     expect_reject(&w, &job, "artifact-swapped", None, &[]);
+    let out = w.gate(&id, &[]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes: Vec<&str> = report["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["artifact-swapped"], "the refusal alone: {report:#}");
     let kept = std::fs::read(w.job_dir(&id).join("artifact.tar.gz")).unwrap();
     assert_eq!(
         kept, tgz,
         "the swapped artifact replaced the first one's copy"
     );
+}
+
+#[test]
+fn rejects_a_second_artifact_for_a_job_already_gated() {
+    second_artifact_case(false);
+}
+
+#[test]
+fn rejects_a_second_artifact_whose_checks_stop_before_git() {
+    second_artifact_case(true);
 }

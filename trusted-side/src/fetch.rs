@@ -6,15 +6,20 @@
 //! 3. its statement names `artifact.tar.gz`, this job, this bundle;
 //! 4. the artifact, downloaded with a size cap (the job's limit), digest = statement subject;
 //! 5. landed inside the token's validity, by the store's own clock (last-modified);
-//! 6. `packet.json` read through the safe tar reader: digest = statement, job and bundle = record;
-//! 7. first artifact wins: a different artifact for a job already fetched is tampering.
+//! 6. `packet.json` read through the safe tar reader from the downloaded copy, re-hashed on the
+//!    way (it must still be the verified artifact): digest = statement, job and bundle =
+//!    record; the same pass keeps `patch.diff` when the caller asks (the gate);
+//! 7. first artifact wins: a different artifact for a job already fetched is tampering. This
+//!    step is a [`Claim`]: [`fetch`] settles it at once, the gate on a thread of its own while it
+//!    checks the patch, and decides nothing before it has.
 //!
 //! Guards against: forged or replayed artifacts (another job's, another key's), artifacts
 //! landing after expiry, oversize downloads, and a worker swapping the artifact after a fetch.
 
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use airlock_core::digest::{sha256_file, Sha256Digest};
+use airlock_core::digest::{sha256_file, HashingReader, Sha256Digest};
 use airlock_core::dsse::{self, verify_envelope, Statement};
 use airlock_core::format::{
     ArtifactPredicate, JobRecord, Packet, MAX_ENVELOPE_BYTES, MAX_PACKET_BYTES, PREDICATE_ARTIFACT,
@@ -35,6 +40,9 @@ use crate::store::Store;
 pub const STORE_SKEW_SECS: u64 = 120;
 /// Predicate type of the trusted side's record of the first artifact fetched for a job.
 pub const PREDICATE_FETCHED: &str = "urn:airlock:predicate:fetched:v1";
+/// Largest `patch.diff` kept; [`Fetched::patch`] holds at most one byte more, for the caller
+/// to refuse.
+pub const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Why a fetch refused an artifact: a stable code for the ledger and the exit status.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +69,7 @@ pub struct Fetched {
     pub record: Verified<JobRecord>,
     /// The packet (from the verified artifact; its claims are still the worker's).
     pub packet: Packet,
-    /// Where the artifact is.
+    /// Where the artifact is (once its [`Claim`] is settled).
     pub artifact_path: PathBuf,
     /// Its digest.
     pub artifact_sha256: Sha256Digest,
@@ -69,6 +77,39 @@ pub struct Fetched {
     pub packet_sha256: Sha256Digest,
     /// When it landed (store clock).
     pub landed_at: u64,
+    /// `patch.diff`, read in the pass that read the packet, when the caller asked for it:
+    /// `None` if the artifact has none, at most [`MAX_PATCH_BYTES`] + 1 bytes.
+    pub patch: Option<Vec<u8>>,
+}
+
+/// Step 7 of a fetch, still to do: record the artifact as the job's first in the store
+/// (trusted-signed, write-once), then keep the downloaded copy as the job directory's
+/// `artifact.tar.gz`. Dropped unsettled, it removes the downloaded copy.
+#[must_use = "an artifact is not fetched until its claim is settled"]
+pub struct Claim {
+    job: JobId,
+    digest: Sha256Digest,
+    now: u64,
+    staging: tempfile::TempPath,
+    artifact_path: PathBuf,
+}
+
+impl Claim {
+    /// Settles the claim. `Err` with a [`FetchRefused`] (`artifact-swapped`) when another
+    /// artifact was fetched first for this job: tampering; any other `Err` is the store's or
+    /// the disk's.
+    pub fn settle(self, store: &Store, key: &SigningKey) -> Result<()> {
+        first_artifact_wins(store, key, &self.job, self.digest, self.now)?;
+        match sha256_file(&self.artifact_path) {
+            Ok((existing, _)) if existing == self.digest => self.staging.close()?,
+            // Renamed over any earlier copy (the temp path is then gone: nothing left to remove).
+            _ => self
+                .staging
+                .persist(&self.artifact_path)
+                .map_err(|e| e.error)?,
+        }
+        Ok(())
+    }
 }
 
 /// Summary printed by `fetch`.
@@ -139,18 +180,22 @@ pub fn fetch(
     job: &JobId,
     now: u64,
 ) -> Result<Fetched> {
-    let record = load_record(store, &trusted_key.public(), job)?;
-    fetch_for_record(store, trusted_key, home, record, now)
+    let (fetched, claim) = fetch_unclaimed(store, trusted_key, home, job, now, false)?;
+    claim.settle(store, trusted_key)?;
+    Ok(fetched)
 }
 
-/// [`fetch`] with the job record already loaded and verified by [`load_record`].
-pub fn fetch_for_record(
+/// Steps 1–6 of [`fetch`], keeping `patch.diff` if `keep_patch`; step 7 is the returned
+/// [`Claim`], which the caller settles before it reports anything about the artifact.
+pub fn fetch_unclaimed(
     store: &Store,
     trusted_key: &SigningKey,
     home: &Path,
-    record: Verified<JobRecord>,
+    job: &JobId,
     now: u64,
-) -> Result<Fetched> {
+    keep_patch: bool,
+) -> Result<(Fetched, Claim)> {
+    let record = load_record(store, &trusted_key.public(), job)?;
     let job = &record.job.clone();
     let job_key = PublicKey::from_raw_hex(&record.job_public_key)?;
 
@@ -230,7 +275,7 @@ pub fn fetch_for_record(
         ));
     }
 
-    let (packet, packet_sha256) = read_packet(&staging)?;
+    let (packet, packet_sha256, patch) = read_packet(&staging, digest, keep_patch)?;
     if packet_sha256 != predicate.packet_sha256 {
         return Err(refuse(
             "packet-digest",
@@ -250,48 +295,75 @@ pub fn fetch_for_record(
         ));
     }
 
-    first_artifact_wins(store, trusted_key, job, digest, now)?;
     let artifact_path = dir.join("artifact.tar.gz");
-    match sha256_file(&artifact_path) {
-        Ok((existing, _)) if existing == digest => staging.close()?,
-        // Renamed over any earlier copy (the temp path is then gone: nothing left to remove).
-        _ => staging.persist(&artifact_path).map_err(|e| e.error)?,
-    }
-    Ok(Fetched {
-        record,
-        packet,
-        artifact_path,
-        artifact_sha256: digest,
-        packet_sha256,
-        landed_at,
-    })
+    let claim = Claim {
+        job: job.clone(),
+        digest,
+        now,
+        staging,
+        artifact_path: artifact_path.clone(),
+    };
+    Ok((
+        Fetched {
+            record,
+            packet,
+            artifact_path,
+            artifact_sha256: digest,
+            packet_sha256,
+            landed_at,
+            patch,
+        },
+        claim,
+    ))
 }
 
-/// Reads `packet.json` out of an artifact through the safe reader (exact member names).
-pub fn read_packet(artifact: &Path) -> Result<(Packet, Sha256Digest)> {
-    let file = std::fs::File::open(artifact)?;
+/// Reads `packet.json` (and `patch.diff` if `keep_patch`) out of the downloaded artifact
+/// through the safe reader (exact member names), hashing every byte of the file on the way:
+/// it must still be `verified`, the digest the download was checked against.
+fn read_packet(
+    artifact: &Path,
+    verified: Sha256Digest,
+    keep_patch: bool,
+) -> Result<(Packet, Sha256Digest, Option<Vec<u8>>)> {
+    let file = std::fs::File::open(artifact)
+        .with_context(|| format!("{}: cannot open", artifact.display()))?;
+    let mut hashing = HashingReader::new(BufReader::new(file));
     let mut packet = None;
-    read_members(
-        std::io::BufReader::new(file),
+    let mut patch = None;
+    let read = read_members(
+        &mut hashing,
         &TarLimits::artifact(),
         &AllowedNames::artifact(),
         |m, r| {
-            if m.path == "packet.json" {
-                let mut buf = Vec::new();
-                std::io::Read::read_to_end(
-                    &mut std::io::Read::take(r, MAX_PACKET_BYTES as u64 + 1),
-                    &mut buf,
-                )?;
-                packet = Some(buf);
-            }
+            let (slot, cap) = match m.path.as_str() {
+                "packet.json" => (&mut packet, MAX_PACKET_BYTES as u64),
+                "patch.diff" if keep_patch => (&mut patch, MAX_PATCH_BYTES),
+                _ => return Ok(()),
+            };
+            let mut buf = Vec::new();
+            r.take(cap + 1).read_to_end(&mut buf)?;
+            *slot = Some(buf);
             Ok(())
         },
-    )
-    .map_err(|e| refuse("artifact-tar", e.with_label("artifact.tar.gz").to_string()))?;
+    );
+    // The rest of the file (gzip trailer, padding) goes through the hash too.
+    std::io::copy(&mut hashing, &mut std::io::sink())
+        .with_context(|| format!("{}: cannot read", artifact.display()))?;
+    let (_, local, _) = hashing.finish();
+    if local != verified {
+        return Err(refuse(
+            "artifact-changed-locally",
+            format!(
+                "{} now hashes to sha256:{local}, not the verified sha256:{verified}",
+                artifact.display()
+            ),
+        ));
+    }
+    read.map_err(|e| refuse("artifact-tar", e.with_label("artifact.tar.gz").to_string()))?;
     let bytes =
         packet.ok_or_else(|| refuse("artifact-tar", "artifact.tar.gz has no packet.json"))?;
     let p = Packet::from_json(&bytes).map_err(|e| refuse("packet-format", e.to_string()))?;
-    Ok((p, Sha256Digest::of_bytes(&bytes)))
+    Ok((p, Sha256Digest::of_bytes(&bytes), patch))
 }
 
 /// Records the first artifact fetched for a job (trusted-signed, write-once in the store);
@@ -395,5 +467,81 @@ pub fn run(
             }
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use airlock_core::format::{ExitInfo, ExitKind, Timings, PACKET_FORMAT};
+    use airlock_core::tar::DeterministicTarWriter;
+
+    const PATCH: &[u8] =
+        b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n";
+
+    /// A well-formed artifact holding a packet for `PATCH` and `PATCH`, written to a file.
+    fn artifact_file(dir: &Path) -> (PathBuf, Sha256Digest) {
+        let packet = Packet {
+            format: PACKET_FORMAT.into(),
+            job: JobId::parse("20260101T000000Z-00112233445566778899").unwrap(),
+            run_id: "0123456789abcdef".into(),
+            bundle_sha256: Sha256Digest::of_bytes(b"b"),
+            model_requested: "model-a".into(),
+            model_reported: "model-a".into(),
+            tokens_in: None,
+            tokens_out: None,
+            diff_sha256: Sha256Digest::of_bytes(PATCH),
+            files_changed: 1,
+            lines_added: 1,
+            lines_removed: 1,
+            refused: Vec::new(),
+            limits_hit: Vec::new(),
+            exit: ExitInfo {
+                kind: ExitKind::Exited,
+                code: Some(0),
+            },
+            timings: Timings {
+                started_at_ms: 0,
+                finished_at_ms: 0,
+                generator_ms: 0,
+            },
+            worker_version: "test".into(),
+            sandbox: "namespaces+landlock+seccomp".into(),
+            egress: Vec::new(),
+            partial: false,
+        };
+        let json = airlock_core::format::to_json_bytes(&packet);
+        let mut w = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
+        w.append_file("packet.json", false, json.len() as u64, json.as_slice())
+            .unwrap();
+        w.append_file("patch.diff", false, PATCH.len() as u64, PATCH)
+            .unwrap();
+        let bytes = w.finish().unwrap();
+        let path = dir.join("artifact.tar.gz");
+        std::fs::write(&path, &bytes).unwrap();
+        (path, Sha256Digest::of_bytes(&bytes))
+    }
+
+    #[test]
+    fn one_pass_reads_the_packet_and_keeps_the_patch_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, digest) = artifact_file(dir.path());
+        let (packet, _, patch) = read_packet(&path, digest, true).unwrap();
+        assert_eq!(packet.diff_sha256, Sha256Digest::of_bytes(PATCH));
+        assert_eq!(patch.as_deref(), Some(PATCH));
+        let (_, _, patch) = read_packet(&path, digest, false).unwrap();
+        assert_eq!(patch, None);
+    }
+
+    #[test]
+    fn a_copy_that_changed_on_disk_is_refused_before_its_members_are_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = artifact_file(dir.path());
+        let verified = Sha256Digest::of_bytes(b"the artifact the signature covered");
+        let e = read_packet(&path, verified, true).unwrap_err();
+        let refused = e.downcast_ref::<FetchRefused>().expect("a refusal");
+        assert_eq!(refused.code, "artifact-changed-locally");
+        assert!(refused.detail.contains("artifact.tar.gz"), "{refused}");
+        assert!(refused.detail.contains(&verified.to_string()), "{refused}");
     }
 }

@@ -3,8 +3,8 @@
 //! manifest) and returns reasons.
 //!
 //! Guards against, one check each:
-//! - a fetch refusal or an archive/diff rule turning into a vague failure ([`fetch_refusal`],
-//!   [`tar_refusal`], [`diff_refusal`] keep the rule id);
+//! - a fetch refusal or a diff rule turning into a vague failure ([`fetch_refusal`],
+//!   [`diff_refusal`] keep the rule id);
 //! - edits to paths the worker never saw ([`check_paths`]: `path-not-packed`, e.g. `.env`),
 //!   new files on deny-listed paths (`denied-path-added`), on paths that already exist or
 //!   collide with one on a case-insensitive file system (`path-collision`), new top-level
@@ -23,7 +23,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use airlock_core::diff::{self, DiffError, FileKind, FileMode, ParsedPatch};
 use airlock_core::format::{JobRecord, Manifest, Packet, MODEL_UNREPORTED};
 use airlock_core::paths::collision_key;
-use airlock_core::tar::TarError;
 
 use super::policy::{ReasonCode, Verdict};
 use super::report::{shown, Reason};
@@ -38,8 +37,6 @@ pub mod code {
     pub const BUNDLE_DIGEST: &str = "bundle-digest-mismatch";
     /// The bundle or its manifest is unreadable (safe reader or format rule).
     pub const BUNDLE_REFUSED: &str = "bundle-refused";
-    /// The artifact changed on local disk between fetch and unpack.
-    pub const ARTIFACT_CHANGED: &str = "artifact-changed-locally";
     /// The artifact has no `patch.diff`.
     pub const ARTIFACT_INCOMPLETE: &str = "artifact-incomplete";
     /// `patch.diff` does not hash to the packet's `diff_sha256`.
@@ -74,7 +71,6 @@ pub mod code {
     pub const ALL: &[&str] = &[
         BUNDLE_DIGEST,
         BUNDLE_REFUSED,
-        ARTIFACT_CHANGED,
         ARTIFACT_INCOMPLETE,
         DIFF_DIGEST,
         PATH_NOT_PACKED,
@@ -105,6 +101,7 @@ pub const FETCH_CODES: &[&str] = &[
     "artifact-tar",
     "packet-format",
     "artifact-swapped",
+    "artifact-changed-locally",
 ];
 
 /// Most secret findings listed one by one; the rest are counted in one more reason.
@@ -134,16 +131,6 @@ fn rule_in_message(msg: &str) -> Option<String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-');
     ok.then(|| rule.to_owned())
-}
-
-/// A safe-reader refusal of the artifact as an `artifact-refused` reject with the tar rule id.
-pub fn tar_refusal(e: &TarError) -> Reason {
-    Reason::new(
-        ReasonCode::ArtifactRefused.code(),
-        Verdict::Reject,
-        e.to_string(),
-    )
-    .rule(e.rule().id())
 }
 
 /// A strict-parser refusal of `patch.diff`, as a reject:

@@ -3,12 +3,15 @@
 //!
 //! Steps of [`run_gate`], in order (each a call below; a reject in steps 1–4 ends the checks,
 //! from step 5 on every check runs so the report is complete):
-//! 1. fetch and verify ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code
-//!    (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …). `git apply`
-//!    (step 8) is started before it, so that its start-up overlaps the fetch;
-//! 2. the artifact through the safe reader in memory (exact member names, every tar rule of
-//!    the unpacker, nothing written to disk), re-hashing it on the way (it must still be the
-//!    fetched artifact); `patch.diff` is kept;
+//! 1. fetch and verify ([`crate::fetch::fetch_unclaimed`]); a refusal is a `reject` with the
+//!    fetch's code (`artifact-signature`, `artifact-replay`, `artifact-tar` + the tar rule, …).
+//!    The fetch reads the downloaded artifact once through the safe reader (exact member names,
+//!    every tar rule of the unpacker), re-hashing it on the way, and keeps `packet.json` and
+//!    `patch.diff`. Its last step, first artifact wins ([`crate::fetch::Claim`]), runs on a
+//!    thread of its own from there, beside steps 2-8; the gate waits for it before it
+//!    concludes, and a refusal there (`artifact-swapped`) ends the gate as any fetch refusal
+//!    does. `git apply` (step 8) is started before the fetch, so that its start-up overlaps it;
+//! 2. `patch.diff` must be in the artifact and within its cap;
 //! 3. `patch.diff` must hash to the packet's `diff_sha256`, then the strict parser;
 //! 4. the bundle's manifest: stream `inbox/<job>/bundle.tar.gz` (capped; read in place from a
 //!    file store, downloaded to a scratch file from others) through the hasher and the safe
@@ -33,7 +36,8 @@
 //! 12. decision = the strictest verdict over all reasons;
 //! 13. `--review-branch` (unless rejected): commit on `airlock/<job>` with the trailers;
 //! 14. ledger entries: the fetch's is appended on a thread of its own while git checks the
-//!     patch (step 8; started with the scan's thread), after a read of the tail hint; the
+//!     patch (step 8; started with the scan's thread), once the claim of step 1 holds and
+//!     after a read of the tail hint; the
 //!     gate's (and a reject's, for a rejection) follow it once the verdict is known, with no
 //!     read in between
 //!     ([`crate::ledger::append_all_after`] and the tail it returns). When the
@@ -56,7 +60,7 @@ use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
 use airlock_core::store_layout as layout;
-use airlock_core::tar::{read_members, AllowedNames, TarError, TarRule};
+use airlock_core::tar::{read_members, AllowedNames, TarError};
 use anyhow::{Context, Result};
 
 use super::checks::{self, code, RedactedLines};
@@ -73,8 +77,7 @@ use crate::store::Store;
 
 /// The marker the packer writes in place of each line of a redacted secret.
 const REDACTION_MARKER: &[u8] = b"[REDACTED:";
-/// Largest `patch.diff` read (the artifact member cap).
-const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
+use crate::fetch::MAX_PATCH_BYTES;
 
 /// What `airlock gate` is asked to do.
 #[derive(Debug, Clone)]
@@ -129,72 +132,111 @@ pub fn run_gate(
     } else {
         Some(Prepared::start(&opts.repo, &job_dir)?)
     };
-    let fetched = match fetch::fetch(store, key, &home.dir, job, now) {
+    let (mut fetched, claim) = match fetch::fetch_unclaimed(store, key, &home.dir, job, now, true) {
         Ok(f) => f,
         Err(e) => {
             let Some(refused) = e.downcast_ref::<FetchRefused>() else {
                 return Err(e);
             };
-            if let Ok(record) = fetch::load_record(store, &key.public(), job) {
-                fill_bom_from_record(&mut report, &record);
-            }
-            report.push(checks::fetch_refusal(refused));
-            report.conclude();
-            record_in_ledger(store, key, job, &report, (None, None), None, now)?;
-            return Ok(report);
+            let record = fetch::load_record(store, &key.public(), job).ok();
+            return refusal(store, key, job, report, record.as_deref(), refused, now);
         }
     };
+    let patch = fetched.patch.take();
     fill_bom_from_fetch(&mut report, &fetched);
-    // Recorded while git checks the patch, or with the verdict when the checks stop before
-    // that; on an error, alone.
-    let mut fetch_record = FetchRecord {
-        ledger: Ledger { store, key, now },
-        event: Event::Fetch {
-            artifact_sha256: fetched.artifact_sha256,
-            packet_sha256: fetched.packet_sha256,
-            model_reported: fetched.packet.model_reported.clone(),
-            partial: fetched.packet.partial,
-            run_id: fetched.packet.run_id.clone(),
-        },
-        appended: None,
-    };
-    let judged = match judge_and_review(
-        store,
-        &job_dir,
-        &fetched,
-        opts,
-        sparse,
-        &mut fetch_record,
-        &mut report,
-    ) {
-        Ok(j) => j,
-        Err(e) => {
-            let recorded = match fetch_record.appended {
-                None => ledger::append(store, key, job, fetch_record.event, now).map(drop),
-                Some(appended) => appended.map(drop),
-            };
-            if let Err(l) = recorded {
-                tracing::error!("ledger: the fetch of job {job} is not recorded: {l:#}");
+    std::thread::scope(|scope| {
+        // 1, the last part, meanwhile: first artifact wins (see `ClaimState`).
+        let claim = scope.spawn(move || claim.settle(store, key));
+        // Recorded while git checks the patch, or with the verdict when the checks stop
+        // before that; on an error, alone.
+        let mut fetch_record = FetchRecord {
+            ledger: Ledger { store, key, now },
+            event: Event::Fetch {
+                artifact_sha256: fetched.artifact_sha256,
+                packet_sha256: fetched.packet_sha256,
+                model_reported: fetched.packet.model_reported.clone(),
+                partial: fetched.packet.partial,
+                run_id: fetched.packet.run_id.clone(),
+            },
+            claim: ClaimState::Settling(claim),
+            appended: None,
+        };
+        let judged = match judge_and_review(
+            store,
+            &job_dir,
+            (&fetched, patch),
+            opts,
+            sparse,
+            &mut fetch_record,
+            &mut report,
+        ) {
+            Ok(Ok(j)) => j,
+            Ok(Err(swapped)) => {
+                let report = GateReport::new(job);
+                return refusal(
+                    store,
+                    key,
+                    job,
+                    report,
+                    Some(&fetched.record),
+                    &swapped,
+                    now,
+                );
             }
-            return Err(e);
-        }
-    };
+            Err(e) => {
+                // The fetch is recorded only if its artifact was this job's first.
+                let recorded = match (fetch_record.claim.outcome(), fetch_record.appended) {
+                    (Ok(None), None) => {
+                        ledger::append(store, key, job, fetch_record.event, now).map(drop)
+                    }
+                    (Ok(None), Some(appended)) => appended.map(drop),
+                    // Another artifact was first, or the claim failed (then its error is the
+                    // gate's, or it was lost with the thread that held it): no fetch entry.
+                    (Ok(Some(_)) | Err(_), _) => Ok(()),
+                };
+                if let Err(l) = recorded {
+                    tracing::error!("ledger: the fetch of job {job} is not recorded: {l:#}");
+                }
+                return Err(e);
+            }
+        };
 
-    // 14. ledger
-    let (fetch_event, tail) = match fetch_record.appended {
-        None => (Some(fetch_record.event), None),
-        Some(appended) => (None, Some(appended?)),
-    };
-    let diff_sha256 = judged.as_ref().map(|j| j.diff_sha256);
-    record_in_ledger(
-        store,
-        key,
-        job,
-        &report,
-        (fetch_event, tail),
-        diff_sha256.map(|d| (fetched.artifact_sha256, d)),
-        now,
-    )?;
+        // 14. ledger
+        let (fetch_event, tail) = match fetch_record.appended {
+            None => (Some(fetch_record.event), None),
+            Some(appended) => (None, Some(appended?)),
+        };
+        let diff_sha256 = judged.as_ref().map(|j| j.diff_sha256);
+        record_in_ledger(
+            store,
+            key,
+            job,
+            &report,
+            (fetch_event, tail),
+            diff_sha256.map(|d| (fetched.artifact_sha256, d)),
+            now,
+        )?;
+        Ok(report)
+    })
+}
+
+/// The verdict on an artifact the fetch refused: the job record's bill of materials (when it
+/// verifies), the refusal as the only reason, and its ledger entry.
+fn refusal(
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    mut report: GateReport,
+    record: Option<&JobRecord>,
+    refused: &FetchRefused,
+    now: u64,
+) -> Result<GateReport> {
+    if let Some(record) = record {
+        fill_bom_from_record(&mut report, record);
+    }
+    report.push(checks::fetch_refusal(refused));
+    report.conclude();
+    record_in_ledger(store, key, job, &report, (None, None), None, now)?;
     Ok(report)
 }
 
@@ -208,26 +250,69 @@ struct Ledger<'a> {
 
 /// The fetch's ledger entry. Appended (after a read of the tail hint) on a thread of its own
 /// while git checks the patch, which takes it off the gate's critical path; when the checks
-/// stop before git runs, appended with the verdict instead.
-struct FetchRecord<'a> {
+/// stop before git runs, appended with the verdict instead. Either way only once the claim
+/// says the artifact is this job's first.
+struct FetchRecord<'a, 'scope> {
     ledger: Ledger<'a>,
     event: Event,
+    claim: ClaimState<'scope>,
     /// Set once appended: the new entry, the tail candidate for the verdict's entries (or the
     /// append's error, which the gate reports after its checks).
     appended: Option<Result<ledger::TailProbe>>,
 }
 
-/// Steps 2–13: the checks, the decision and, if asked for, the review branch.
+/// The fetch's last step, first artifact wins ([`fetch::Claim`]: a signed record written once
+/// in the store, then the job directory's copy), settled on a thread of its own from the end
+/// of the fetch: it overlaps the patch's parse and the bundle's read. The gate waits for it
+/// before it concludes anything (the review branch, the verdict, the fetch's ledger entry).
+enum ClaimState<'scope> {
+    /// Still on its thread.
+    Settling(std::thread::ScopedJoinHandle<'scope, Result<()>>),
+    /// Done: `Ok(None)` this job's first artifact, `Ok(Some(why))` another was fetched first.
+    Settled(Result<Option<FetchRefused>>),
+    /// Handed to the thread that appends the fetch's ledger entry.
+    Lent,
+}
+
+impl ClaimState<'_> {
+    /// Waits for the claim and takes its outcome.
+    fn outcome(&mut self) -> Result<Option<FetchRefused>> {
+        match std::mem::replace(self, ClaimState::Lent) {
+            ClaimState::Settling(thread) => match thread.join() {
+                Err(_) => anyhow::bail!("the first-artifact claim panicked"),
+                Ok(Ok(())) => Ok(None),
+                Ok(Err(e)) => e.downcast::<FetchRefused>().map(Some),
+            },
+            ClaimState::Settled(outcome) => outcome,
+            ClaimState::Lent => anyhow::bail!("the first-artifact claim was not returned"),
+        }
+    }
+}
+
+/// Steps 2–13: the checks, the decision and, if asked for, the review branch. `Ok(Err(why))`:
+/// another artifact was fetched first for this job (the claim's refusal), nothing concluded.
 fn judge_and_review(
     store: &Store,
     job_dir: &Path,
-    fetched: &Fetched,
+    (fetched, patch): (&Fetched, Option<Vec<u8>>),
     opts: &GateOptions,
     sparse: Option<Prepared>,
-    fetch_record: &mut FetchRecord<'_>,
+    fetch_record: &mut FetchRecord<'_, '_>,
     report: &mut GateReport,
-) -> Result<Option<Judged>> {
-    let judged = judge(store, job_dir, fetched, opts, sparse, fetch_record, report)?;
+) -> Result<Result<Option<Judged>, FetchRefused>> {
+    let judged = judge(
+        store,
+        job_dir,
+        (fetched, patch),
+        opts,
+        sparse,
+        fetch_record,
+        report,
+    )?;
+    match fetch_record.claim.outcome()? {
+        None => fetch_record.claim = ClaimState::Settled(Ok(None)),
+        Some(swapped) => return Ok(Err(swapped)),
+    }
     report.conclude();
     // 13. review branch
     if let Some(j) = &judged {
@@ -244,7 +329,7 @@ fn judge_and_review(
             });
         }
     }
-    Ok(judged)
+    Ok(Ok(judged))
 }
 
 /// The secret scanner for added lines; also builds the classification table (both do not
@@ -270,15 +355,15 @@ struct Judged {
 fn judge(
     store: &Store,
     job_dir: &Path,
-    fetched: &Fetched,
+    (fetched, patch): (&Fetched, Option<Vec<u8>>),
     opts: &GateOptions,
     sparse: Option<Prepared>,
-    fetch_record: &mut FetchRecord<'_>,
+    fetch_record: &mut FetchRecord<'_, '_>,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
-    // 2. safe unpack (before the bundle: the patch names the files step 4 keeps)
-    let Some(patch_bytes) = read_patch(fetched, report)? else {
+    // 2. the patch the fetch kept (before the bundle: the patch names the files step 4 keeps)
+    let Some(patch_bytes) = check_patch_member(patch, report) else {
         return Ok(None);
     };
     // 3. digest, strict parse
@@ -339,6 +424,7 @@ fn judge(
         let mut fetch_entry = None;
         let Ledger { store, key, now } = fetch_record.ledger;
         let fetch_event = fetch_record.event.clone();
+        let mut claim = std::mem::replace(&mut fetch_record.claim, ClaimState::Lent);
         let patch = &patch;
         let mut meanwhile = Meanwhile::new(|| {
             // The tables are built here, not on the main thread: the apply does not wait.
@@ -346,11 +432,17 @@ fn judge(
                 let scanner = build_tables()?;
                 Ok(checks::scan_added_lines(&scanner, patch))
             }));
-            // The verdict's entries follow this one.
+            // Once the claim holds; the verdict's entries follow this one.
             fetch_entry = Some(scope.spawn(move || {
+                let claimed = claim.outcome();
+                if !matches!(claimed, Ok(None)) {
+                    return (claimed, None);
+                }
                 let tail = ledger::probe_tail(store, &key.public());
-                ledger::append_all_after(store, key, &record.job, vec![fetch_event], now, tail)
-                    .map(|appended| appended.tail)
+                let appended =
+                    ledger::append_all_after(store, key, &record.job, vec![fetch_event], now, tail)
+                        .map(|appended| appended.tail);
+                (claimed, Some(appended))
             }));
         });
         // 5. paths
@@ -383,12 +475,12 @@ fn judge(
         let (Some(scan), Some(fetch_entry)) = (scan, fetch_entry) else {
             anyhow::bail!("the secret scan and the ledger append were not started");
         };
-        fetch_record.appended = Some(
-            fetch_entry
-                .join()
-                .map_err(|_| anyhow::anyhow!("the ledger append panicked"))
-                .and_then(|appended| appended),
-        );
+        let (claimed, appended) = fetch_entry.join().unwrap_or_else(|_| {
+            let panicked = anyhow::anyhow!("the ledger append panicked");
+            (Err(panicked), None)
+        });
+        fetch_record.claim = ClaimState::Settled(claimed);
+        fetch_record.appended = appended;
         let applied = match checked? {
             ApplyOutcome::Applied { tree, files } => Some((tree, files)),
             ApplyOutcome::Failed(why) => {
@@ -677,53 +769,10 @@ impl MarkerLines {
     }
 }
 
-/// Step 2. Returns the bytes of `patch.diff`, or `Ok(None)` after pushing a reject.
-fn read_patch(fetched: &Fetched, report: &mut GateReport) -> Result<Option<Vec<u8>>> {
-    let file = std::fs::File::open(&fetched.artifact_path)
-        .with_context(|| format!("{}: cannot open", fetched.artifact_path.display()))?;
-    let mut hashing = HashingReader::new(BufReader::new(file));
-    let mut patch: Option<Vec<u8>> = None;
-    let read = read_members(
-        &mut hashing,
-        &TarLimits::artifact(),
-        &AllowedNames::artifact(),
-        |m, r| {
-            let mut sink = std::io::sink();
-            if m.path == "patch.diff" {
-                let mut bytes = Vec::new();
-                r.take(MAX_PATCH_BYTES + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| TarError::io(Some(&m.path), "read", e))?;
-                patch = Some(bytes);
-            }
-            std::io::copy(r, &mut sink).map_err(|e| TarError::io(Some(&m.path), "read", e))?;
-            Ok(())
-        },
-    );
-    let _ = std::io::copy(&mut hashing, &mut std::io::sink());
-    let (_, local_digest, _) = hashing.finish();
-    if local_digest != fetched.artifact_sha256 {
-        report.push(Reason::new(
-            code::ARTIFACT_CHANGED,
-            Verdict::Reject,
-            format!(
-                "{} now hashes to sha256:{local_digest}, not the verified sha256:{}",
-                fetched.artifact_path.display(),
-                fetched.artifact_sha256
-            ),
-        ));
-        return Ok(None);
-    }
-    match read {
-        Ok(_) => {}
-        Err(e) if e.rule() == TarRule::Io => {
-            return Err(anyhow::Error::new(e.with_label("artifact.tar.gz")))
-        }
-        Err(e) => {
-            report.push(checks::tar_refusal(&e.with_label("artifact.tar.gz")));
-            return Ok(None);
-        }
-    }
+/// Step 2. The fetch read the artifact through the safe reader (every tar rule, exact member
+/// names) and re-hashed it on the way; `patch.diff` must be there and within the cap. Returns
+/// its bytes, or `None` after pushing a reject.
+fn check_patch_member(patch: Option<Vec<u8>>, report: &mut GateReport) -> Option<Vec<u8>> {
     let Some(bytes) = patch else {
         report.push(
             Reason::new(
@@ -733,7 +782,7 @@ fn read_patch(fetched: &Fetched, report: &mut GateReport) -> Result<Option<Vec<u
             )
             .rule("artifact.missing-member"),
         );
-        return Ok(None);
+        return None;
     };
     if bytes.len() as u64 > MAX_PATCH_BYTES {
         report.push(
@@ -744,9 +793,9 @@ fn read_patch(fetched: &Fetched, report: &mut GateReport) -> Result<Option<Vec<u
             )
             .rule(airlock_core::diff::rule::TOO_LARGE),
         );
-        return Ok(None);
+        return None;
     }
-    Ok(Some(bytes))
+    Some(bytes)
 }
 
 /// Step 10: one policy reason per changed path, the changed-file table, new dependencies.
