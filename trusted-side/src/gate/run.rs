@@ -26,11 +26,12 @@
 //!    temporary index of the whole revision (`review.rs`); never the user's checkout;
 //!    cross-checked with the exact applier; a revision missing from the local repository is
 //!    an error (exit 1);
-//! 9. secret scan of added lines (on a thread, while git applies; the thread first builds the
-//!    scanner and the classification tables; a thread of their own, started after the fetch,
-//!    was measured slower on 2 cores, where it competed with git's start-up). The thread
-//!    starts once git has the whole patch (`Meanwhile`), not before the apply: started
-//!    earlier it took the CPU the gate's own way to git's input needed;
+//! 9. secret scan of added lines (on a thread, while git applies). The thread starts once git
+//!    has the whole patch (`Meanwhile`), not before the apply: started earlier it took the CPU
+//!    the gate's own way to git's input needed. The scanner and the classification table it
+//!    needs are built before that, on a thread started when step 1's claim is settled, while
+//!    the main thread reads the bundle (`Tables`): built beside git's check they slowed git
+//!    down, and started right after the fetch they competed with git's start-up;
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
@@ -144,9 +145,15 @@ pub fn run_gate(
     };
     let patch = fetched.patch.take();
     fill_bom_from_fetch(&mut report, &fetched);
+    let tables = std::sync::OnceLock::new();
     std::thread::scope(|scope| {
-        // 1, the last part, meanwhile: first artifact wins (see `ClaimState`).
-        let claim = scope.spawn(move || claim.settle(store, key));
+        // 1, the last part, meanwhile: first artifact wins (see `ClaimState`). Then, on a
+        // thread of its own, the scan's tables (see `Tables`).
+        let claim = scope.spawn(|| {
+            let settled = claim.settle(store, key);
+            scope.spawn(|| tables.get_or_init(build_tables));
+            settled
+        });
         // Recorded while git checks the patch, or with the verdict when the checks stop
         // before that; on an error, alone.
         let mut fetch_record = FetchRecord {
@@ -165,7 +172,7 @@ pub fn run_gate(
             store,
             &job_dir,
             (&fetched, patch),
-            opts,
+            (opts, &tables),
             sparse,
             &mut fetch_record,
             &mut report,
@@ -261,6 +268,13 @@ struct FetchRecord<'a, 'scope> {
     appended: Option<Result<ledger::TailProbe>>,
 }
 
+/// The secret scanner and the classification table, built once per gate on a thread started
+/// when the claim is settled: on 2 cores that is while the main thread reads the bundle and git
+/// waits for its input, so the build no longer runs beside git's check, where any other work
+/// slowed git down. The scan takes them from here, waiting for the build if it is not done (or
+/// building them itself if it was never started).
+type Tables = std::sync::OnceLock<Result<airlock_scan::Scanner>>;
+
 /// The fetch's last step, first artifact wins ([`fetch::Claim`]: a signed record written once
 /// in the store, then the job directory's copy), settled on a thread of its own from the end
 /// of the fetch: it overlaps the patch's parse and the bundle's read. The gate waits for it
@@ -295,7 +309,7 @@ fn judge_and_review(
     store: &Store,
     job_dir: &Path,
     (fetched, patch): (&Fetched, Option<Vec<u8>>),
-    opts: &GateOptions,
+    (opts, tables): (&GateOptions, &Tables),
     sparse: Option<Prepared>,
     fetch_record: &mut FetchRecord<'_, '_>,
     report: &mut GateReport,
@@ -304,7 +318,7 @@ fn judge_and_review(
         store,
         job_dir,
         (fetched, patch),
-        opts,
+        (opts, tables),
         sparse,
         fetch_record,
         report,
@@ -356,7 +370,7 @@ fn judge(
     store: &Store,
     job_dir: &Path,
     (fetched, patch): (&Fetched, Option<Vec<u8>>),
-    opts: &GateOptions,
+    (opts, tables): (&GateOptions, &Tables),
     sparse: Option<Prepared>,
     fetch_record: &mut FetchRecord<'_, '_>,
     report: &mut GateReport,
@@ -427,10 +441,12 @@ fn judge(
         let mut claim = std::mem::replace(&mut fetch_record.claim, ClaimState::Lent);
         let patch = &patch;
         let mut meanwhile = Meanwhile::new(|| {
-            // The tables are built here, not on the main thread: the apply does not wait.
             scan = Some(scope.spawn(|| -> Result<Vec<Reason>> {
-                let scanner = build_tables()?;
-                Ok(checks::scan_added_lines(&scanner, patch))
+                let scanner = tables
+                    .get_or_init(build_tables)
+                    .as_ref()
+                    .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+                Ok(checks::scan_added_lines(scanner, patch))
             }));
             // Once the claim holds; the verdict's entries follow this one.
             fetch_entry = Some(scope.spawn(move || {
