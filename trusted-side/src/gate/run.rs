@@ -71,14 +71,13 @@ use super::policy::{Policy, Verdict};
 use super::report::{ChangeStats, ChangedFile, GateReport, Reason, ReviewBranch};
 use super::review::{self, AppliedFile, ApplyOutcome, ReviewCommit, MAX_BLOB_BYTES};
 use super::sparse_apply::{Meanwhile, PackedFiles, Prepared};
-use crate::fetch::{self, FetchRefused, Fetched};
+use crate::fetch::{self, FetchRefused, Fetched, MAX_PATCH_BYTES};
 use crate::ledger::{self, Event};
 use crate::pack::select::Selector;
 use crate::store::Store;
 
 /// The marker the packer writes in place of each line of a redacted secret.
 const REDACTION_MARKER: &[u8] = b"[REDACTED:";
-use crate::fetch::MAX_PATCH_BYTES;
 
 /// What `airlock gate` is asked to do.
 #[derive(Debug, Clone)]
