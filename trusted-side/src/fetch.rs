@@ -473,50 +473,15 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use airlock_core::format::{ExitInfo, ExitKind, Timings, PACKET_FORMAT};
-    use airlock_core::tar::DeterministicTarWriter;
 
     const PATCH: &[u8] =
         b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n";
 
-    /// A well-formed artifact holding a packet for `PATCH` and `PATCH`, written to a file.
+    /// An honest artifact for `PATCH`, written to a file; with its digest.
     fn artifact_file(dir: &Path) -> (PathBuf, Sha256Digest) {
-        let packet = Packet {
-            format: PACKET_FORMAT.into(),
-            job: JobId::parse("20260101T000000Z-00112233445566778899").unwrap(),
-            run_id: "0123456789abcdef".into(),
-            bundle_sha256: Sha256Digest::of_bytes(b"b"),
-            model_requested: "model-a".into(),
-            model_reported: "model-a".into(),
-            tokens_in: None,
-            tokens_out: None,
-            diff_sha256: Sha256Digest::of_bytes(PATCH),
-            files_changed: 1,
-            lines_added: 1,
-            lines_removed: 1,
-            refused: Vec::new(),
-            limits_hit: Vec::new(),
-            exit: ExitInfo {
-                kind: ExitKind::Exited,
-                code: Some(0),
-            },
-            timings: Timings {
-                started_at_ms: 0,
-                finished_at_ms: 0,
-                generator_ms: 0,
-            },
-            worker_version: "test".into(),
-            sandbox: "namespaces+landlock+seccomp".into(),
-            egress: Vec::new(),
-            partial: false,
-        };
-        let json = airlock_core::format::to_json_bytes(&packet);
-        let mut w = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
-        w.append_file("packet.json", false, json.len() as u64, json.as_slice())
-            .unwrap();
-        w.append_file("patch.diff", false, PATCH.len() as u64, PATCH)
-            .unwrap();
-        let bytes = w.finish().unwrap();
+        let job = JobId::parse("20260101T000000Z-00112233445566778899").unwrap();
+        let packet = crate::test_artifact::packet(&job, Sha256Digest::of_bytes(b"b"), PATCH);
+        let (bytes, _) = crate::test_artifact::artifact(&packet, PATCH);
         let path = dir.join("artifact.tar.gz");
         std::fs::write(&path, &bytes).unwrap();
         (path, Sha256Digest::of_bytes(&bytes))

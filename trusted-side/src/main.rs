@@ -28,6 +28,8 @@ mod scan_cmd;
 mod status;
 mod store;
 mod submit;
+#[cfg(test)]
+mod test_artifact;
 mod watch;
 
 use std::process::ExitCode;

@@ -6,14 +6,10 @@ use std::path::{Path, PathBuf};
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
-use airlock_core::format::{
-    self, ArtifactPredicate, ExitInfo, ExitKind, Packet, Timings, PACKET_FORMAT, PREDICATE_ARTIFACT,
-};
+use airlock_core::format::{ArtifactPredicate, PREDICATE_ARTIFACT};
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
-use airlock_core::limits::TarLimits;
 use airlock_core::store_layout as layout;
-use airlock_core::tar::DeterministicTarWriter;
 use airlock_core::token::{verify_token, JobClaims};
 
 use super::*;
@@ -146,66 +142,16 @@ impl<'a> Drop<'a> {
     }
 }
 
-fn counts(patch: &str) -> (u64, u64, u64) {
-    let p = airlock_core::diff::parse_patch(
-        patch.as_bytes(),
-        &airlock_core::diff::DiffLimits::default(),
-    );
-    p.map_or((0, 0, 0), |p| {
-        (p.files_changed(), p.lines_added(), p.lines_removed())
-    })
-}
-
 fn drop_artifact(f: &Fixture, claims: &JobClaims, d: Drop<'_>) {
-    let (files, added, removed) = counts(d.patch);
-    let packet = Packet {
-        format: PACKET_FORMAT.into(),
-        job: claims.job.clone(),
-        run_id: "0123456789abcdef".into(),
-        bundle_sha256: claims.bundle.sha256,
-        model_requested: "model-a".into(),
-        model_reported: d.model_reported.into(),
-        tokens_in: Some(10),
-        tokens_out: Some(20),
-        diff_sha256: d
-            .diff_sha256
-            .unwrap_or_else(|| Sha256Digest::of_bytes(d.patch.as_bytes())),
-        files_changed: files,
-        lines_added: added,
-        lines_removed: removed,
-        refused: Vec::new(),
-        limits_hit: Vec::new(),
-        exit: ExitInfo {
-            kind: ExitKind::Exited,
-            code: Some(0),
-        },
-        timings: Timings {
-            started_at_ms: 0,
-            finished_at_ms: 0,
-            generator_ms: 0,
-        },
-        worker_version: "test".into(),
-        sandbox: "namespaces+landlock+seccomp".into(),
-        egress: Vec::new(),
-        partial: false,
-    };
-    let packet_bytes = format::to_json_bytes(&packet);
-    let mut tar = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
-    tar.append_file(
-        "packet.json",
-        false,
-        packet_bytes.len() as u64,
-        packet_bytes.as_slice(),
-    )
-    .unwrap();
-    tar.append_file(
-        "patch.diff",
-        false,
-        d.patch.len() as u64,
-        d.patch.as_bytes(),
-    )
-    .unwrap();
-    let tgz = tar.finish().unwrap();
+    let patch = d.patch.as_bytes();
+    let mut packet = crate::test_artifact::packet(&claims.job, claims.bundle.sha256, patch);
+    packet.model_reported = d.model_reported.into();
+    packet.tokens_in = Some(10);
+    packet.tokens_out = Some(20);
+    if let Some(lie) = d.diff_sha256 {
+        packet.diff_sha256 = lie;
+    }
+    let (tgz, packet_bytes) = crate::test_artifact::artifact(&packet, patch);
     let predicate = ArtifactPredicate {
         job: claims.job.clone(),
         run_id: packet.run_id.clone(),
