@@ -38,6 +38,16 @@ pub fn run(c: &mut Command) -> Output {
 }
 
 /// Formats a command's output for assertion messages.
+/// The reason codes of a gate's JSON report, in report order.
+pub fn reason_codes(report: &serde_json::Value) -> Vec<String> {
+    report["reasons"]
+        .as_array()
+        .expect("the report has reasons")
+        .iter()
+        .map(|r| r["code"].as_str().expect("a reason has a code").to_owned())
+        .collect()
+}
+
 pub fn show(out: &Output) -> String {
     format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",

@@ -441,13 +441,10 @@ fn egress_in_the_fallback_is_refused_and_unsandboxed_egress_goes_to_a_human() {
         .arg(&env.repo));
     assert_eq!(out.status.code(), Some(3), "{}", show(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let codes: Vec<&str> = report["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["code"].as_str().unwrap())
-        .collect();
-    assert!(codes.contains(&"unsandboxed"), "{report}");
+    assert!(
+        reason_codes(&report).contains(&"unsandboxed".to_owned()),
+        "{report}"
+    );
 }
 
 #[test]

@@ -211,15 +211,6 @@ fn report(out: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("stdout is not the JSON report ({e}): {}", show(out)))
 }
 
-fn codes(r: &serde_json::Value) -> Vec<String> {
-    r["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["code"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[test]
 fn source_edit_is_queued_and_review_branch_equals_the_generators_result() {
     let p = Pipeline::new();
@@ -296,7 +287,10 @@ fn ci_edit_needs_a_human() {
     assert_eq!(out.status.code(), Some(3), "{}", show(&out));
     let r = report(&out);
     assert_eq!(r["decision"], "human");
-    assert!(codes(&r).contains(&"ci-path-changed".to_owned()), "{r:#}");
+    assert!(
+        reason_codes(&r).contains(&"ci-path-changed".to_owned()),
+        "{r:#}"
+    );
     let commit = r["review_branch"]["commit"].as_str().unwrap();
     assert_eq!(p.tree_of(commit), p.expected_tree("ci-touch.sh"));
 }
@@ -316,7 +310,11 @@ fn artifact_tampered_on_the_way_back_is_rejected() {
     let out = p.gate(&job, &["--review-branch"]);
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
     let r = report(&out);
-    assert_eq!(codes(&r), vec!["artifact-digest".to_owned()], "{r:#}");
+    assert_eq!(
+        reason_codes(&r),
+        vec!["artifact-digest".to_owned()],
+        "{r:#}"
+    );
     assert!(git(&p.repo, &["branch", "--list", "airlock/*"]).is_empty());
 }
 

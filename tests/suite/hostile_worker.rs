@@ -639,13 +639,11 @@ fn second_artifact_case(lie: bool) {
     expect_reject(&w, &job, "artifact-swapped", None, &[]);
     let out = w.gate(&id, &[]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let codes: Vec<&str> = report["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["code"].as_str().unwrap())
-        .collect();
-    assert_eq!(codes, ["artifact-swapped"], "the refusal alone: {report:#}");
+    assert_eq!(
+        reason_codes(&report),
+        ["artifact-swapped"],
+        "the refusal alone: {report:#}"
+    );
     let kept = std::fs::read(w.job_dir(&id).join("artifact.tar.gz")).unwrap();
     assert_eq!(
         kept, tgz,
