@@ -146,12 +146,14 @@ pub fn run_gate(
     fill_bom_from_fetch(&mut report, &fetched);
     let tables = std::sync::OnceLock::new();
     std::thread::scope(|scope| {
-        // 1, the last part, meanwhile: first artifact wins (see `ClaimState`). Then, on a
-        // thread of its own, the scan's tables (see `Tables`).
-        let claim = scope.spawn(|| {
-            let settled = claim.settle(store, key);
-            scope.spawn(|| tables.get_or_init(build_tables));
-            settled
+        // 1, the last part, meanwhile: first artifact wins (see `ClaimState`). Then, on the
+        // same thread once the outcome is sent, the scan's tables (see `Tables`).
+        let (settled, claim_outcome) = std::sync::mpsc::sync_channel(1);
+        let tables = &tables;
+        scope.spawn(move || {
+            // The receiver is gone only when the gate stopped with an error: nothing to tell.
+            let _ = settled.send(claim.settle(store, key));
+            tables.get_or_init(build_tables);
         });
         // Recorded while git checks the patch, or with the verdict when the checks stop
         // before that; on an error, alone.
@@ -164,14 +166,14 @@ pub fn run_gate(
                 partial: fetched.packet.partial,
                 run_id: fetched.packet.run_id.clone(),
             },
-            claim: ClaimState::Settling(claim),
+            claim: ClaimState::Settling(claim_outcome),
             appended: None,
         };
         let judged = match judge_and_review(
             store,
             &job_dir,
             (&fetched, patch),
-            (opts, &tables),
+            (opts, tables),
             sparse,
             &mut fetch_record,
             &mut report,
@@ -258,10 +260,10 @@ struct Ledger<'a> {
 /// while git checks the patch, which takes it off the gate's critical path; when the checks
 /// stop before git runs, appended with the verdict instead. Either way only once the claim
 /// says the artifact is this job's first.
-struct FetchRecord<'a, 'scope> {
+struct FetchRecord<'a> {
     ledger: Ledger<'a>,
     event: Event,
-    claim: ClaimState<'scope>,
+    claim: ClaimState,
     /// Set once appended: the new entry, the tail candidate for the verdict's entries (or the
     /// append's error, which the gate reports after its checks).
     appended: Option<Result<ledger::TailProbe>>,
@@ -278,20 +280,23 @@ type Tables = std::sync::OnceLock<Result<airlock_scan::Scanner>>;
 /// in the store, then the job directory's copy), settled on a thread of its own from the end
 /// of the fetch: it overlaps the patch's parse and the bundle's read. The gate waits for it
 /// before it concludes anything (the review branch, the verdict, the fetch's ledger entry).
-enum ClaimState<'scope> {
-    /// Still on its thread.
-    Settling(std::thread::ScopedJoinHandle<'scope, Result<()>>),
+/// The thread sends its outcome, then goes on to build the [`Tables`]: one thread started
+/// instead of two (each start and exit costs the gate's 2 CPUs a stack, a signal stack, a malloc
+/// arena and the TLB flushes of tearing them down).
+enum ClaimState {
+    /// Still on its thread: the outcome arrives here.
+    Settling(std::sync::mpsc::Receiver<Result<()>>),
     /// Done: `Ok(None)` this job's first artifact, `Ok(Some(why))` another was fetched first.
     Settled(Result<Option<FetchRefused>>),
     /// Handed to the thread that appends the fetch's ledger entry.
     Lent,
 }
 
-impl ClaimState<'_> {
+impl ClaimState {
     /// Waits for the claim and takes its outcome.
     fn outcome(&mut self) -> Result<Option<FetchRefused>> {
         match std::mem::replace(self, ClaimState::Lent) {
-            ClaimState::Settling(thread) => match thread.join() {
+            ClaimState::Settling(outcome) => match outcome.recv() {
                 Err(_) => anyhow::bail!("the first-artifact claim panicked"),
                 Ok(Ok(())) => Ok(None),
                 Ok(Err(e)) => e.downcast::<FetchRefused>().map(Some),
@@ -310,7 +315,7 @@ fn judge_and_review(
     (fetched, patch): (&Fetched, Option<Vec<u8>>),
     (opts, tables): (&GateOptions, &Tables),
     sparse: Option<Prepared>,
-    fetch_record: &mut FetchRecord<'_, '_>,
+    fetch_record: &mut FetchRecord<'_>,
     report: &mut GateReport,
 ) -> Result<Result<Option<Judged>, FetchRefused>> {
     let judged = judge(
@@ -371,7 +376,7 @@ fn judge(
     (fetched, patch): (&Fetched, Option<Vec<u8>>),
     (opts, tables): (&GateOptions, &Tables),
     sparse: Option<Prepared>,
-    fetch_record: &mut FetchRecord<'_, '_>,
+    fetch_record: &mut FetchRecord<'_>,
     report: &mut GateReport,
 ) -> Result<Option<Judged>> {
     let record = &fetched.record;
@@ -429,35 +434,32 @@ fn judge(
     } else {
         None
     };
-    // 9 and 14, meanwhile: the secret scan of added lines and the fetch's ledger entry run on
-    // threads of their own while git checks the patch, started once git has its input (see
-    // `Meanwhile`: started before, they took the CPU the way to git's input needed).
+    // 14 and 9, meanwhile: the fetch's ledger entry, then the secret scan of added lines, run
+    // on one thread while git checks the patch, started once git has its input (see
+    // `Meanwhile`: started before, they took the CPU the way to git's input needed). One
+    // thread, not one each: git has the other CPU, and a thread's start and exit cost more
+    // than running the two one after the other.
     let (applied, secrets) = std::thread::scope(|scope| -> Result<_> {
-        let mut scan = None;
-        let mut fetch_entry = None;
+        let mut helper = None;
         let Ledger { store, key, now } = fetch_record.ledger;
         let fetch_event = fetch_record.event.clone();
         let mut claim = std::mem::replace(&mut fetch_record.claim, ClaimState::Lent);
         let patch = &patch;
         let mut meanwhile = Meanwhile::new(|| {
-            scan = Some(scope.spawn(|| -> Result<Vec<Reason>> {
-                let scanner = tables
+            helper = Some(scope.spawn(move || {
+                // The fetch's entry once the claim holds; the verdict's entries follow it.
+                let claimed = claim.outcome();
+                let appended = matches!(claimed, Ok(None)).then(|| {
+                    let tail = ledger::probe_tail(store, &key.public());
+                    ledger::append_all_after(store, key, &record.job, vec![fetch_event], now, tail)
+                        .map(|appended| appended.tail)
+                });
+                let scanned = tables
                     .get_or_init(build_tables)
                     .as_ref()
-                    .map_err(|e| anyhow::anyhow!("{e:#}"))?;
-                Ok(checks::scan_added_lines(scanner, patch))
-            }));
-            // Once the claim holds; the verdict's entries follow this one.
-            fetch_entry = Some(scope.spawn(move || {
-                let claimed = claim.outcome();
-                if !matches!(claimed, Ok(None)) {
-                    return (claimed, None);
-                }
-                let tail = ledger::probe_tail(store, &key.public());
-                let appended =
-                    ledger::append_all_after(store, key, &record.job, vec![fetch_event], now, tail)
-                        .map(|appended| appended.tail);
-                (claimed, Some(appended))
+                    .map_err(|e| anyhow::anyhow!("{e:#}"))
+                    .map(|scanner| checks::scan_added_lines(scanner, patch));
+                (claimed, appended, scanned)
             }));
         });
         // 5. paths
@@ -487,12 +489,12 @@ fn judge(
         );
         meanwhile.run(); // when the check stopped before git had the patch
         drop(meanwhile);
-        let (Some(scan), Some(fetch_entry)) = (scan, fetch_entry) else {
+        let Some(helper) = helper else {
             anyhow::bail!("the secret scan and the ledger append were not started");
         };
-        let (claimed, appended) = fetch_entry.join().unwrap_or_else(|_| {
-            let panicked = anyhow::anyhow!("the ledger append panicked");
-            (Err(panicked), None)
+        let (claimed, appended, scanned) = helper.join().unwrap_or_else(|_| {
+            let panicked = || anyhow::anyhow!("the ledger append and the secret scan panicked");
+            (Err(panicked()), None, Err(panicked()))
         });
         fetch_record.claim = ClaimState::Settled(claimed);
         fetch_record.appended = appended;
@@ -510,10 +512,7 @@ fn judge(
                 None
             }
         };
-        let secrets = scan
-            .join()
-            .map_err(|_| anyhow::anyhow!("the secret scan panicked"))??;
-        Ok((applied, secrets))
+        Ok((applied, scanned?))
     })?;
     // 9. secret scan (reasons)
     for r in secrets {
