@@ -124,9 +124,9 @@ pub struct Prepared {
     /// The temporary index `git apply` reads: a fresh random name in the job directory,
     /// created by `run`.
     index: IndexFile,
-    /// The thread starting `git apply` (a spawn waits for git's exec, done off the gate's
-    /// own path).
-    spawning: Option<std::thread::JoinHandle<std::io::Result<ChildGuard>>>,
+    /// Where the thread starting `git apply` sends it (a spawn waits for git's exec, done off
+    /// the gate's own path).
+    spawning: Option<std::sync::mpsc::Receiver<std::io::Result<ChildGuard>>>,
 }
 
 /// A temporary index file: a path chosen up front, created new (never an existing file) on
@@ -186,10 +186,27 @@ impl Drop for IndexFile {
 impl Prepared {
     /// Starts `git apply` for checking a patch against a revision of `repo`, with the
     /// temporary index to be in `job_dir` (which need not exist yet). `Err`: git cannot run.
+    #[cfg(test)]
     pub fn start(repo: &Path, job_dir: &Path) -> Result<Prepared> {
+        Prepared::start_then(repo, job_dir, || {})
+    }
+
+    /// [`Prepared::start`], and once git is started, `then` runs on the thread that started
+    /// it (the gate builds its scan tables there: while git starts and the gate fetches, not
+    /// while git checks).
+    pub fn start_then(
+        repo: &Path,
+        job_dir: &Path,
+        then: impl FnOnce() + Send + 'static,
+    ) -> Result<Prepared> {
         let index = IndexFile::new_in(job_dir)?;
         let mut apply = apply_command(repo, &index.path);
-        let spawning = std::thread::spawn(move || apply.spawn().map(ChildGuard));
+        let (started, spawning) = std::sync::mpsc::sync_channel(1);
+        std::thread::spawn(move || {
+            // The receiver is gone only when the gate stopped: the guard then stops git.
+            let _ = started.send(apply.spawn().map(ChildGuard));
+            then();
+        });
         Ok(Prepared {
             repo: repo.to_owned(),
             revision: String::new(),
@@ -222,7 +239,7 @@ impl Prepared {
             bail!("the sparse apply check ran twice");
         };
         let apply = spawning
-            .join()
+            .recv()
             .map_err(|_| anyhow::anyhow!("the thread starting git panicked"))?
             .context("cannot run git (is it installed?)")?;
         for fp in &patch.files {
@@ -392,7 +409,7 @@ impl Drop for Prepared {
     fn drop(&mut self) {
         // Never run: wait for the spawns, then the guards stop both processes.
         if let Some(spawning) = self.spawning.take() {
-            drop(spawning.join());
+            drop(spawning.recv());
         }
     }
 }
