@@ -127,12 +127,11 @@ pub fn run_gate(
     // 1. fetch + verify. git starts first (step 8): its start-up overlaps the fetch and the
     // reading of the artifact and the bundle. Nothing is written before the record verifies.
     let job_dir = fetch::job_dir(&home.dir, job);
-    let tables: std::sync::Arc<Tables> = std::sync::Arc::default();
+    let tables = &TABLES;
     let sparse = if opts.review_branch {
         None
     } else {
-        let tables = std::sync::Arc::clone(&tables);
-        Some(Prepared::start_then(&opts.repo, &job_dir, move || {
+        Some(Prepared::start_then(&opts.repo, &job_dir, || {
             tables.get_or_init(build_tables);
         })?)
     };
@@ -153,7 +152,6 @@ pub fn run_gate(
         // same thread once the outcome is sent, the scan's tables if git's starter has not
         // built them (see `Tables`).
         let (settled, claim_outcome) = std::sync::mpsc::sync_channel(1);
-        let tables = &*tables;
         scope.spawn(move || {
             // The receiver is gone only when the gate stopped with an error: nothing to tell.
             let _ = settled.send(claim.settle(store, key));
@@ -280,8 +278,13 @@ struct FetchRecord<'a> {
 /// (Built once the claim was settled, as before, the gate took longer: 8 alternating pairs of
 /// 30 gates, this way faster in 6, by 0.21 ms on average.) With `--review-branch` no such thread runs: the claim's
 /// thread builds them once its outcome is sent. The scan takes them from here, waiting for the
-/// build if it is not done (or building them itself if it was never started).
+/// build if it is not done (or building them itself if it was never started). They do not
+/// depend on the job: built once per process ([`TABLES`]), so `airlock watch` builds them
+/// once, and no gate frees them on its way out.
 type Tables = std::sync::OnceLock<Result<airlock_scan::Scanner>>;
+
+/// The process's [`Tables`].
+static TABLES: Tables = std::sync::OnceLock::new();
 
 /// The fetch's last step, first artifact wins ([`fetch::Claim`]: a signed record written once
 /// in the store, then the job directory's copy), settled on a thread of its own from the end

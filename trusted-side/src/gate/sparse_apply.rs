@@ -26,7 +26,8 @@
 //!   path and added/removed counts, in order) and `--summary` (created and deleted files with
 //!   their modes, mode changes) must be exactly what the parsed patch says, and `-v` must not
 //!   report a hunk applied away from where the patch puts it;
-//! - the result of each file is the core's exact applier's (hunks at the stated lines only).
+//! - the result of each file is the core's exact applier's (hunks at the stated lines only),
+//!   worked out on the gate's thread while git checks (it does not depend on git's answer).
 //!   The strict parser checks that each hunk's new-side start follows from the hunks before
 //!   it, and git tries a hunk at its new-side start first, so when both accept, both put every
 //!   hunk at the same lines: the results are the same bytes.
@@ -250,8 +251,12 @@ impl Prepared {
             .filter(|_| has_object_on_disk(&self.repo, &self.revision) == Some(true));
         if let Some(old) = fast {
             self.index.write(&index_bytes(&old, oid_len)?)?;
-            if let Ok(report) = finish_apply(apply, patch_bytes, patch, meanwhile)? {
-                if let outcome @ ApplyOutcome::Applied { .. } = compare(patch, old, &report) {
+            let expected = expected_report(patch, &old);
+            let (report, exact) = finish_apply(apply, patch_bytes, patch, meanwhile, || {
+                apply_exactly(patch, old)
+            })?;
+            if let Ok(report) = report {
+                if let outcome @ ApplyOutcome::Applied { .. } = compare(&expected, exact, &report) {
                     return Ok(Sparse::Outcome(outcome));
                 }
             }
@@ -393,7 +398,11 @@ impl Prepared {
         }
 
         self.index.write(&index_bytes(&old, oid_len)?)?;
-        let report = match finish_apply(apply, patch_bytes, patch, meanwhile)? {
+        let expected = expected_report(patch, &old);
+        let (report, exact) = finish_apply(apply, patch_bytes, patch, meanwhile, || {
+            apply_exactly(patch, old)
+        })?;
+        let report = match report {
             Ok(report) => report,
             Err(why) => {
                 return Ok(Sparse::Outcome(ApplyOutcome::Failed(format!(
@@ -401,7 +410,7 @@ impl Prepared {
                 ))))
             }
         };
-        Ok(Sparse::Outcome(compare(patch, old, &report)))
+        Ok(Sparse::Outcome(compare(&expected, exact, &report)))
     }
 }
 
@@ -571,11 +580,12 @@ struct GitReport {
     stderr: Vec<u8>,
 }
 
-/// Checks git's reading of the patch against ours, and applies each file with the exact
-/// applier.
+/// Checks git's reading of the patch (`report`) against ours (`expected`, from
+/// [`expected_report`]); when they agree, the result is the exact applier's (`exact`, from
+/// [`apply_exactly`]).
 fn compare(
-    patch: &ParsedPatch,
-    mut old: BTreeMap<&str, OldFile>,
+    expected: &[u8],
+    exact: Result<BTreeMap<String, AppliedFile>, String>,
     report: &GitReport,
 ) -> ApplyOutcome {
     let progress = String::from_utf8_lossy(&report.stderr);
@@ -585,7 +595,6 @@ fn compare(
             line.trim()
         ));
     }
-    let expected = expected_report(patch, &old);
     if report.stdout != expected {
         return ApplyOutcome::Failed(format!(
             "git reads the patch differently from the gate (files, line counts or modes): git says {:?}",
@@ -595,23 +604,31 @@ fn compare(
                 .collect::<String>()
         ));
     }
+    match exact {
+        Ok(files) => ApplyOutcome::Applied { tree: None, files },
+        Err(why) => ApplyOutcome::Failed(why),
+    }
+}
+
+/// Each patched file as the exact applier makes it (hunks at the stated lines only) from its
+/// content at the revision (`old`). It does not depend on git's answer, so it is worked out
+/// while git checks. `Err`: why a file does not apply exactly, or is over the size limit.
+fn apply_exactly(
+    patch: &ParsedPatch,
+    mut old: BTreeMap<&str, OldFile>,
+) -> Result<BTreeMap<String, AppliedFile>, String> {
     let mut files = BTreeMap::new();
     for fp in &patch.files {
         let shown = super::report::shown(&fp.path);
         let old_bytes = old.remove(fp.path.as_str()).map(|(body, _, _)| body);
-        let new_bytes = match apply_file(old_bytes.as_deref(), fp) {
-            Ok(x) => x,
-            Err(e) => {
-                return ApplyOutcome::Failed(format!(
-                    "{shown}: git applies it, but not exactly where the patch says (offset): {e}"
-                ))
-            }
-        };
+        let new_bytes = apply_file(old_bytes.as_deref(), fp).map_err(|e| {
+            format!("{shown}: git applies it, but not exactly where the patch says (offset): {e}")
+        })?;
         if new_bytes
             .as_ref()
             .is_some_and(|b| b.len() as u64 > MAX_BLOB_BYTES)
         {
-            return ApplyOutcome::Failed(format!(
+            return Err(format!(
                 "{shown}: over the {MAX_BLOB_BYTES}-byte limit after the patch"
             ));
         }
@@ -623,7 +640,7 @@ fn compare(
             },
         );
     }
-    ApplyOutcome::Applied { tree: None, files }
+    Ok(files)
 }
 
 /// What `git apply --numstat --summary -z` prints for `patch` when it reads it as the parser
@@ -718,14 +735,16 @@ fn check_relative(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Feeds the patch to the waiting `git apply` and collects its verdict and report.
-/// `Ok(Err(why))`: git refused the patch.
-fn finish_apply(
+/// Feeds the patch to the waiting `git apply` and collects its verdict and report, with what
+/// `own` returns: the caller's own work, done on this thread while git runs (after
+/// `meanwhile` is started). `Ok((Err(why), _))`: git refused the patch.
+fn finish_apply<T>(
     mut apply: ChildGuard,
     patch_bytes: &[u8],
     patch: &ParsedPatch,
     meanwhile: &mut Meanwhile<'_>,
-) -> Result<Result<GitReport, String>> {
+    own: impl FnOnce() -> T,
+) -> Result<(Result<GitReport, String>, T)> {
     let mut stdin = apply.0.stdin.take().context("git apply: no stdin")?;
     let stdout = apply.0.stdout.take().context("git apply: no stdout")?;
     let stderr = apply.0.stderr.take().context("git apply: no stderr")?;
@@ -735,6 +754,7 @@ fn finish_apply(
     drop(stdin);
     // git has its input: the caller's other work overlaps git's run from here.
     meanwhile.run();
+    let own = own();
     // Then its progress and errors (stderr) come before its report (stdout). A pipe holds
     // 64 KiB: when stderr could hold more, it is drained on a thread while stdout is read.
     let hunks: usize = patch.files.iter().map(|f| f.hunks.len()).sum();
@@ -771,12 +791,15 @@ fn finish_apply(
             .filter(|l| !l.starts_with("Checking patch "))
             .collect::<Vec<_>>()
             .join("\n");
-        return Ok(Err(review::stderr_lines(errors.as_bytes())));
+        return Ok((Err(review::stderr_lines(errors.as_bytes())), own));
     }
-    Ok(Ok(GitReport {
-        stdout: out,
-        stderr: err,
-    }))
+    Ok((
+        Ok(GitReport {
+            stdout: out,
+            stderr: err,
+        }),
+        own,
+    ))
 }
 
 /// Sends `requests` to the waiting `git cat-file --batch` (from a thread, so neither pipe can
@@ -1302,15 +1325,30 @@ mod tests {
             stdout: b"0\t0\tbin/run.sh\0".to_vec(),
             stderr: Vec::new(),
         };
+        let exact = || apply_exactly(&patch, old.clone());
+        assert!(exact().is_ok());
         assert!(
-            matches!(compare(&patch, old.clone(), &lied), ApplyOutcome::Failed(why) if why.contains("differently"))
+            matches!(compare(&good, exact(), &lied), ApplyOutcome::Failed(why) if why.contains("differently"))
         );
         let moved = GitReport {
-            stdout: good,
+            stdout: good.clone(),
             stderr: b"Checking patch a.txt...\nHunk #1 succeeded at 7 (offset 2 lines).\n".to_vec(),
         };
         assert!(
-            matches!(compare(&patch, old, &moved), ApplyOutcome::Failed(why) if why.contains("away from"))
+            matches!(compare(&good, exact(), &moved), ApplyOutcome::Failed(why) if why.contains("away from"))
+        );
+        // git's report agrees: the exact applier's verdict stands, whichever it is.
+        let agreed = GitReport {
+            stdout: good.clone(),
+            stderr: b"Checking patch bin/run.sh...\n".to_vec(),
+        };
+        assert!(matches!(
+            compare(&good, exact(), &agreed),
+            ApplyOutcome::Applied { .. }
+        ));
+        let refused = Err("bin/run.sh: not exactly where the patch says".to_owned());
+        assert!(
+            matches!(compare(&good, refused, &agreed), ApplyOutcome::Failed(why) if why.contains("not exactly"))
         );
     }
 
