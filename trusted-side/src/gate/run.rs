@@ -26,21 +26,22 @@
 //!    temporary index of the whole revision (`review.rs`); never the user's checkout;
 //!    cross-checked with the exact applier; a revision missing from the local repository is
 //!    an error (exit 1);
-//! 9. secret scan of added lines (on a thread, while git applies). The thread starts once git
-//!    has the whole patch (`Meanwhile`), not before the apply: started earlier it took the CPU
-//!    the gate's own way to git's input needed. The scanner and the classification table it
-//!    needs are built before that, by the thread that starts git once git is started, while
-//!    the main thread fetches and reads the bundle (`Tables`): built beside git's check they
-//!    slowed git down (git's start-up, which waits for its input anyway, has room for them);
+//! 9. secret scan of added lines (on a thread, while git applies, after step 14's fetch
+//!    entry: one thread for both, the gate has 2 CPUs and git takes one). The thread starts
+//!    once git has the whole patch (`Meanwhile`), not before the apply: started earlier it
+//!    took the CPU the gate's own way to git's input needed. The scanner and the
+//!    classification table it needs are built before that, by the thread that starts git once
+//!    git is started, while the main thread fetches and reads the bundle (`Tables`): built
+//!    beside git's check they slowed git down (git's start-up, which waits for its input
+//!    anyway, has room for them);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
 //! 13. `--review-branch` (unless rejected): commit on `airlock/<job>` with the trailers;
-//! 14. ledger entries: the fetch's is appended on a thread of its own while git checks the
-//!     patch (step 8; started with the scan's thread), once the claim of step 1 holds and
-//!     after a read of the tail hint; the
-//!     gate's (and a reject's, for a rejection) follow it once the verdict is known, with no
-//!     read in between
+//! 14. ledger entries: the fetch's is appended while git checks the patch (step 8), on the
+//!     scan's thread before the scan, once the claim of step 1 holds and after a read of the
+//!     tail hint; the gate's (and a reject's, for a rejection) follow it once the verdict is
+//!     known, with no read in between
 //!     ([`crate::ledger::append_all_after`] and the tail it returns). When the
 //!     checks stop before step 8, all of them are appended in one go with the verdict; when
 //!     the gate stops with an error after the fetch, the fetch entry alone. Return the report.
@@ -271,16 +272,16 @@ struct FetchRecord<'a> {
     appended: Option<Result<ledger::TailProbe>>,
 }
 
-/// The secret scanner and the classification table, built once per gate by the thread that
-/// starts `git apply`, right after it started git (`Prepared::start_then`): on 2 cores that is
-/// while the main thread fetches and reads the bundle and git starts up and waits for its
-/// input, so the build does not run beside git's check, where any other work slowed git down.
-/// (Built once the claim was settled, as before, the gate took longer: 8 alternating pairs of
-/// 30 gates, this way faster in 6, by 0.21 ms on average.) With `--review-branch` no such thread runs: the claim's
-/// thread builds them once its outcome is sent. The scan takes them from here, waiting for the
-/// build if it is not done (or building them itself if it was never started). They do not
-/// depend on the job: built once per process ([`TABLES`]), so `airlock watch` builds them
-/// once, and no gate frees them on its way out.
+/// The secret scanner and the classification table. They do not depend on the job: built once
+/// per process ([`TABLES`]), so `airlock watch` builds them once and no gate frees them on its
+/// way out. A gate builds them on the thread that starts `git apply`, right after git is
+/// started (`Prepared::start_then`): on 2 cores that is while the main thread fetches and reads
+/// the bundle and git starts up and waits for its input, so the build does not run beside
+/// git's check, where any other work slowed git down. (Built once the claim was settled, as
+/// before, the gate took longer: 8 alternating pairs of 30 gates, this way faster in 6, by
+/// 0.21 ms on average.) With `--review-branch` no such thread runs: the claim's thread builds
+/// them once its outcome is sent. The scan takes them from here, waiting for the build if it
+/// is not done (or building them itself if it was never started).
 type Tables = std::sync::OnceLock<Result<airlock_scan::Scanner>>;
 
 /// The process's [`Tables`].
