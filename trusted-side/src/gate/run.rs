@@ -259,8 +259,9 @@ struct Ledger<'a> {
     now: u64,
 }
 
-/// The fetch's ledger entry. Appended (after a read of the tail hint) on a thread of its own
-/// while git checks the patch, which takes it off the gate's critical path; when the checks
+/// The fetch's ledger entry. Appended (after a read of the tail hint) while git checks the
+/// patch, on the thread that then runs the secret scan, which takes it off the gate's critical
+/// path; when the checks
 /// stop before git runs, appended with the verdict instead. Either way only once the claim
 /// says the artifact is this job's first.
 struct FetchRecord<'a> {
@@ -291,9 +292,10 @@ static TABLES: Tables = std::sync::OnceLock::new();
 /// in the store, then the job directory's copy), settled on a thread of its own from the end
 /// of the fetch: it overlaps the patch's parse and the bundle's read. The gate waits for it
 /// before it concludes anything (the review branch, the verdict, the fetch's ledger entry).
-/// The thread sends its outcome, then goes on to build the [`Tables`]: one thread started
-/// instead of two (each start and exit costs the gate's 2 CPUs a stack, a signal stack, a malloc
-/// arena and the TLB flushes of tearing them down).
+/// The thread sends its outcome, then sees that the [`Tables`] are built (it builds them with
+/// `--review-branch`, where no thread starts git ahead): one thread where there were two
+/// (each start and exit costs the gate's 2 CPUs a stack, a signal stack, a malloc arena and
+/// the TLB flushes of tearing them down).
 enum ClaimState {
     /// Still on its thread: the outcome arrives here.
     Settling(std::sync::mpsc::Receiver<Result<()>>),
