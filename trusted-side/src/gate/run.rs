@@ -261,9 +261,8 @@ struct Ledger<'a> {
 
 /// The fetch's ledger entry. Appended (after a read of the tail hint) while git checks the
 /// patch, on the thread that then runs the secret scan, which takes it off the gate's critical
-/// path; when the checks
-/// stop before git runs, appended with the verdict instead. Either way only once the claim
-/// says the artifact is this job's first.
+/// path; when the checks stop before git runs, appended with the verdict instead. Either way
+/// only once the claim says the artifact is this job's first.
 struct FetchRecord<'a> {
     ledger: Ledger<'a>,
     event: Event,
