@@ -5,5 +5,7 @@
 # (queue), an edit touching CI (human), and an artifact tampered with on the way back (reject).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The build's target (.cargo/config.toml: static musl binaries), installed when missing.
+bash scripts/musl-toolchain.sh
 cargo build --release --quiet -p airlock -p airlock-worker
 exec "$(bash bench/release-dir.sh)/airlock" demo
