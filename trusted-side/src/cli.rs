@@ -418,7 +418,7 @@ fn gate(global: &GlobalArgs, args: &GateArgs) -> Result<Outcome> {
     use crate::gate::policy::Verdict;
     let home = crate::config::Home::load(&global.home)?;
     let key = home.signing_key()?;
-    let store = crate::store::Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     let job = airlock_core::jobid::JobId::parse(&args.job)?;
     let repo = crate::config::absolute(&args.repo)?;
     let opts = crate::gate::GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
@@ -434,7 +434,7 @@ fn gate(global: &GlobalArgs, args: &GateArgs) -> Result<Outcome> {
 fn audit(global: &GlobalArgs, cmd: AuditCommand) -> Result<Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;
-    let store = crate::store::Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     match cmd {
         AuditCommand::Verify { head, json } => {
             let result = match head {

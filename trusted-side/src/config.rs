@@ -37,6 +37,14 @@ pub struct Home {
 }
 
 impl Home {
+    /// Opens the home's store, with this home's copies of the hints it writes under
+    /// `cache/hints/` ([`crate::store::Store::with_hint_cache`]: on a remote store the ledger's
+    /// tail hint then costs an append no request when this home appended last).
+    pub fn open_store(&self) -> Result<crate::store::Store> {
+        Ok(crate::store::Store::open(&self.config.store)?
+            .with_hint_cache(&self.dir.join("cache").join("hints")))
+    }
+
     /// Loads `config.toml` from `dir`.
     pub fn load(dir: &Path) -> Result<Home> {
         let path = dir.join(CONFIG_FILE);

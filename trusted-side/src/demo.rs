@@ -46,7 +46,7 @@ pub fn run(global: &GlobalArgs) -> Result<Outcome> {
     create_home(&root.join(".airlock"), None)?;
     let home = Home::load(&root.join(".airlock"))?;
     let key = home.signing_key()?;
-    let store = Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     println!(
         "  trusted home {} (store {})",
         home.dir.display(),

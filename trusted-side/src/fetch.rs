@@ -408,7 +408,7 @@ pub fn run(
 ) -> Result<crate::exit::Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let key = home.signing_key()?;
-    let store = Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     let job = JobId::parse(&args.job)?;
     let now = crate::submit::now_unix();
     match fetch(&store, &key, &home.dir, &job, now) {

@@ -70,7 +70,7 @@ pub fn run(
 ) -> Result<crate::exit::Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;
-    let store = Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     let older = crate::submit::parse_duration(&args.older_than)?;
     let report = gc(
         &store,

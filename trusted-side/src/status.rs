@@ -95,7 +95,7 @@ pub fn run(
 ) -> Result<crate::exit::Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;
-    let store = Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     let now = crate::submit::now_unix();
     let decisions = crate::ledger::decisions(&store, &trusted)?;
     let jobs = match &args.job {

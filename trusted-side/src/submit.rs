@@ -66,7 +66,7 @@ pub fn now_unix() -> u64 {
 pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
     let key = home.signing_key()?;
-    let store = Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     let cache = crate::pack::cache::dir(&home.dir);
     let out = submit_job_cached(&store, &key, args, global.quiet || args.json, cache)?;
     if args.json {

@@ -160,7 +160,7 @@ fn gate_all(
                 // One store (and I/O runtime) per thread: no lock held across requests.
                 let own = match ctx.shared {
                     Some(_) => None,
-                    None => Some(Store::open(&ctx.home.config.store)),
+                    None => Some(ctx.home.open_store()),
                 };
                 loop {
                     let Some(job) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
@@ -302,7 +302,7 @@ pub fn run(global: &GlobalArgs, args: &WatchArgs) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
     let key = home.signing_key()?;
     let trusted = key.public();
-    let store = Store::open(&home.config.store)?;
+    let store = home.open_store()?;
     let repo = crate::config::absolute(&args.repo)?;
     let opts = GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
     let shared = store.url().starts_with("memory:").then_some(&store);

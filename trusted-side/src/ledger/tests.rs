@@ -655,7 +655,7 @@ fn a_hint_that_is_not_a_trusted_entry_is_skipped_and_the_append_lands_at_the_tai
         // The probe a gate reads ahead ignores it the same way.
         fx.store.put_bytes(TAIL_HINT, bytes).unwrap();
         let probe = probe_tail(&fx.store, &fx.trusted());
-        assert_eq!(probe.0.is_some(), *what == "lagging", "hint {what}");
+        assert_eq!(probe.tail.is_some(), *what == "lagging", "hint {what}");
     }
     assert_eq!(fx.verify().unwrap().entries, 5 + cases.len() as u64);
 }
@@ -1256,4 +1256,125 @@ fn offline_python_verifier_agrees_with_verify() {
     fx.store.delete(&entry_key(5)).unwrap();
     assert_python_agrees(&fx, None);
     assert_python_agrees(&fx, Some(&head));
+}
+
+/// Two hosts on one remote-like store (a shared in-memory backend), each with its own copy of
+/// the tail hint in a directory of its own.
+fn two_hosts(
+    caches: &tempfile::TempDir,
+) -> (Store, Store, std::sync::Arc<object_store::memory::InMemory>) {
+    let inner = std::sync::Arc::new(object_store::memory::InMemory::new());
+    let host = |name: &str| {
+        Store::from_parts(inner.clone(), None, "memory://shared")
+            .unwrap()
+            .with_hint_cache(&caches.path().join(name))
+    };
+    (host("a"), host("b"), inner)
+}
+
+#[test]
+fn a_hosts_copy_of_the_hint_is_its_first_tail_candidate() {
+    let caches = tempfile::tempdir().unwrap();
+    let (a, b, _) = two_hosts(&caches);
+    let key = SigningKey::generate();
+    for n in 1..=2 {
+        assert_eq!(
+            append(&a, &key, &job(n), fetch(), T0).unwrap(),
+            u64::from(n)
+        );
+    }
+    // Host a's copy is the store's hint, byte for byte.
+    let copy = a.cached_hint(TAIL_HINT, MAX_ENTRY_BYTES as u64).unwrap();
+    assert_eq!(
+        Some(copy.clone()),
+        a.get_bytes(TAIL_HINT, MAX_ENTRY_BYTES as u64).unwrap()
+    );
+    assert_eq!(b.cached_hint(TAIL_HINT, MAX_ENTRY_BYTES as u64), None);
+    // With the store's hint unusable, host a still starts from its own copy; host b has none.
+    a.put_bytes(TAIL_HINT, b"not an entry").unwrap();
+    let probe = probe_tail(&a, &key.public());
+    assert!(probe.cached);
+    assert!(matches!(probe.tail, Some(Tail::At(2, d, _)) if d == Sha256Digest::of_bytes(&copy)));
+    let probe = probe_tail(&b, &key.public());
+    assert!(!probe.cached && probe.tail.is_none());
+    assert_eq!(append(&a, &key, &job(3), fetch(), T0).unwrap(), 3);
+    assert_eq!(verify(&a, &key.public()).unwrap().entries, 3);
+}
+
+#[test]
+fn a_copy_behind_the_tail_costs_a_lost_race_and_the_chain_stays_whole() {
+    let caches = tempfile::tempdir().unwrap();
+    let (a, b, _) = two_hosts(&caches);
+    let key = SigningKey::generate();
+    assert_eq!(append(&a, &key, &job(1), submit("one"), T0).unwrap(), 1);
+    // Host b appends twice: host a's copy (entry 1) is now two entries behind.
+    assert_eq!(append(&b, &key, &job(2), submit("two"), T0 + 1).unwrap(), 2);
+    assert_eq!(append(&b, &key, &job(2), fetch(), T0 + 2).unwrap(), 3);
+    let probe = probe_tail(&a, &key.public());
+    assert!(probe.cached && matches!(probe.tail, Some(Tail::At(1, ..))));
+    // Read ahead or not, host a lands after host b's entries and chains to the last.
+    let appended = append_all_after(&a, &key, &job(1), vec![fetch()], T0 + 3, probe).unwrap();
+    assert_eq!(appended.seqs, vec![4]);
+    assert_eq!(
+        append(&a, &key, &job(1), gate("queue", &[]), T0 + 4).unwrap(),
+        5
+    );
+    assert_eq!(
+        append(&b, &key, &job(2), gate("queue", &[]), T0 + 5).unwrap(),
+        6
+    );
+    let report = verify(&a, &key.public()).unwrap();
+    assert_eq!(report.entries, 6);
+    let entry = |seq: u64| {
+        a.get_bytes(&entry_key(seq), MAX_ENTRY_BYTES as u64)
+            .unwrap()
+            .unwrap()
+    };
+    let four = open_entry(&entry_key(4), 4, &entry(4), &key.public()).unwrap();
+    assert_eq!(four.prev, Some(Sha256Digest::of_bytes(&entry(3))));
+}
+
+#[test]
+fn a_copy_that_does_not_open_is_no_candidate() {
+    let caches = tempfile::tempdir().unwrap();
+    let (a, _, _) = two_hosts(&caches);
+    let key = SigningKey::generate();
+    let other = SigningKey::generate();
+    assert_eq!(append(&a, &key, &job(1), fetch(), T0).unwrap(), 1);
+    let copy_path = std::fs::read_dir(caches.path().join("a"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(TAIL_HINT))
+        .unwrap();
+    // Torn, and signed by another key: neither is a candidate; the store's hint is read.
+    for bad in [b"{\"payload".to_vec(), {
+        let forged = LedgerEntry {
+            seq: 9,
+            prev: None,
+            at: T0,
+            job: job(1),
+            event: fetch(),
+        };
+        seal(&forged, &other).unwrap()
+    }] {
+        std::fs::write(&copy_path, &bad).unwrap();
+        let probe = probe_tail(&a, &key.public());
+        assert!(!probe.cached && matches!(probe.tail, Some(Tail::At(1, ..))));
+    }
+    assert_eq!(
+        append(&a, &key, &job(1), gate("queue", &[]), T0).unwrap(),
+        2
+    );
+    assert_eq!(verify(&a, &key.public()).unwrap().entries, 2);
+}
+
+#[test]
+fn a_file_store_keeps_no_copy_of_its_hint() {
+    let fx = Fixture::new();
+    let caches = tempfile::tempdir().unwrap();
+    let store = open(fx.dir.path()).with_hint_cache(caches.path());
+    append(&store, &fx.key, &job(1), fetch(), T0).unwrap();
+    assert!(hint(&fx).is_some());
+    assert_eq!(store.cached_hint(TAIL_HINT, MAX_ENTRY_BYTES as u64), None);
+    assert_eq!(std::fs::read_dir(caches.path()).unwrap().count(), 0);
 }
