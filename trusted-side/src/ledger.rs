@@ -527,21 +527,10 @@ enum Hint {
 fn read_hint(store: &Store, trusted: &PublicKey) -> Option<Hint> {
     let bytes = store.get_bytes(TAIL_HINT, MAX_ENTRY_BYTES as u64).ok()??;
     if bytes.first() == Some(&b'{') {
-        return match open_entry_copy(TAIL_HINT, &bytes, trusted) {
-            Ok(entry) if (1..=MAX_SEQ).contains(&entry.seq) => Some(Hint::Copy(Tail::At(
-                entry.seq,
-                Sha256Digest::of_bytes(&bytes),
-                entry.at,
-            ))),
-            Ok(entry) => {
-                tracing::warn!(
-                    seq = entry.seq,
-                    "ledger: tail hint ignored: no such entry number"
-                );
-                None
-            }
-            Err(broken) => {
-                tracing::warn!("ledger: tail hint ignored: {broken}");
+        return match copy_as_tail(&bytes, trusted) {
+            Ok(tail) => Some(Hint::Copy(tail)),
+            Err(why) => {
+                tracing::warn!("ledger: tail hint ignored: {why}");
                 None
             }
         };
@@ -559,18 +548,19 @@ fn read_hint(store: &Store, trusted: &PublicKey) -> Option<Hint> {
 /// expected, so this logs nothing above debug).
 fn cached_tail(store: &Store, trusted: &PublicKey) -> Option<Tail> {
     let bytes = store.cached_hint(TAIL_HINT, MAX_ENTRY_BYTES as u64)?;
-    match open_entry_copy(TAIL_HINT, &bytes, trusted) {
-        Ok(entry) if (1..=MAX_SEQ).contains(&entry.seq) => Some(Tail::At(
-            entry.seq,
-            Sha256Digest::of_bytes(&bytes),
-            entry.at,
-        )),
-        Ok(_) => None,
-        Err(broken) => {
-            tracing::debug!("ledger: this host's copy of the tail hint ignored: {broken}");
-            None
-        }
+    copy_as_tail(&bytes, trusted)
+        .map_err(|why| tracing::debug!("ledger: this host's copy of the tail hint ignored: {why}"))
+        .ok()
+}
+
+/// A hint's bytes as a tail candidate: a copy of an entry, numbered 1 to [`MAX_SEQ`], that
+/// opens under `trusted`. The error says why not (for the log).
+fn copy_as_tail(bytes: &[u8], trusted: &PublicKey) -> std::result::Result<Tail, String> {
+    let entry = open_entry_copy(TAIL_HINT, bytes, trusted).map_err(|broken| broken.to_string())?;
+    if !(1..=MAX_SEQ).contains(&entry.seq) {
+        return Err(format!("no such entry number: {}", entry.seq));
     }
+    Ok(Tail::At(entry.seq, Sha256Digest::of_bytes(bytes), entry.at))
 }
 
 /// Entry `seq` as a candidate tail (opened under the trusted key); `None` if it does not exist.
