@@ -250,6 +250,7 @@ impl S3Server {
 
     /// An `object_store` client for the whole bucket, with the trusted credentials.
     pub fn client(&self) -> Arc<object_store::aws::AmazonS3> {
+        install_tls_provider();
         Arc::new(
             object_store::aws::AmazonS3Builder::new()
                 .with_endpoint(self.endpoint())
@@ -810,4 +811,11 @@ impl S3 for PrefixListing {
             ..Default::default()
         }))
     }
+}
+
+/// `object_store`'s HTTP client is built without a TLS provider of its own (as in the trusted
+/// side, which installs the same one in `store.rs`): installs rustls's ring provider for the
+/// process. A second call finds it installed and does nothing.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

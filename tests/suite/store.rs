@@ -378,6 +378,7 @@ fn sigv4_is_enforced_unsigned_and_badly_signed_requests_are_refused() {
     );
     assert_eq!((a.status, a.code.as_str()), (403, "AccessDenied"), "{a:?}");
     // A client with the right key id but the wrong secret.
+    airlock_tests::s3::install_tls_provider();
     let bad = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(env.s3().endpoint())
         .with_allow_http(true)

@@ -75,6 +75,14 @@ pub struct Store {
     hint_cache: Option<PathBuf>,
 }
 
+/// `object_store`'s HTTP client (reqwest) is built with rustls and no crypto provider of its
+/// own (the workspace's Cargo.toml says why: ring, not aws-lc): installs rustls's ring provider
+/// for the process before the first cloud store is built. A second call finds it installed and
+/// does nothing. `file://` and `memory://` stores make no connection and never need it.
+fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 impl Store {
     /// Opens a store URL (credentials for clouds come from the standard environment).
     pub fn open(url: &str) -> Result<Store> {
@@ -100,6 +108,7 @@ impl Store {
                 ObjPath::default(),
             ),
             "s3" | "s3a" => {
+                install_tls_provider();
                 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey as K};
                 use object_store::ClientConfigKey;
                 let mut b = AmazonS3Builder::from_env().with_url(url);
@@ -120,6 +129,7 @@ impl Store {
                 (s3.clone(), Some(s3), None, ObjPath::from(parsed.path()))
             }
             "gs" => {
+                install_tls_provider();
                 let gcs = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_url(url)
                     .build()
@@ -128,6 +138,7 @@ impl Store {
                 (gcs.clone(), Some(gcs), None, ObjPath::from(parsed.path()))
             }
             "az" | "abfs" | "abfss" => {
+                install_tls_provider();
                 let az = object_store::azure::MicrosoftAzureBuilder::from_env()
                     .with_url(url)
                     .build()
