@@ -30,10 +30,8 @@
 //!    entry: one thread for both, the gate has 2 CPUs and git takes one). The thread starts
 //!    once git has the whole patch (`Meanwhile`), not before the apply: started earlier it
 //!    took the CPU the gate's own way to git's input needed. The scanner and the
-//!    classification table it needs are built before that, by the thread that starts git once
-//!    git is started, while the main thread fetches and reads the bundle (`Tables`): built
-//!    beside git's check they slowed git down (git's start-up, which waits for its input
-//!    anyway, has room for them);
+//!    classification table it needs are built by step 1's claim thread once the claim is
+//!    settled (`Tables`);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
@@ -132,9 +130,7 @@ pub fn run_gate(
     let sparse = if opts.review_branch {
         None
     } else {
-        Some(Prepared::start_then(&opts.repo, &job_dir, || {
-            tables.get_or_init(build_tables);
-        })?)
+        Some(Prepared::start(&opts.repo, &job_dir)?)
     };
     let (mut fetched, claim) = match fetch::fetch_unclaimed(store, key, &home.dir, job, now, true) {
         Ok(f) => f,
@@ -274,14 +270,13 @@ struct FetchRecord<'a> {
 
 /// The secret scanner and the classification table. They do not depend on the job: built once
 /// per process ([`TABLES`]), so `airlock watch` builds them once and no gate frees them on its
-/// way out. A gate builds them on the thread that starts `git apply`, right after git is
-/// started (`Prepared::start_then`): on 2 cores that is while the main thread fetches and reads
-/// the bundle and git starts up and waits for its input, so the build does not run beside
-/// git's check, where any other work slowed git down. (Built once the claim was settled, as
-/// before, the gate took longer: 8 alternating pairs of 30 gates, this way faster in 6, by
-/// 0.21 ms on average.) With `--review-branch` no such thread runs: the claim's thread builds
-/// them once its outcome is sent. The scan takes them from here, waiting for the build if it
-/// is not done (or building them itself if it was never started).
+/// way out. A gate builds them on the claim's thread once the claim's outcome is sent (see
+/// [`ClaimState`]). (From 2026-11-30's second round to its fourth, the thread that starts
+/// `git apply` built them once git was started, 0.21 ms faster then; measured again with that
+/// thread let run at once, on a scheduler that packs threads onto the busy vCPU, it took the
+/// CPU from the main thread's fetch instead: 6 pairs of 30 gates, all faster this way, -0.32 ms
+/// on average.) The scan takes them from here, waiting for the build if it is not done (or
+/// building them itself if it was never started).
 type Tables = std::sync::OnceLock<Result<airlock_scan::Scanner>>;
 
 /// The process's [`Tables`].
@@ -291,8 +286,7 @@ static TABLES: Tables = std::sync::OnceLock::new();
 /// in the store, then the job directory's copy), settled on a thread of its own from the end
 /// of the fetch: it overlaps the patch's parse and the bundle's read. The gate waits for it
 /// before it concludes anything (the review branch, the verdict, the fetch's ledger entry).
-/// The thread sends its outcome, then sees that the [`Tables`] are built (it builds them with
-/// `--review-branch`, where no thread starts git ahead): one thread where there were two
+/// The thread sends its outcome, then builds the [`Tables`]: one thread where there were two
 /// (each start and exit costs the gate's 2 CPUs a stack, a signal stack, a malloc arena and
 /// the TLB flushes of tearing them down).
 enum ClaimState {
