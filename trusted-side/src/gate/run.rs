@@ -46,7 +46,9 @@
 //!
 //! Guards against: everything the threat model lists for the return hop; see each step's
 //! module (`checks.rs`, `review.rs`, `deps.rs`). Nothing is written outside the job directory
-//! except, with `--review-branch`, new objects and one ref in the repository.
+//! except the apply check's index (a reused slot in the home's `cache/index/`,
+//! `sparse_apply.rs`), the ledger and the claim in the store, and, with `--review-branch`, new
+//! objects and one ref in the repository.
 //! Does not check: the wisdom of the change. A `queue` decision means "ordinary review".
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -130,7 +132,8 @@ pub fn run_gate(
     let sparse = if opts.review_branch {
         None
     } else {
-        Some(Prepared::start(&opts.repo, &job_dir)?)
+        let slots = home.dir.join("cache").join("index");
+        Some(Prepared::start(&opts.repo, &job_dir, Some(&slots))?)
     };
     let (mut fetched, claim) = match fetch::fetch_unclaimed(store, key, &home.dir, job, now, true) {
         Ok(f) => f,

@@ -1,12 +1,14 @@
 //! Step 8 without a worktree: real `git apply --cached --check` against a temporary index that
 //! holds only the files the patch touches, as they are at the packed revision. One or two git
 //! processes whatever the repository's size (`git apply` checks; `git cat-file --batch` reads
-//! the revision when the bundle cannot stand in for it), no file written but the index, where
-//! the index route (`review.rs`) needs six and a `read-tree` of the whole revision.
+//! the revision when the bundle cannot stand in for it), no file written but the index (and no
+//! file created: the home's reused index slots, see `IndexFile`), where the index route
+//! (`review.rs`) needs six and a `read-tree` of the whole revision.
 //!
 //! How: `git apply` starts early (before the patch is read); each patched file that exists at
 //! the revision becomes one entry (mode, blob id, path) of a version-2 index written to
-//! `<job>/.index-*` (what `git update-index --index-info` writes); `git apply --cached --check`
+//! one of the home's index slots, `<home>/cache/index/index-<n>`, held with an exclusive lock
+//! and rewritten in place (else `<job>/.index-*`) (what `git update-index --index-info` writes); `git apply --cached --check`
 //! reads the blobs from the repository's own objects through it, so it checks each hunk's
 //! context and each old mode against the revision's bytes, and writes nothing. The entries
 //! come from one of two places:
@@ -38,8 +40,9 @@
 //! repository config changing how it applies: the same `-c` overrides and cleared
 //! environment; replace refs are ignored), plus a patch that adds a file the revision already
 //! has, or a file where the revision has a directory (or the reverse), which an index holding
-//! only the patched paths would not show. Nothing is written outside the job directory, and
-//! nothing in the repository.
+//! only the patched paths would not show. Nothing is written outside the job directory but the
+//! index slot in the home's `cache/index/` (opened without following links: a link planted
+//! there sends the index to the job directory instead), and nothing in the repository.
 //! Does not check: the patch's paths or content (`checks.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -130,14 +133,62 @@ pub struct Prepared {
     spawning: Option<std::sync::mpsc::Receiver<std::io::Result<ChildGuard>>>,
 }
 
-/// A temporary index file: a path chosen up front, created new (never an existing file) on
-/// the first write, removed on drop if this created it.
+/// Index slots per home: more than `airlock watch` runs gates at once.
+const INDEX_SLOTS: usize = 64;
+
+/// The index `git apply` reads: a path chosen up front. Either one of the home's reused slot
+/// files (`<home>/cache/index/index-<n>`, held with an exclusive `flock` from
+/// [`IndexFile::in_slot`] until drop, rewritten in place: no file is created or removed per
+/// gate), or, where no slot can be had, a fresh file in the job directory, created new (never
+/// an existing file) on the first write and removed on drop.
+///
+/// Why slots: on this machine's ext4 (no journal) each new inode costs a scan past every
+/// recently deleted inode of its block group, and a benchmark or a CI host deletes many: in
+/// `bench/gate.sh` 22% of a gate's CPU went to allocating its six new inodes, and the index
+/// was one of them, created on the main thread's way to git's input and deleted after.
 struct IndexFile {
     path: PathBuf,
+    /// The slot's open file, locked while this gate holds it; `None`: a job-directory file.
+    slot: Option<fs::File>,
     created: bool,
 }
 
 impl IndexFile {
+    /// The first free slot in `dir` (created if missing), locked (`flock`, exclusive, not
+    /// waiting: a slot another gate holds is skipped). `None` when `dir` cannot be used or
+    /// every slot is held: the caller falls back to [`IndexFile::new_in`]. A slot is opened
+    /// without following a symbolic link, and its lock is released when the file is closed
+    /// (drop, or the process's exit, whatever way it ends).
+    fn in_slot(dir: &Path) -> Option<IndexFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::path::absolute(dir).ok()?;
+        fs::create_dir_all(&dir).ok()?;
+        for n in 0..INDEX_SLOTS {
+            let path = dir.join(format!("index-{n}"));
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+                .ok()?;
+            match file.try_lock() {
+                Ok(()) => {
+                    return Some(IndexFile {
+                        path,
+                        slot: Some(file),
+                        created: false,
+                    })
+                }
+                Err(fs::TryLockError::WouldBlock) => continue,
+                Err(fs::TryLockError::Error(_)) => return None,
+            }
+        }
+        None
+    }
+
     /// A new random name `.index-<32 hex>` in `dir` (absolute: git runs in the repository and
     /// would read a relative index path from there). Nothing is created yet.
     fn new_in(dir: &Path) -> Result<IndexFile> {
@@ -150,14 +201,24 @@ impl IndexFile {
             .with_context(|| format!("{}: cannot resolve", dir.display()))?;
         Ok(IndexFile {
             path: dir.join(format!(".index-{}", hex::encode(random))),
+            slot: None,
             created: false,
         })
     }
 
-    /// Writes `bytes` as the whole file: created new (mode 0600) the first time, rewritten
-    /// after.
+    /// Writes `bytes` as the whole file: a slot is rewritten in place; a job-directory file is
+    /// created new (mode 0600) the first time, rewritten after.
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
+        if let Some(slot) = &self.slot {
+            use std::os::unix::fs::FileExt;
+            let rewrite = slot
+                .write_all_at(bytes, 0)
+                .and_then(|()| slot.set_len(u64::try_from(bytes.len()).unwrap_or(u64::MAX)));
+            return rewrite.with_context(|| {
+                format!("{}: cannot write the temporary index", self.path.display())
+            });
+        }
         if let Some(parent) = self.path.parent() {
             fs::create_dir_all(parent)?;
         }
@@ -185,17 +246,21 @@ impl Drop for IndexFile {
 }
 
 impl Prepared {
-    /// Starts `git apply` for checking a patch against a revision of `repo`, with the
-    /// temporary index to be in `job_dir` (which need not exist yet), on a thread of its own
-    /// that ends once git is started. `Err`: no randomness for the index's name (a git that
-    /// cannot run is reported by [`Prepared::run`]).
+    /// Starts `git apply` for checking a patch against a revision of `repo`, with the index in
+    /// one of the slots of `slots` (the home's `cache/index`; see [`IndexFile`]), or, with
+    /// `None` or no free slot, a temporary file in `job_dir` (which need not exist yet), on a
+    /// thread of its own that ends once git is started. `Err`: no randomness for the index's
+    /// name (a git that cannot run is reported by [`Prepared::run`]).
     ///
     /// The thread does nothing else: until 2026-11-30 it built the gate's scan tables once git
     /// was started, but on a scheduler that packs threads onto one vCPU (see below) it then
     /// took the CPU from the main thread's fetch, ahead of git's input (6 alternating pairs of
     /// 30 gates launched from a shell, all faster without: -0.32 ms on average).
-    pub fn start(repo: &Path, job_dir: &Path) -> Result<Prepared> {
-        let index = IndexFile::new_in(job_dir)?;
+    pub fn start(repo: &Path, job_dir: &Path, slots: Option<&Path>) -> Result<Prepared> {
+        let index = match slots.and_then(IndexFile::in_slot) {
+            Some(slot) => slot,
+            None => IndexFile::new_in(job_dir)?,
+        };
         let mut apply = apply_command(repo, &index.path);
         let (started, spawning) = std::sync::mpsc::sync_channel(1);
         std::thread::spawn(move || {
@@ -964,7 +1029,13 @@ mod tests {
         packed: &PackedFiles,
         meanwhile: &mut Meanwhile<'_>,
     ) -> Result<Sparse> {
-        Prepared::start(repo, job)?.run(rev, text.as_bytes(), &parsed(text), packed, meanwhile)
+        Prepared::start(repo, job, None)?.run(
+            rev,
+            text.as_bytes(),
+            &parsed(text),
+            packed,
+            meanwhile,
+        )
     }
 
     fn try_sparse(repo: &Path, job: &Path, rev: &str, text: &str) -> Result<Sparse> {
@@ -1460,7 +1531,7 @@ mod tests {
         ));
         // Through the public entry point, the index route judges it (git refuses to apply
         // a text patch to a symlink without a mode change the parser would have refused).
-        let prepared = Prepared::start(d.path(), job.path()).unwrap();
+        let prepared = Prepared::start(d.path(), job.path(), None).unwrap();
         let mut ran = 0;
         let mut meanwhile = Meanwhile::new(|| ran += 1);
         let outcome = review::apply_check(
@@ -1495,11 +1566,99 @@ mod tests {
         assert!(e.contains("not a full commit id"), "{e}");
         // Started but never run (the gate stopped earlier): nothing is left behind, not
         // even the job directory when it did not exist.
-        drop(Prepared::start(d.path(), job.path()).unwrap());
+        drop(Prepared::start(d.path(), job.path(), None).unwrap());
         assert_eq!(snapshot(job.path()), Vec::<String>::new());
         let unborn = job.path().join("jobs/j2");
-        drop(Prepared::start(d.path(), &unborn).unwrap());
+        drop(Prepared::start(d.path(), &unborn, None).unwrap());
         assert!(!job.path().join("jobs").exists());
+    }
+
+    #[test]
+    fn the_index_goes_to_a_free_slot_reused_across_gates_and_nothing_is_left_in_the_job() {
+        let (d, rev) = repo();
+        let home = tempfile::tempdir().unwrap();
+        let slots = home.path().join("cache/index");
+        let job = tempfile::tempdir().unwrap();
+        let packed = packed_files(d.path(), &rev);
+        // A check through a slot reads as one through a job-directory file.
+        let through_slot = Prepared::start(d.path(), job.path(), Some(&slots))
+            .unwrap()
+            .run(
+                &rev,
+                MODIFY.as_bytes(),
+                &parsed(MODIFY),
+                &packed,
+                &mut Meanwhile::nothing(),
+            )
+            .unwrap();
+        let Sparse::Outcome(ApplyOutcome::Applied { files, .. }) = through_slot else {
+            panic!("{through_slot:?}");
+        };
+        assert_eq!(files.len(), 1);
+        let failed = Prepared::start(d.path(), job.path(), Some(&slots))
+            .unwrap()
+            .run(
+                &rev,
+                BAD_CONTEXT.as_bytes(),
+                &parsed(BAD_CONTEXT),
+                &packed,
+                &mut Meanwhile::nothing(),
+            )
+            .unwrap();
+        assert!(
+            matches!(failed, Sparse::Outcome(ApplyOutcome::Failed(_))),
+            "{failed:?}"
+        );
+        assert_eq!(
+            snapshot(job.path()),
+            Vec::<String>::new(),
+            "no index file in the job"
+        );
+        // Gates at once hold different slots; a slot let go is taken again, never deleted.
+        let first = Prepared::start(d.path(), job.path(), Some(&slots)).unwrap();
+        let second = Prepared::start(d.path(), job.path(), Some(&slots)).unwrap();
+        assert_eq!(first.index.path, slots.join("index-0"));
+        assert_eq!(second.index.path, slots.join("index-1"));
+        drop(first);
+        let third = Prepared::start(d.path(), job.path(), Some(&slots)).unwrap();
+        assert_eq!(third.index.path, slots.join("index-0"));
+        drop((second, third));
+        assert_eq!(snapshot(&slots), vec!["index-0", "index-1"]);
+    }
+
+    #[test]
+    fn a_link_planted_at_a_slot_is_not_followed() {
+        use std::os::unix::fs::symlink;
+        let (d, rev) = repo();
+        let home = tempfile::tempdir().unwrap();
+        let slots = home.path().join("cache/index");
+        fs::create_dir_all(&slots).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("victim");
+        fs::write(&target, "keep").unwrap();
+        symlink(&target, slots.join("index-0")).unwrap();
+        let job = tempfile::tempdir().unwrap();
+        // No slot is used (the first cannot be opened without following the link): the index
+        // goes to the job directory, and the link's target is untouched.
+        let prepared = Prepared::start(d.path(), job.path(), Some(&slots)).unwrap();
+        assert!(prepared.index.slot.is_none());
+        assert!(prepared.index.path.starts_with(job.path()));
+        let outcome = prepared
+            .run(
+                &rev,
+                MODIFY.as_bytes(),
+                &parsed(MODIFY),
+                &packed_files(d.path(), &rev),
+                &mut Meanwhile::nothing(),
+            )
+            .unwrap();
+        assert!(
+            matches!(outcome, Sparse::Outcome(ApplyOutcome::Applied { .. })),
+            "{outcome:?}"
+        );
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+        assert_eq!(snapshot(outside.path()), vec!["victim"]);
+        assert_eq!(snapshot(job.path()), Vec::<String>::new());
     }
 
     #[test]
