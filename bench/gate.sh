@@ -54,6 +54,21 @@ lines=$(grep -c '^[-+][^-+]' "$patch" || true)
 # both sides measure exactly one fork, exec and wait. (Until 2026-11-29 each interval also
 # held the start of a `date` process, about 1.5 ms on this machine, which made the ratio look
 # 2.7-2.9x where it was 4.3x.)
+# What a new file costs here, just before the gates (each gate creates five: its job directory,
+# the artifact's copy, the first-artifact claim, two ledger entries; git apply --check creates
+# none). On an ext4 without a journal (this machine's) each new inode is found by scanning past
+# the block group's recently deleted inodes (the last 1-6 minutes'): after other benchmarks or
+# a test run deleted thousands of files, a create costs 200-300 us instead of ~30, and the
+# gate ~1 ms more. Printed so that a run can be read against the state it ran in.
+create_us="$(python3 - "$work" <<'PY'
+import os, statistics, sys, time
+d = os.path.join(sys.argv[1], "create-probe"); os.mkdir(d); t = []
+for i in range(30):
+    s = time.perf_counter(); os.close(os.open(f"{d}/{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    t.append(time.perf_counter() - s)
+print(f"{statistics.median(t) * 1e6:.0f}")
+PY
+)"
 gate_t=(); base_t=()
 for job in "${jobs[@]}"; do
   s=$EPOCHREALTIME
@@ -63,7 +78,7 @@ for job in "${jobs[@]}"; do
   git -C "$repo" apply --check "$patch"
   e=$EPOCHREALTIME; base_t+=("$s:$e")
 done
-python3 - "$lines" "${gate_t[*]}" "${base_t[*]}" <<'PY'
+python3 - "$lines" "${gate_t[*]}" "${base_t[*]}" "$create_us" <<'PY'
 import statistics, sys
 lines = sys.argv[1]
 span = lambda t: float(t.split(":")[1]) - float(t.split(":")[0])
@@ -73,5 +88,6 @@ mg, mb = statistics.median(g), statistics.median(b)
 print(f"diff: {lines} changed lines")
 print(f"airlock gate (full)    median {mg*1000:.1f} ms  runs {' '.join(f'{x*1000:.0f}' for x in g)}")
 print(f"git apply --check      median {mb*1000:.1f} ms  runs {' '.join(f'{x*1000:.0f}' for x in b)}")
+print(f"file create (median of 30, before the gates): {sys.argv[4]} us")
 print(f"ratio gate/baseline: {mg/mb:.2f}x (target <= 3x)")
 PY
