@@ -12,8 +12,15 @@ cargo build --release --quiet -p airlock -p airlock-worker
 RELEASE="$(bash bench/release-dir.sh)"
 A="$RELEASE/airlock"; W="$RELEASE/airlock-worker"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-gate.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-chmod 755 "$work"
+# The worker runs on another machine in a deployment: its run directories (a bundle unpacked
+# and removed per job) go to a tmpfs when there is one, not to the trusted host's disk, where
+# their deletions would slow the gates' own file creation (see the create probe below). As
+# bench/jobs.sh keeps its stand-in S3 server off that disk.
+wr_root=/dev/shm
+{ [ -d "$wr_root" ] && [ -w "$wr_root" ]; } || wr_root="$work"
+wr="$(mktemp -d "$wr_root/airlock-bench-gate-wr.XXXXXX")"
+trap 'rm -rf "$work" "$wr"' EXIT
+chmod 755 "$work" "$wr"
 
 # A repository with 20 source files of 100 lines each.
 repo="$work/repo"; mkdir -p "$repo/src"
@@ -43,7 +50,7 @@ for i in $(seq "$RUNS"); do
         --token-out "$work/t$i" --json)"
   job="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["job"])' <<<"$out")"
   "$W" run --token-file "$work/t$i" --trusted-pub "$work/home/trusted.pub" \
-       --work-root "$work/wr" -- "$work/gen.sh" 2>/dev/null
+       --work-root "$wr" -- "$work/gen.sh" 2>/dev/null
   jobs+=("$job")
 done
 patch="$work/patch.diff"
