@@ -6,12 +6,12 @@
 //! (`review.rs`) needs six and a `read-tree` of the whole revision.
 //!
 //! How: `git apply` starts early (before the patch is read); each patched file that exists at
-//! the revision becomes one entry (mode, blob id, path) of a version-2 index written to
-//! one of the home's index slots, `<home>/cache/index/index-<n>`, held with an exclusive lock
-//! and rewritten in place (else `<job>/.index-*`) (what `git update-index --index-info` writes); `git apply --cached --check`
-//! reads the blobs from the repository's own objects through it, so it checks each hunk's
-//! context and each old mode against the revision's bytes, and writes nothing. The entries
-//! come from one of two places:
+//! the revision becomes one entry (mode, blob id, path) of a version-2 index (what
+//! `git update-index --index-info` writes), written to one of the home's index slots,
+//! `<home>/cache/index/index-<n>`, held with an exclusive lock and rewritten in place (else to
+//! `<job>/.index-*`); `git apply --cached --check` reads the blobs from the repository's own
+//! objects through it, so it checks each hunk's context and each old mode against the
+//! revision's bytes, and writes nothing. The entries come from one of two places:
 //! - the bundle, when the patch only changes, deletes or re-modes files it holds unredacted
 //!   (their packed bytes are the revision's blobs: the packer streams raw blobs) and the
 //!   revision's commit is stored in the repository (looked up on disk: a loose object or a
