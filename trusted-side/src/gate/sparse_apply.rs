@@ -154,15 +154,19 @@ struct IndexFile {
 }
 
 impl IndexFile {
-    /// The first free slot in `dir` (created if missing), locked (`flock`, exclusive, not
+    /// The first free slot in `dir` (created 0700 if missing; slots are 0600), locked (`flock`, exclusive, not
     /// waiting: a slot another gate holds is skipped). `None` when `dir` cannot be used or
     /// every slot is held: the caller falls back to [`IndexFile::new_in`]. A slot is opened
     /// without following a symbolic link, and its lock is released when the file is closed
     /// (drop, or the process's exit, whatever way it ends).
     fn in_slot(dir: &Path) -> Option<IndexFile> {
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         let dir = std::path::absolute(dir).ok()?;
-        fs::create_dir_all(&dir).ok()?;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .ok()?;
         for n in 0..INDEX_SLOTS {
             let path = dir.join(format!("index-{n}"));
             let file = fs::OpenOptions::new()
@@ -1624,6 +1628,9 @@ mod tests {
         assert_eq!(third.index.path, slots.join("index-0"));
         drop((second, third));
         assert_eq!(snapshot(&slots), vec!["index-0", "index-1"]);
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&slots), 0o700);
+        assert_eq!(mode(&slots.join("index-0")), 0o600);
     }
 
     #[test]
