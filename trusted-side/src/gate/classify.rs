@@ -25,7 +25,6 @@ use std::fmt;
 use std::io::{self, Read};
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::LazyLock;
 
 use anyhow::{bail, Context};
 use globset::GlobBuilder;
@@ -38,7 +37,16 @@ mod table;
 
 #[path = "glob_table.rs"]
 mod glob_table;
-use glob_table::GlobTable;
+#[cfg(test)]
+use glob_table::{GlobTable, GlobTableBuilder};
+
+/// The rule table's globs as two [`glob_table::GlobTable`]s, `static` data generated from
+/// [`table::RULES`] (nothing to build when the gate runs; a unit test keeps the file equal
+/// to what the rules build, see `glob_table.rs`): `FOLDED` over folded paths, `EXACT` over
+/// normalised paths, each glob tagged with its rule's position.
+#[rustfmt::skip]
+#[path = "classify_globs.rs"]
+mod globs;
 
 /// Bytes of a file's start that content rules look at; the rest is ignored.
 pub const CONTENT_HINT_MAX_BYTES: usize = 64 * 1024;
@@ -181,13 +189,6 @@ pub fn fold_path(path: &str) -> String {
     out
 }
 
-/// The rule table as two glob tables (see `glob_table.rs`): one over folded paths, one over
-/// normalised paths, each glob tagged with its rule's position.
-struct Compiled {
-    folded: GlobTable<'static>,
-    exact: GlobTable<'static>,
-}
-
 /// Reads a glob: no `/` means "this file name at any depth"; a trailing `/**` also matches
 /// the directory's own path, so a file or link put in its place (`.github/workflows` as a
 /// symlink) falls under the same rule as its contents.
@@ -216,10 +217,12 @@ pub(crate) fn compile_glob(
         .build()
 }
 
-fn compile_table() -> Result<Compiled, String> {
-    let count = |globs: fn(&table::Rule) -> usize| table::RULES.iter().map(globs).sum();
-    let mut folded = GlobTable::with_capacity(count(|r| r.globs.len()));
-    let mut exact = GlobTable::with_capacity(count(|r| r.exact_globs.len()));
+/// Builds the rule table's two glob tables (folded, exact) from [`table::RULES`]: what
+/// `classify_globs.rs` must hold.
+#[cfg(test)]
+fn compile_table() -> Result<(GlobTable, GlobTable), String> {
+    let mut folded = GlobTableBuilder::new();
+    let mut exact = GlobTableBuilder::new();
     for (i, rule) in table::RULES.iter().enumerate() {
         for g in rule.globs {
             folded
@@ -232,22 +235,14 @@ fn compile_table() -> Result<Compiled, String> {
                 .map_err(|e| format!("{}: {e}", rule.id))?;
         }
     }
-    Ok(Compiled { folded, exact })
-}
-
-static COMPILED: LazyLock<Result<Compiled, String>> = LazyLock::new(compile_table);
-
-/// Builds the rule table now (it is otherwise built on the first classification), so that a
-/// caller can build it on another thread while it does other work.
-pub fn warm_up() {
-    LazyLock::force(&COMPILED);
+    Ok((folded.build(), exact.build()))
 }
 
 /// Positions in the rule table whose globs match `path`, ascending, without content tests.
-fn glob_hits(c: &Compiled, path: &str) -> Vec<usize> {
+fn glob_hits(path: &str) -> Vec<usize> {
     let norm = normalize_path(path);
-    let mut hits = c.folded.matches(&fold_path(&norm));
-    hits.extend(c.exact.matches(&norm));
+    let mut hits = globs::FOLDED.matches(&fold_path(&norm));
+    hits.extend(globs::EXACT.matches(&norm));
     hits.sort_unstable();
     hits.dedup();
     hits
@@ -262,14 +257,8 @@ fn glob_hits(c: &Compiled, path: &str) -> Vec<usize> {
 /// assert_eq!(classify_path(".github/workflows/ci.yml", None).rule, "ci.github-workflow");
 /// ```
 pub fn classify_path(path: &str, content_hint: Option<&[u8]>) -> Classification {
-    let Ok(compiled) = COMPILED.as_ref() else {
-        return Classification {
-            bucket: Bucket::Governance,
-            rule: table::TABLE_ERROR_RULE,
-        };
-    };
     let head = content_hint.map(|c| &c[..c.len().min(CONTENT_HINT_MAX_BYTES)]);
-    for i in glob_hits(compiled, path) {
+    for i in glob_hits(path) {
         let Some(rule) = table::RULES.get(i) else {
             continue;
         };
@@ -294,10 +283,7 @@ pub fn classify_path(path: &str, content_hint: Option<&[u8]>) -> Classification 
 /// name and comes before the rule the name alone reaches. Lets the gate skip building a file's
 /// post-image when it would not matter.
 pub fn needs_content(path: &str) -> bool {
-    let Ok(compiled) = COMPILED.as_ref() else {
-        return false;
-    };
-    for i in glob_hits(compiled, path) {
+    for i in glob_hits(path) {
         match table::RULES.get(i).map(|r| r.content) {
             Some(Some(_)) => return true,
             Some(None) => return false,
@@ -613,12 +599,13 @@ mod tests {
             .iter()
             .map(|g| compile_glob(g, false).unwrap().compile_matcher())
             .collect();
-        let mut ours = GlobTable::new();
-        let mut ours_from_text = GlobTable::new();
+        let mut ours = GlobTableBuilder::new();
+        let mut ours_from_text = GlobTableBuilder::new();
         for (i, (g, anchored)) in raw.iter().zip(&globs).enumerate() {
             ours.add_anchored(g, i).unwrap();
             ours_from_text.add(anchored, i).unwrap();
         }
+        let (ours, ours_from_text) = (ours.build(), ours_from_text.build());
         let mut paths: BTreeSet<String> = rows()
             .into_iter()
             .map(|r| normalize_path(&r.path))
@@ -687,7 +674,8 @@ mod tests {
 
     #[test]
     fn rule_table_compiles_and_ids_are_unique_and_prefixed_by_bucket() {
-        assert!(COMPILED.as_ref().is_ok(), "{:?}", COMPILED.as_ref().err());
+        let compiled = compile_table();
+        assert!(compiled.is_ok(), "{:?}", compiled.err());
         let mut seen = HashSet::new();
         for r in RULES {
             assert!(seen.insert(r.id), "duplicate rule id {}", r.id);
@@ -713,7 +701,7 @@ mod tests {
                 r.id
             );
         }
-        assert!(!seen.contains(table::OTHER_RULE) && !seen.contains(table::TABLE_ERROR_RULE));
+        assert!(!seen.contains(table::OTHER_RULE));
     }
 
     #[test]
@@ -1015,6 +1003,42 @@ mod tests {
             table::OTHER_RULE
         ));
         out
+    }
+
+    /// `classify_globs.rs` as the rule table builds it.
+    fn generated_globs() -> String {
+        let (folded, exact) = compile_table().unwrap();
+        format!(
+            "// @generated from classify_table.rs by the unit test \
+             `classify::tests::generated_globs_are_the_rule_tables`.\n\
+             // Do not edit: change the rules, run that test, and copy the file it names.\n\
+             // The layout is glob_table.rs's.\n\n{}{}{}",
+            glob_table::RUST_PRELUDE,
+            folded.to_rust("FOLDED", "Globs matched against the folded path."),
+            exact.to_rust(
+                "EXACT",
+                "Globs matched case-sensitively against the normalised path."
+            ),
+        )
+    }
+
+    #[test]
+    fn generated_globs_are_the_rule_tables() {
+        let (folded, exact) = compile_table().unwrap();
+        let expected = generated_globs();
+        let have = include_str!("classify_globs.rs");
+        if have != expected {
+            let out = std::env::temp_dir().join("classify_globs.rs");
+            std::fs::write(&out, &expected).unwrap();
+            panic!(
+                "trusted-side/src/gate/classify_globs.rs is stale (the rule table changed); \
+                 the generated file is in {0}: cp {0} trusted-side/src/gate/",
+                out.display()
+            );
+        }
+        // And the statics compiled from it are the tables the builder made.
+        assert_eq!(globs::FOLDED, folded);
+        assert_eq!(globs::EXACT, exact);
     }
 
     #[test]

@@ -1,19 +1,24 @@
-//! Glob matching for the built-in classification table, with nothing to compile.
+//! Glob matching for the built-in classification table, with nothing to build at run time.
 //!
 //! The table holds ~770 globs. Built into a `globset::GlobSet` they cost ~15 ms of regex
 //! compilation, paid by every `airlock gate` and `airlock classify` for a handful of paths.
 //! [`GlobTable`] reads the same syntax and matches a path component by component, with an
 //! index on the path's last component (file name, extension) and on directory names, so each
-//! path is tried against a few candidate globs only. Neither building nor matching allocates
-//! per glob: components borrow the table's `'static` text, the brace alternatives of one glob
-//! are written into one string kept for the process's life, the index links the patterns of
-//! one key through the patterns themselves (no list per key) and hashes its short keys with
-//! FxHash, file names and extension lists at any depth (`**/name`, `**/*.{a,b}`: most of the
-//! table) are decided by the index alone, with no components, and wildcards are read from the
-//! text as they are matched. The table is built by every gate, so this is measured:
-//! `airlock classify` went 7.3 M -> 5.5 M instructions (callgrind, process start included)
-//! when components stopped copying text, then 5.35 M -> 3.03 M (the build alone 3.94 M ->
-//! 1.62 M) with the rest. Unit tests check it against globset (the reference the table's
+//! path is tried against a few candidate globs only.
+//!
+//! A table is plain data: one string holding every component's and key's text, and arrays of
+//! numbers (components, patterns, index entries sorted by key) that point into it. A
+//! [`GlobTableBuilder`] reads globs into one; for the built-in table that happens when the
+//! table is written, not when it is used: a unit test builds it from `classify_table.rs` and
+//! checks that `classify_globs.rs`, its generated copy as `static` data, is exactly what it
+//! built (and says how to refresh it otherwise). Having no pointers, that data needs no
+//! relocation at start, and a gate reads it in place. Measured: building the two tables at run
+//! time cost every gate 1.7 M instructions (callgrind), about 0.4 ms on the gate's serial path,
+//! after an earlier round had already brought it down from 3.9 M.
+//!
+//! File names and extension lists at any depth (`**/name`, `**/*.{a,b}`: most of the table)
+//! are decided by the index alone, with no components; wildcards are read from the text as
+//! they are matched. Unit tests check the table against globset (the reference the table's
 //! documentation names) on every table glob and thousands of paths.
 //!
 //! Syntax, as globset with `literal_separator`, `empty_alternates` and `backslash_escape`:
@@ -25,162 +30,318 @@
 //! use them, and refusing is safer than reading them differently from globset.
 //!
 //! Guards against: a table glob read differently from its documentation (the differential
-//! test), and slow matching: a component match is linear with bounded backtracking, and the
-//! component walk is polynomial in the (few) `**` of one glob.
+//! test), a generated table that is not the rule table's (the freshness test), and slow
+//! matching: a component match is linear with bounded backtracking, and the component walk
+//! is polynomial in the (few) `**` of one glob. A malformed table (an offset past its text)
+//! cannot panic a gate: every read of the text is checked, and such a component matches
+//! nothing.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
-/// One component of a glob, borrowed from the glob text where it can be (the built-in table's
-/// globs are `'static`: building the table then copies no text).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Component<'a> {
-    /// `**`: any number of components.
-    Recursive,
-    /// No wildcard (escapes resolved).
-    Literal(Cow<'a, str>),
-    /// `*`, `?` and literal characters, as written (escapes included); tokenised when matched.
-    Wild(Cow<'a, str>),
-}
-
-impl Component<'_> {
-    /// The same component, owning its text.
-    fn owned<'b>(self) -> Component<'b> {
-        match self {
-            Component::Recursive => Component::Recursive,
-            Component::Literal(l) => Component::Literal(Cow::Owned(l.into_owned())),
-            Component::Wild(w) => Component::Wild(Cow::Owned(w.into_owned())),
-        }
-    }
-}
-
+/// What one component of a pattern is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Token {
-    Star,
-    AnyChar,
-    Char(char),
+pub(crate) enum Kind {
+    /// `**`: any number of components (no text).
+    Recursive,
+    /// No wildcard: the text is the name itself (escapes resolved).
+    Literal,
+    /// `*`, `?` and literal characters, as written (escapes included); tokenised when matched.
+    Wild,
 }
 
-/// One brace-free alternative of a glob: its components (a range of
-/// [`GlobTable::components`]) and the value it stands for.
-#[derive(Debug)]
-struct Pattern {
-    /// Empty for a pattern its index key decides ([`GlobTable::add_decided_by_key`]).
-    components: Range<usize>,
-    /// Matched by every path found under its key: no components to compare.
+/// One component of a pattern: its kind and its text, `text[start..end]` of its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Component {
+    kind: Kind,
+    start: u32,
+    end: u32,
+}
+
+impl Component {
+    /// A component of kind `kind` whose text is `start..end` of the table's text.
+    pub(crate) const fn new(kind: Kind, start: u32, end: u32) -> Component {
+        Component { kind, start, end }
+    }
+}
+
+/// One brace-free alternative of a glob: its components (`components[first..end]` of its
+/// table) and the value it stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pattern {
+    first: u32,
+    end: u32,
+    /// Matched by every path found under its index key, with no components to compare
+    /// (`**/name`, `**/*.ext`); `first == end` then.
     decided_by_key: bool,
-    value: usize,
-    /// The pattern added before this one under the same index key (always a smaller id).
-    next: Option<usize>,
+    value: u32,
 }
 
-/// The last pattern added under each index key (a file name, an extension, a directory name);
-/// each pattern links to the one added under the same key before it ([`Pattern::next`]), so
-/// the index allocates nothing per key.
-type Index<'a> = HashMap<Cow<'a, str>, usize, BuildHasherDefault<KeyHasher>>;
-
-/// FxHash (rustc's hasher: rotate, xor, multiply per byte) for the index keys: short strings
-/// from the built-in table, where SipHash's setup and finalisation cost more than the rest of
-/// an insert. Not resistant to chosen collisions, and it need not be: only the table's own
-/// globs are inserted; a path only looks keys up, which costs at most the table's own
-/// collisions.
-#[derive(Debug, Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+impl Pattern {
+    /// A pattern made of `components[first..end]`, standing for `value`.
+    pub(crate) const fn new(first: u32, end: u32, decided_by_key: bool, value: u32) -> Pattern {
+        Pattern {
+            first,
+            end,
+            decided_by_key,
+            value,
         }
     }
 
-    fn finish(&self) -> u64 {
-        self.0
+    fn components(&self) -> Range<usize> {
+        self.first as usize..self.end as usize
     }
 }
 
-/// A set of globs, each tagged with a value (the position of its rule in the table).
-#[derive(Debug, Default)]
-pub(crate) struct GlobTable<'a> {
-    /// Every pattern's components, one after the other.
-    components: Vec<Component<'a>>,
-    patterns: Vec<Pattern>,
+/// One index entry: the key `text[start..end]` leads to `pattern`. A table keeps each index's
+/// entries sorted by key text (as bytes), then by pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    start: u32,
+    end: u32,
+    pattern: u32,
+}
+
+impl Entry {
+    /// The key `start..end` of the table's text, leading to `pattern`.
+    pub(crate) const fn new(start: u32, end: u32, pattern: u32) -> Entry {
+        Entry {
+            start,
+            end,
+            pattern,
+        }
+    }
+}
+
+/// A set of globs ready to match, each tagged with a value (the position of its rule in the
+/// table). Built by a [`GlobTableBuilder`], or written out as `static` data
+/// ([`GlobTable::from_static`], `classify_globs.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GlobTable {
+    /// The text of every component and index key.
+    text: Cow<'static, str>,
+    /// Every pattern's components, one pattern after the other.
+    components: Cow<'static, [Component]>,
+    patterns: Cow<'static, [Pattern]>,
     /// Last component is a literal file name.
-    by_name: Index<'a>,
+    by_name: Cow<'static, [Entry]>,
     /// Last component is `*<suffix>`; keyed by the suffix after its last `.` (`yml`), or for
     /// `**/*.{a,b}`, by each whole extension.
-    by_extension: Index<'a>,
+    by_extension: Cow<'static, [Entry]>,
     /// Otherwise, some component is a literal directory name: keyed by the last such name.
-    by_directory: Index<'a>,
+    by_directory: Cow<'static, [Entry]>,
     /// Nothing to index on: tried for every path.
-    always: Vec<usize>,
+    always: Cow<'static, [u32]>,
 }
 
-impl<'a> GlobTable<'a> {
-    /// An empty table.
-    #[cfg(test)]
-    pub(crate) fn new() -> GlobTable<'a> {
-        GlobTable::default()
-    }
-
-    /// An empty table with room for about `globs` globs, so that building it does not copy
-    /// its arrays again and again as they grow. (The built-in table's ~770 globs made ~1,270
-    /// patterns, ~650 of them file names, ~260 extensions.)
-    pub(crate) fn with_capacity(globs: usize) -> GlobTable<'a> {
-        let index = |n: usize| Index::with_capacity_and_hasher(n, BuildHasherDefault::default());
+impl GlobTable {
+    /// A table over `static` data, as a [`GlobTableBuilder`] built it (see
+    /// [`GlobTable::to_rust`]); the index arrays must be sorted as [`Entry`] says.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the table's seven arrays, in order"
+    )]
+    pub(crate) const fn from_static(
+        text: &'static str,
+        components: &'static [Component],
+        patterns: &'static [Pattern],
+        by_name: &'static [Entry],
+        by_extension: &'static [Entry],
+        by_directory: &'static [Entry],
+        always: &'static [u32],
+    ) -> GlobTable {
         GlobTable {
-            components: Vec::with_capacity(globs),
-            patterns: Vec::with_capacity(globs.saturating_mul(2)),
-            by_name: index(globs),
-            by_extension: index(globs / 2),
-            by_directory: index(globs / 4),
-            always: Vec::new(),
+            text: Cow::Borrowed(text),
+            components: Cow::Borrowed(components),
+            patterns: Cow::Borrowed(patterns),
+            by_name: Cow::Borrowed(by_name),
+            by_extension: Cow::Borrowed(by_extension),
+            by_directory: Cow::Borrowed(by_directory),
+            always: Cow::Borrowed(always),
         }
     }
 
-    /// Adds `glob` (already anchored: no implicit `**/`) standing for `value`; its brace
-    /// alternatives own their text.
-    #[cfg(test)]
-    pub(crate) fn add(&mut self, glob: &'a str, value: usize) -> Result<(), String> {
-        self.add_parts(false, glob, value, Alternatives::Owned)
+    /// `text[start..end]`; empty if the range is not in the text (a table is never built that
+    /// way, and a component with empty text matches nothing but an empty name).
+    fn text(&self, start: u32, end: u32) -> &str {
+        self.text
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
+    }
+
+    fn key(&self, entry: &Entry) -> &str {
+        self.text(entry.start, entry.end)
+    }
+
+    /// Appends the patterns found under `key` in `index`.
+    fn patterns_under(&self, index: &[Entry], key: &str, out: &mut Vec<u32>) {
+        let first = index.partition_point(|e| self.key(e) < key);
+        out.extend(
+            index
+                .get(first..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|e| self.key(e) == key)
+                .map(|e| e.pattern),
+        );
+    }
+
+    /// The values of every glob matching `path` (components separated by `/`), ascending and
+    /// without duplicates.
+    pub(crate) fn matches(&self, path: &str) -> Vec<usize> {
+        let parts: Vec<&str> = path.split('/').collect();
+        let name = parts.last().copied().unwrap_or_default();
+        let mut candidates: Vec<u32> = self.always.to_vec();
+        self.patterns_under(&self.by_name, name, &mut candidates);
+        for (i, _) in name.match_indices('.') {
+            if let Some(extension) = name.get(i + 1..) {
+                self.patterns_under(&self.by_extension, extension, &mut candidates);
+            }
+        }
+        for part in &parts {
+            self.patterns_under(&self.by_directory, part, &mut candidates);
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let mut values: Vec<usize> = candidates
+            .into_iter()
+            .filter_map(|id| self.patterns.get(id as usize))
+            .filter(|p| {
+                p.decided_by_key
+                    || self
+                        .components
+                        .get(p.components())
+                        .is_some_and(|c| self.match_components(c, &parts))
+            })
+            .map(|p| p.value as usize)
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        values
+    }
+
+    /// Whether the glob's components match the path's. `**` takes any number of components,
+    /// at least one when it is the glob's last.
+    fn match_components(&self, pattern: &[Component], path: &[&str]) -> bool {
+        let Some((first, rest)) = pattern.split_first() else {
+            return path.is_empty();
+        };
+        match first.kind {
+            Kind::Recursive if rest.is_empty() => !path.is_empty(),
+            Kind::Recursive => (0..=path.len()).any(|skip| {
+                path.get(skip..)
+                    .is_some_and(|tail| self.match_components(rest, tail))
+            }),
+            kind => match path.split_first() {
+                Some((part, tail)) => {
+                    let text = self.text(first.start, first.end);
+                    let one = match kind {
+                        Kind::Literal => text == *part,
+                        _ => wildcard(text, part),
+                    };
+                    one && self.match_components(rest, tail)
+                }
+                None => false,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+/// Reads globs into a [`GlobTable`].
+#[derive(Debug, Default)]
+pub(crate) struct GlobTableBuilder {
+    text: String,
+    components: Vec<Component>,
+    patterns: Vec<Pattern>,
+    by_name: Vec<Entry>,
+    by_extension: Vec<Entry>,
+    by_directory: Vec<Entry>,
+    always: Vec<u32>,
+}
+
+#[cfg(test)]
+/// A number the table stores as `u32` (text offsets, ids, values): refused past that.
+fn small(n: usize) -> Result<u32, String> {
+    u32::try_from(n).map_err(|_| "the table outgrew its 32-bit offsets".to_owned())
+}
+
+#[cfg(test)]
+impl GlobTableBuilder {
+    /// An empty builder.
+    pub(crate) fn new() -> GlobTableBuilder {
+        GlobTableBuilder::default()
+    }
+
+    /// Adds `glob` (already anchored: no implicit `**/`) standing for `value`.
+    pub(crate) fn add(&mut self, glob: &str, value: usize) -> Result<(), String> {
+        self.add_parts(false, glob, value)
+    }
+
+    /// Adds a rule-table glob as the table reads it (`classify::anchor`, without building the
+    /// anchored text): no `/` means "this name at any depth" (`**/` in front); a trailing
+    /// `/**` also matches the directory's own path (`dir{,/**}`).
+    pub(crate) fn add_anchored(&mut self, glob: &str, value: usize) -> Result<(), String> {
+        match glob.strip_suffix("/**") {
+            Some(dir) if !dir.is_empty() => {
+                self.add_parts(false, dir, value)?;
+                self.add_parts(false, glob, value)
+            }
+            _ => self.add_parts(!glob.contains('/'), glob, value),
+        }
+    }
+
+    /// The table: the index entries sorted by key, then by pattern.
+    pub(crate) fn build(self) -> GlobTable {
+        let text = self.text;
+        let sorted = |mut index: Vec<Entry>| {
+            let key = |e: &Entry| {
+                text.get(e.start as usize..e.end as usize)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            index.sort_by_cached_key(|e| (key(e), e.pattern));
+            Cow::Owned(index)
+        };
+        GlobTable {
+            by_name: sorted(self.by_name),
+            by_extension: sorted(self.by_extension),
+            by_directory: sorted(self.by_directory),
+            components: Cow::Owned(self.components),
+            patterns: Cow::Owned(self.patterns),
+            always: Cow::Owned(self.always),
+            text: Cow::Owned(text),
+        }
+    }
+
+    /// The range of `text` in the table's text, appended unless it is there already.
+    fn push_text(&mut self, text: &str) -> Result<(u32, u32), String> {
+        let start = match self.text.find(text) {
+            Some(at) => at,
+            None => {
+                self.text.push_str(text);
+                self.text.len() - text.len()
+            }
+        };
+        Ok((small(start)?, small(start + text.len())?))
     }
 
     /// Adds every brace alternative of `glob`, after a `**` component when `any_depth`.
-    fn add_parts(
-        &mut self,
-        any_depth: bool,
-        glob: &'a str,
-        value: usize,
-        kept: Alternatives,
-    ) -> Result<(), String> {
-        if any_depth && self.add_decided_by_key(glob, value) {
+    fn add_parts(&mut self, any_depth: bool, glob: &str, value: usize) -> Result<(), String> {
+        let value = small(value)?;
+        if any_depth && self.add_decided_by_key(glob, value)? {
             return Ok(());
         }
         if !glob.contains(['{', '}', '\\']) {
-            return self.add_alternative(any_depth, glob, Cow::Borrowed(glob), value);
+            return self.add_alternative(any_depth, glob, glob, value);
         }
         let groups = brace_groups(glob).map_err(|e| format!("glob `{glob}`: {e}"))?;
         let (text, ends) = expand_braces(&groups).map_err(|e| format!("glob `{glob}`: {e}"))?;
         let mut start = 0;
-        match kept {
-            #[cfg(test)]
-            Alternatives::Owned => {
-                for end in ends {
-                    let alternative = text.get(start..end).unwrap_or_default().to_owned();
-                    self.add_alternative(any_depth, glob, Cow::Owned(alternative), value)?;
-                    start = end;
-                }
-            }
-            Alternatives::Leaked => {
-                let text: &'static str = Box::leak(text.into_boxed_str());
-                for end in ends {
-                    let alternative = text.get(start..end).unwrap_or_default();
-                    self.add_alternative(any_depth, glob, Cow::Borrowed(alternative), value)?;
-                    start = end;
-                }
-            }
+        for end in ends {
+            let alternative = text.get(start..end).unwrap_or_default();
+            self.add_alternative(any_depth, glob, alternative, value)?;
+            start = end;
         }
         Ok(())
     }
@@ -192,47 +353,45 @@ impl<'a> GlobTable<'a> {
     /// it ends with `.ext`, which is when the glob matches it (`**/` takes any directories, `*`
     /// any start of the name). `false`, and nothing added, for any other glob. Each name and
     /// extension must be non-empty and free of wildcards, escapes, braces, commas and `/`.
-    fn add_decided_by_key(&mut self, glob: &'a str, value: usize) -> bool {
+    fn add_decided_by_key(&mut self, glob: &str, value: u32) -> Result<bool, String> {
         let plain =
             |e: &str| !e.is_empty() && !e.contains(['*', '?', '[', ']', '{', '}', '\\', '/', ',']);
         if plain(glob) {
-            self.add_keyed(false, glob, value);
-            return true;
+            self.add_keyed(false, glob, value)?;
+            return Ok(true);
         }
         let Some(extensions) = glob.strip_prefix("*.") else {
-            return false;
+            return Ok(false);
         };
         let list = match extensions.strip_prefix('{') {
             Some(rest) => match rest.strip_suffix('}') {
                 Some(list) => list,
-                None => return false,
+                None => return Ok(false),
             },
             None => extensions,
         };
         if !list.split(',').all(plain) {
-            return false;
+            return Ok(false);
         }
         for extension in list.split(',') {
-            self.add_keyed(true, extension, value);
+            self.add_keyed(true, extension, value)?;
         }
-        true
+        Ok(true)
     }
 
     /// Adds a pattern decided by its key alone: a file name, or (`extension`) an extension.
-    fn add_keyed(&mut self, extension: bool, key: &'a str, value: usize) {
-        let id = self.patterns.len();
-        let index = if extension {
-            &mut self.by_extension
+    fn add_keyed(&mut self, extension: bool, key: &str, value: u32) -> Result<(), String> {
+        let pattern = small(self.patterns.len())?;
+        let (start, end) = self.push_text(key)?;
+        let entry = Entry::new(start, end, pattern);
+        if extension {
+            self.by_extension.push(entry);
         } else {
-            &mut self.by_name
-        };
-        let next = index.insert(Cow::Borrowed(key), id);
-        self.patterns.push(Pattern {
-            components: 0..0,
-            decided_by_key: true,
-            value,
-            next,
-        });
+            self.by_name.push(entry);
+        }
+        let first = small(self.components.len())?;
+        self.patterns.push(Pattern::new(first, first, true, value));
+        Ok(())
     }
 
     /// Adds one brace-free alternative of `glob`.
@@ -240,152 +399,111 @@ impl<'a> GlobTable<'a> {
         &mut self,
         any_depth: bool,
         glob: &str,
-        alternative: Cow<'a, str>,
-        value: usize,
+        alternative: &str,
+        value: u32,
     ) -> Result<(), String> {
         let first = self.components.len();
         if any_depth {
-            self.components.push(Component::Recursive);
+            self.components.push(Component::new(Kind::Recursive, 0, 0));
         }
-        let parsed = match &alternative {
-            Cow::Borrowed(text) => text
-                .split('/')
-                .try_for_each(|c| parse_component(c).map(|c| self.components.push(c))),
-            // An expanded alternative: its components own their text.
-            Cow::Owned(text) => text
-                .split('/')
-                .try_for_each(|c| parse_component(c).map(|c| self.components.push(c.owned()))),
-        };
+        let parsed = alternative.split('/').try_for_each(|c| {
+            let component = match parse_component(c)? {
+                Parsed::Recursive => Component::new(Kind::Recursive, 0, 0),
+                Parsed::Literal(literal) => {
+                    let (start, end) = self.push_text(&literal)?;
+                    Component::new(Kind::Literal, start, end)
+                }
+                Parsed::Wild(wild) => {
+                    let (start, end) = self.push_text(wild)?;
+                    Component::new(Kind::Wild, start, end)
+                }
+            };
+            self.components.push(component);
+            Ok::<(), String>(())
+        });
         if let Err(e) = parsed {
             self.components.truncate(first);
             return Err(format!("glob `{glob}`: {e}"));
         }
-        let range = first..self.components.len();
-        let id = self.patterns.len();
-        let next = match index_key(&self.components[range.clone()]) {
-            Key::Name(n) => self.by_name.insert(n, id),
-            Key::Extension(e) => self.by_extension.insert(e, id),
-            Key::Directory(d) => self.by_directory.insert(d, id),
-            Key::None => {
-                self.always.push(id);
-                None
+        let pattern = small(self.patterns.len())?;
+        let components = self.components.get(first..).unwrap_or_default();
+        match self.index_key(components) {
+            Some((index, start, end)) => {
+                let entry = Entry::new(start, end, pattern);
+                match index {
+                    Key::Name => self.by_name.push(entry),
+                    Key::Extension => self.by_extension.push(entry),
+                    Key::Directory => self.by_directory.push(entry),
+                }
             }
-        };
-        self.patterns.push(Pattern {
-            components: range,
-            decided_by_key: false,
+            None => self.always.push(pattern),
+        }
+        self.patterns.push(Pattern::new(
+            small(first)?,
+            small(self.components.len())?,
+            false,
             value,
-            next,
-        });
+        ));
         Ok(())
     }
 
-    /// The values of every glob matching `path` (components separated by `/`), ascending and
-    /// without duplicates.
-    pub(crate) fn matches(&self, path: &str) -> Vec<usize> {
-        let parts: Vec<&str> = path.split('/').collect();
-        let name = parts.last().copied().unwrap_or_default();
-        let mut candidates: Vec<usize> = self.always.clone();
-        // Every pattern under one key: the last one added, then each one's `next`.
-        let mut under = |head: Option<&usize>| {
-            let mut at = head.copied();
-            while let Some(id) = at {
-                candidates.push(id);
-                at = self.patterns.get(id).and_then(|p| p.next);
-            }
-        };
-        under(self.by_name.get(name));
-        for (i, _) in name.match_indices('.') {
-            under(name.get(i + 1..).and_then(|e| self.by_extension.get(e)));
-        }
-        for part in &parts {
-            under(self.by_directory.get(*part));
-        }
-        candidates.sort_unstable();
-        candidates.dedup();
-        let mut values: Vec<usize> = candidates
-            .into_iter()
-            .filter_map(|id| self.patterns.get(id))
-            .filter(|p| {
-                p.decided_by_key
-                    || self
-                        .components
-                        .get(p.components.clone())
-                        .is_some_and(|c| match_components(c, &parts))
-            })
-            .map(|p| p.value)
-            .collect();
-        values.sort_unstable();
-        values.dedup();
-        values
-    }
-}
-
-impl GlobTable<'static> {
-    /// Adds a rule-table glob as the table reads it (`classify::anchor`, without building the
-    /// anchored text): no `/` means "this name at any depth" (`**/` in front); a trailing
-    /// `/**` also matches the directory's own path (`dir{,/**}`).
-    ///
-    /// The brace alternatives of one glob are written one after the other into one string
-    /// that is never freed, and every alternative's components borrow from it: the built-in
-    /// table is built once per process (in a static) and lives as long as the process, so
-    /// nothing is lost, and the build allocates once per brace glob instead of two or three
-    /// times per alternative.
-    pub(crate) fn add_anchored(&mut self, glob: &'static str, value: usize) -> Result<(), String> {
-        let kept = Alternatives::Leaked;
-        match glob.strip_suffix("/**") {
-            Some(dir) if !dir.is_empty() => {
-                self.add_parts(false, dir, value, kept)?;
-                self.add_parts(false, glob, value, kept)
-            }
-            _ => self.add_parts(!glob.contains('/'), glob, value, kept),
-        }
-    }
-}
-
-/// Where the text of a glob's brace alternatives is kept.
-#[derive(Debug, Clone, Copy)]
-enum Alternatives {
-    /// Each alternative's components own their text (tables of non-`'static` globs).
-    #[cfg(test)]
-    Owned,
-    /// One leaked string per glob ([`GlobTable::add_anchored`], `'static` tables only).
-    Leaked,
-}
-
-enum Key<'a> {
-    Name(Cow<'a, str>),
-    Extension(Cow<'a, str>),
-    Directory(Cow<'a, str>),
-    None,
-}
-
-/// What a path must contain for the pattern to possibly match (see the index fields).
-fn index_key<'a>(components: &[Component<'a>]) -> Key<'a> {
-    match components.last() {
-        Some(Component::Literal(name)) => return Key::Name(name.clone()),
-        Some(Component::Wild(text)) => {
-            // `*<literal suffix>` with a `.` in the suffix: index on the extension.
-            if let Some(rest) = text.strip_prefix('*') {
-                if !rest.contains(['*', '?', '\\']) {
-                    if let Some(i) = rest.rfind('.') {
-                        return Key::Extension(match text {
-                            Cow::Borrowed(t) => Cow::Borrowed(&t[2 + i..]),
-                            Cow::Owned(_) => Cow::Owned(rest[i + 1..].to_owned()),
-                        });
+    /// What a path must contain for the pattern to possibly match (see the index fields):
+    /// the index and the key's range in the text.
+    fn index_key(&self, components: &[Component]) -> Option<(Key, u32, u32)> {
+        match components.last() {
+            Some(c) if c.kind == Kind::Literal => return Some((Key::Name, c.start, c.end)),
+            Some(c) if c.kind == Kind::Wild => {
+                // `*<literal suffix>` with a `.` in the suffix: index on the extension.
+                let text = self
+                    .text
+                    .get(c.start as usize..c.end as usize)
+                    .unwrap_or_default();
+                if let Some(rest) = text.strip_prefix('*') {
+                    if !rest.contains(['*', '?', '\\']) {
+                        if let Some(i) = rest.rfind('.') {
+                            let start = c.start.saturating_add(small(2 + i).ok()?);
+                            return Some((Key::Extension, start, c.end));
+                        }
                     }
                 }
             }
+            _ => {}
         }
-        _ => {}
+        components
+            .iter()
+            .rev()
+            .find(|c| c.kind == Kind::Literal)
+            .map(|c| (Key::Directory, c.start, c.end))
     }
-    let directory = components.iter().rev().find_map(|c| match c {
-        Component::Literal(d) => Some(d.clone()),
-        _ => None,
-    });
-    directory.map_or(Key::None, Key::Directory)
 }
 
+#[cfg(test)]
+/// The index a pattern goes into.
+enum Key {
+    Name,
+    Extension,
+    Directory,
+}
+
+#[cfg(test)]
+/// One component as read from a glob.
+#[derive(Debug, PartialEq, Eq)]
+enum Parsed<'a> {
+    Recursive,
+    /// Escapes resolved.
+    Literal(Cow<'a, str>),
+    /// As written.
+    Wild(&'a str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Star,
+    AnyChar,
+    Char(char),
+}
+
+#[cfg(test)]
 /// The glob as a sequence of groups, each the list of its alternatives' text as written
 /// (escapes kept for [`parse_component`]): a run outside braces is a group of one. Checks the
 /// brace syntax: no nesting, no unmatched brace, no dangling `\`.
@@ -431,10 +549,12 @@ fn brace_groups(glob: &str) -> Result<Vec<Vec<&str>>, String> {
     Ok(groups)
 }
 
+#[cfg(test)]
 /// Most combinations one glob's braces may expand to (the built-in table's globs expand to a
 /// few dozen at most).
 const MAX_ALTERNATIVES: usize = 4096;
 
+#[cfg(test)]
 /// Every combination of one alternative per group, in order (the first group varying
 /// slowest), written one after the other into one string: the string and the end of each
 /// combination in it.
@@ -469,13 +589,14 @@ fn expand_braces(groups: &[Vec<&str>]) -> Result<(String, Vec<usize>), String> {
     Ok((text, ends))
 }
 
+#[cfg(test)]
 /// Reads one component: checks its syntax, resolves the escapes of a wildcard-free one.
-fn parse_component(text: &str) -> Result<Component<'_>, String> {
+fn parse_component(text: &str) -> Result<Parsed<'_>, String> {
     if text == "**" {
-        return Ok(Component::Recursive);
+        return Ok(Parsed::Recursive);
     }
     if !text.contains(['\\', '*', '?', '[', ']']) {
-        return Ok(Component::Literal(Cow::Borrowed(text)));
+        return Ok(Parsed::Literal(Cow::Borrowed(text)));
     }
     let mut wild = false;
     let mut rest = text;
@@ -487,7 +608,7 @@ fn parse_component(text: &str) -> Result<Component<'_>, String> {
         rest = after;
     }
     if wild {
-        return Ok(Component::Wild(Cow::Borrowed(text)));
+        return Ok(Parsed::Wild(text));
     }
     // Escaped characters only: the literal they stand for.
     let mut literal = String::with_capacity(text.len());
@@ -498,7 +619,7 @@ fn parse_component(text: &str) -> Result<Component<'_>, String> {
         }
         rest = after;
     }
-    Ok(Component::Literal(Cow::Owned(literal)))
+    Ok(Parsed::Literal(Cow::Owned(literal)))
 }
 
 /// [`next_token`] of text already checked.
@@ -520,33 +641,6 @@ fn next_token(text: &str) -> Result<Option<(Token, &str)>, String> {
         other => Token::Char(other),
     };
     Ok(Some((token, chars.as_str())))
-}
-
-/// Whether the glob's components match the path's. `**` takes any number of components,
-/// at least one when it is the glob's last.
-fn match_components(pattern: &[Component], path: &[&str]) -> bool {
-    let Some((first, rest)) = pattern.split_first() else {
-        return path.is_empty();
-    };
-    match first {
-        Component::Recursive if rest.is_empty() => !path.is_empty(),
-        Component::Recursive => (0..=path.len()).any(|skip| {
-            path.get(skip..)
-                .is_some_and(|tail| match_components(rest, tail))
-        }),
-        other => match path.split_first() {
-            Some((part, tail)) => match_one(other, part) && match_components(rest, tail),
-            None => false,
-        },
-    }
-}
-
-fn match_one(component: &Component, text: &str) -> bool {
-    match component {
-        Component::Recursive => true,
-        Component::Literal(l) => l == text,
-        Component::Wild(pattern) => wildcard(pattern, text),
-    }
 }
 
 /// `*`/`?` matching of a component's text (checked when its glob was added) against one path
@@ -600,6 +694,132 @@ fn wildcard(pattern: &str, text: &str) -> bool {
     true
 }
 
+/// The start of `classify_globs.rs`: what its tables are made of, and short constructors for
+/// its arrays.
+#[cfg(test)]
+pub(crate) const RUST_PRELUDE: &str =
+    "use super::glob_table::{Component, Entry, GlobTable, Kind, Pattern};
+
+/// `**`.
+const fn r() -> Component {
+    Component::new(Kind::Recursive, 0, 0)
+}
+/// A literal component, text `start..end`.
+const fn l(start: u32, end: u32) -> Component {
+    Component::new(Kind::Literal, start, end)
+}
+/// A component with wildcards, text `start..end`.
+const fn w(start: u32, end: u32) -> Component {
+    Component::new(Kind::Wild, start, end)
+}
+/// A pattern of components `first..end`, standing for rule `value`.
+const fn p(first: u32, end: u32, value: u32) -> Pattern {
+    Pattern::new(first, end, false, value)
+}
+/// A pattern decided by its index key alone, standing for rule `value`.
+const fn k(at: u32, value: u32) -> Pattern {
+    Pattern::new(at, at, true, value)
+}
+/// An index entry: key text `start..end`, pattern `pattern`.
+const fn e(start: u32, end: u32, pattern: u32) -> Entry {
+    Entry::new(start, end, pattern)
+}
+";
+
+#[cfg(test)]
+impl GlobTable {
+    /// The table as Rust source after [`RUST_PRELUDE`]: `static NAME` (documented by `doc`)
+    /// over `static` arrays named `NAME_...`.
+    pub(crate) fn to_rust(&self, name: &str, doc: &str) -> String {
+        use std::fmt::Write;
+        /// `items` written `per_line` to a line.
+        fn array<T>(
+            out: &mut String,
+            name: &str,
+            ty: &str,
+            items: &[T],
+            per_line: usize,
+            item: impl Fn(&T) -> String,
+        ) {
+            let _ = writeln!(out, "static {name}: [{ty}; {}] = [", items.len());
+            for line in items.chunks(per_line) {
+                let line: Vec<String> = line.iter().map(&item).collect();
+                let _ = writeln!(out, "    {},", line.join(", "));
+            }
+            out.push_str("];\n");
+        }
+        let mut out = String::new();
+        let _ = writeln!(out, "\nstatic {name}_TEXT: &str = concat!(");
+        let mut chunk = String::new();
+        for c in self.text.chars() {
+            chunk.push(c);
+            if chunk.len() >= 80 {
+                let _ = writeln!(out, "    {chunk:?},");
+                chunk.clear();
+            }
+        }
+        if !chunk.is_empty() {
+            let _ = writeln!(out, "    {chunk:?},");
+        }
+        out.push_str(");\n");
+        array(
+            &mut out,
+            &format!("{name}_COMPONENTS"),
+            "Component",
+            &self.components,
+            8,
+            |c| match c.kind {
+                Kind::Recursive => "r()".to_owned(),
+                Kind::Literal => format!("l({}, {})", c.start, c.end),
+                Kind::Wild => format!("w({}, {})", c.start, c.end),
+            },
+        );
+        array(
+            &mut out,
+            &format!("{name}_PATTERNS"),
+            "Pattern",
+            &self.patterns,
+            8,
+            |p| {
+                if p.decided_by_key {
+                    format!("k({}, {})", p.first, p.value)
+                } else {
+                    format!("p({}, {}, {})", p.first, p.end, p.value)
+                }
+            },
+        );
+        let entry = |e: &Entry| format!("e({}, {}, {})", e.start, e.end, e.pattern);
+        for (index, entries) in [
+            ("BY_NAME", &self.by_name),
+            ("BY_EXTENSION", &self.by_extension),
+            ("BY_DIRECTORY", &self.by_directory),
+        ] {
+            array(
+                &mut out,
+                &format!("{name}_{index}"),
+                "Entry",
+                entries,
+                6,
+                entry,
+            );
+        }
+        array(
+            &mut out,
+            &format!("{name}_ALWAYS"),
+            "u32",
+            &self.always,
+            16,
+            u32::to_string,
+        );
+        let _ = writeln!(out, "\n/// {doc}");
+        let _ = writeln!(
+            out,
+            "pub(super) static {name}: GlobTable = GlobTable::from_static(\n    {name}_TEXT,\n    &{name}_COMPONENTS,\n    &{name}_PATTERNS,\n    &{name}_BY_NAME,\n    &{name}_BY_EXTENSION,\n    &{name}_BY_DIRECTORY,\n    &{name}_ALWAYS,\n);"
+        );
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,12 +844,12 @@ mod tests {
             .collect()
     }
 
-    fn table<'a>(globs: &[&'a str]) -> GlobTable<'a> {
-        let mut t = GlobTable::new();
+    fn table(globs: &[&str]) -> GlobTable {
+        let mut t = GlobTableBuilder::new();
         for (i, g) in globs.iter().enumerate() {
             t.add(g, i).unwrap();
         }
-        t
+        t.build()
     }
 
     #[test]
@@ -736,7 +956,7 @@ mod tests {
     fn names_and_extension_lists_decided_by_the_index_read_like_globset() {
         // Through `add_anchored`: no `/`, so `**/` in front; the index alone decides the
         // first four; the rest take the component path under the same keys.
-        let globs: [&'static str; 9] = [
+        let globs = [
             "makefile",
             "*.{rs,go}",
             "*.{tar.gz,c}",
@@ -747,10 +967,11 @@ mod tests {
             "*_test.{c,h}",
             "src/*.rs",
         ];
-        let mut t = GlobTable::new();
+        let mut t = GlobTableBuilder::new();
         for (i, g) in globs.iter().enumerate() {
             t.add_anchored(g, i).unwrap();
         }
+        let t = t.build();
         let paths = [
             ".rs",
             "x.rs",
@@ -805,7 +1026,7 @@ mod tests {
             "a\\",
             &combinatorial,
         ] {
-            assert!(GlobTable::new().add(bad, 0).is_err(), "{bad}");
+            assert!(GlobTableBuilder::new().add(bad, 0).is_err(), "{bad}");
         }
     }
 }

@@ -29,9 +29,9 @@
 //! 9. secret scan of added lines (on a thread, while git applies, after step 14's fetch
 //!    entry: one thread for both, the gate has 2 CPUs and git takes one). The thread starts
 //!    once git has the whole patch (`Meanwhile`), not before the apply: started earlier it
-//!    took the CPU the gate's own way to git's input needed. The scanner and the
-//!    classification table it needs are built by step 1's claim thread once the claim is
-//!    settled (`Tables`);
+//!    took the CPU the gate's own way to git's input needed. The scanner it needs is built
+//!    by step 1's claim thread once the claim is settled (`Tables`); the classification
+//!    table is `static` data, nothing to build (`classify_globs.rs`);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;
@@ -271,9 +271,9 @@ struct FetchRecord<'a> {
     appended: Option<Result<ledger::TailProbe>>,
 }
 
-/// The secret scanner and the classification table. They do not depend on the job: built once
-/// per process ([`TABLES`]), so `airlock watch` builds them once and no gate frees them on its
-/// way out. A gate builds them on the claim's thread once the claim's outcome is sent (see
+/// The secret scanner (the classification table is `static` data). It does not depend on the
+/// job: built once per process ([`TABLES`]), so `airlock watch` builds it once and no gate
+/// frees it on its way out. A gate builds it on the claim's thread once the claim's outcome is sent (see
 /// [`ClaimState`]). (From 2026-11-30's second round to its fourth, the thread that starts
 /// `git apply` built them once git was started, 0.21 ms faster then; measured again with that
 /// thread let run at once, on a scheduler that packs threads onto the busy vCPU, it took the
@@ -359,10 +359,8 @@ fn judge_and_review(
     Ok(Ok(judged))
 }
 
-/// The secret scanner for added lines; also builds the classification table (both do not
-/// depend on the job).
+/// The secret scanner for added lines (it does not depend on the job).
 fn build_tables() -> Result<airlock_scan::Scanner> {
-    super::classify::warm_up();
     let scanner = airlock_scan::Scanner::with_default_rules()
         .context("secret scanner rules")?
         .with_inline_allow(false)
