@@ -282,6 +282,12 @@ pub fn check_relative_path(p: &str, max_bytes: usize, max_depth: usize) -> Resul
 /// assert_eq!(collision_key("caf\u{e9}"), collision_key("cafe\u{301}"));
 /// ```
 pub fn collision_key(p: &str) -> String {
+    // ASCII text is its own NFC form, and its Unicode lowercase is its ASCII lowercase: the
+    // same key without the normaliser's per-character table lookups (~4.8 K instructions per
+    // call; the gate keys every member and path component of a bundle and a patch).
+    if p.is_ascii() {
+        return p.to_ascii_lowercase();
+    }
     let nfc: String = p.nfc().collect();
     nfc.to_lowercase().nfc().collect()
 }
@@ -414,6 +420,23 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), PathRule::ALL.len());
+    }
+
+    #[test]
+    fn collision_key_of_ascii_is_the_full_fold() {
+        // The ASCII shortcut gives what NFC, lowercase, NFC give, for every ASCII character
+        // (alone and in a run).
+        let full = |p: &str| -> String {
+            let nfc: String = p.nfc().collect();
+            nfc.to_lowercase().nfc().collect()
+        };
+        let all: String = (0u8..0x80).map(char::from).collect();
+        for c in all.chars() {
+            let one = c.to_string();
+            assert_eq!(collision_key(&one), full(&one), "{c:?}");
+        }
+        assert_eq!(collision_key(&all), full(&all));
+        assert_eq!(collision_key("Src/Main.RS"), "src/main.rs");
     }
 
     #[test]
