@@ -1650,7 +1650,8 @@ static DEFS: &[Def] = &[
     },
 ];
 
-fn to_rule(d: &Def) -> Rule {
+/// `d` as a [`Rule`]; with `templates`, its examples, false positives and corpus sample too.
+fn to_rule(d: &Def, templates: bool) -> Rule {
     let mut allowlists = Vec::new();
     if !d.checks.is_empty() {
         allowlists.push(Allowlist {
@@ -1686,6 +1687,7 @@ fn to_rule(d: &Def) -> Rule {
         });
     }
     let sample = match d.sample {
+        _ if !templates => None,
         S::None => None,
         S::Assign(name, value) => Some(Sample::Assign {
             name: name.into(),
@@ -1710,8 +1712,16 @@ fn to_rule(d: &Def) -> Rule {
         fallback: d.fallback,
         allowlists,
         tags: Vec::new(),
-        examples: d.examples.iter().map(|e| (*e).to_string()).collect(),
-        false_positives: d.false_positives.iter().map(|e| (*e).to_string()).collect(),
+        examples: if templates {
+            d.examples.iter().map(|e| (*e).to_string()).collect()
+        } else {
+            Vec::new()
+        },
+        false_positives: if templates {
+            d.false_positives.iter().map(|e| (*e).to_string()).collect()
+        } else {
+            Vec::new()
+        },
         sample,
         source: RuleSource::Builtin,
     }
@@ -1719,7 +1729,14 @@ fn to_rule(d: &Def) -> Rule {
 
 /// The built-in rules, in priority order.
 pub fn default_rules() -> Vec<Rule> {
-    DEFS.iter().map(to_rule).collect()
+    DEFS.iter().map(|d| to_rule(d, true)).collect()
+}
+
+/// The built-in rules as a scan runs them: [`default_rules`] without their test templates
+/// (examples, false positives, corpus samples: ~1,100 strings that only tests, benchmarks
+/// and `docs/RULES.md` read, copied by every `airlock gate` and `pack` otherwise).
+pub fn default_detectors() -> Vec<Rule> {
+    DEFS.iter().map(|d| to_rule(d, false)).collect()
 }
 
 /// The built-in global allowlists: placeholders, known public values, and documented

@@ -459,6 +459,31 @@ fn inside_marker(content: &[u8], s: usize, e: usize) -> bool {
     }
 }
 
+/// What a rule from outside (a config file, a caller) is checked for when it loads: a usable,
+/// unique id, a regex or a path.
+fn check_loaded_rule(
+    rule: &Rule,
+    seen: &mut std::collections::HashSet<String>,
+) -> Result<(), ScanError> {
+    check_rule_id(&rule.id).map_err(|reason| ScanError::RuleInvalid {
+        rule_id: rule.id.clone(),
+        reason,
+    })?;
+    if !seen.insert(rule.id.clone()) {
+        return Err(ScanError::RuleInvalid {
+            rule_id: rule.id.clone(),
+            reason: "duplicate rule id".into(),
+        });
+    }
+    if rule.regex.is_none() && rule.path.is_none() {
+        return Err(ScanError::RuleInvalid {
+            rule_id: rule.id.clone(),
+            reason: "neither `regex` nor `path` is set".into(),
+        });
+    }
+    Ok(())
+}
+
 struct Raw {
     rule: usize,
     start: usize,
@@ -466,13 +491,25 @@ struct Raw {
 }
 
 impl Scanner {
-    /// The built-in rule set with the built-in global allowlist.
+    /// The built-in rule set with the built-in global allowlist; its [`Scanner::rules`] carry
+    /// their test templates (examples, false positives, samples).
     pub fn with_default_rules() -> Result<Scanner, ScanError> {
         // The built-in regexes are constants of this crate: tests parse and compile every
         // one of them (`builtin_rules_pass_the_full_check`, `every_builtin_regex_compiles`),
-        // so loading skips the parse and each is compiled on first use.
+        // so loading skips the parse and each is compiled on first use; and they check
+        // what a rule file is checked for on load (`builtin_rules_pass_the_full_check`).
         Scanner::build(
             crate::builtin::default_rules(),
+            crate::builtin::default_global_allowlists(),
+            Checks::BuiltIn,
+        )
+    }
+
+    /// [`Scanner::with_default_rules`] without the rules' test templates
+    /// ([`crate::builtin::default_detectors`]): the same findings, for callers that only scan.
+    pub fn with_default_detectors() -> Result<Scanner, ScanError> {
+        Scanner::build(
+            crate::builtin::default_detectors(),
             crate::builtin::default_global_allowlists(),
             Checks::BuiltIn,
         )
@@ -495,24 +532,13 @@ impl Scanner {
         let mut compiled = Vec::with_capacity(rules.len());
         let mut rules = rules;
         for rule in &mut rules {
-            check_rule_id(&rule.id).map_err(|reason| ScanError::RuleInvalid {
-                rule_id: rule.id.clone(),
-                reason,
-            })?;
-            if !seen.insert(rule.id.clone()) {
-                return Err(ScanError::RuleInvalid {
-                    rule_id: rule.id.clone(),
-                    reason: "duplicate rule id".into(),
-                });
+            // The built-in rules are known to pass these (a test checks them).
+            if checks == Checks::Full {
+                check_loaded_rule(rule, &mut seen)?;
             }
-            if rule.regex.is_none() && rule.path.is_none() {
-                return Err(ScanError::RuleInvalid {
-                    rule_id: rule.id.clone(),
-                    reason: "neither `regex` nor `path` is set".into(),
-                });
-            }
+            // The keyword search's form: lowercase, none empty, sorted, no duplicates.
             for k in &mut rule.keywords {
-                *k = k.to_ascii_lowercase();
+                k.make_ascii_lowercase();
             }
             rule.keywords.retain(|k| !k.is_empty());
             rule.keywords.sort();
@@ -558,14 +584,14 @@ impl Scanner {
         let mut patterns: Vec<String> = Vec::new();
         let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
         let mut always = Vec::new();
-        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for (ri, rule) in rules.iter().enumerate() {
             if rule.keywords.is_empty() || rule.regex.is_none() {
                 always.push(ri);
                 continue;
             }
             for k in &rule.keywords {
-                let pid = *index.entry(k.clone()).or_insert_with(|| {
+                let pid = *index.entry(k.as_str()).or_insert_with(|| {
                     patterns.push(k.clone());
                     keyword_rules.push(Vec::new());
                     patterns.len() - 1

@@ -37,7 +37,7 @@ pub fn scanner(config: Option<&Path>, gitleaks: Option<&Path>) -> Result<Scanner
         (None, Some(p)) => {
             Scanner::from_gitleaks_toml(&read(p)?).with_context(|| format!("{}", p.display()))?
         }
-        (None, None) => (Scanner::with_default_rules()?, Vec::new()),
+        (None, None) => (Scanner::with_default_detectors()?, Vec::new()),
     };
     for w in warnings {
         tracing::warn!("{w}");

@@ -271,5 +271,35 @@ fn builtin_rules_pass_the_full_check() {
     let s = Scanner::with_default_rules().unwrap();
     let full = Scanner::new(s.rules().to_vec(), s.global_allowlists().to_vec()).unwrap();
     full.compile_all().unwrap();
-    assert_eq!(full.rules().len(), s.rules().len());
+    // And the load checks it skips (valid, unique ids; a regex or a path each): `new` ran
+    // them, and loaded the same rules.
+    assert_eq!(full.rules(), s.rules());
+}
+
+#[test]
+fn the_default_detectors_are_the_default_rules_without_their_templates() {
+    let rules = Scanner::with_default_rules().unwrap();
+    let detectors = Scanner::with_default_detectors().unwrap();
+    assert_eq!(rules.rules().len(), detectors.rules().len());
+    let mut seen = 0;
+    for (r, d) in rules.rules().iter().zip(detectors.rules()) {
+        let mut stripped = r.clone();
+        stripped.examples.clear();
+        stripped.false_positives.clear();
+        stripped.sample = None;
+        assert_eq!(&stripped, d, "{}", r.id);
+        // And they find the same things in the rule's own examples.
+        for (i, ex) in r.examples.iter().enumerate() {
+            let text = rendered(ex, 7 + i as u64).text;
+            let ids = |s: &Scanner| -> Vec<String> {
+                s.scan("config/app.env", text.as_bytes())
+                    .into_iter()
+                    .map(|f| format!("{}:{}", f.rule_id, f.line))
+                    .collect()
+            };
+            assert_eq!(ids(&rules), ids(&detectors), "{} example {i}", r.id);
+            seen += 1;
+        }
+    }
+    assert!(seen > 100, "only {seen} examples");
 }

@@ -361,7 +361,7 @@ fn judge_and_review(
 
 /// The secret scanner for added lines (it does not depend on the job).
 fn build_tables() -> Result<airlock_scan::Scanner> {
-    let scanner = airlock_scan::Scanner::with_default_rules()
+    let scanner = airlock_scan::Scanner::with_default_detectors()
         .context("secret scanner rules")?
         .with_inline_allow(false)
         .with_small_inputs();

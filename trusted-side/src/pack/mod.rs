@@ -210,7 +210,7 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
     // On a hit only the prompt, the manifest and the request are scanned here: the keyword
     // index, quick to build, suits them (same matches; building the tree-sized DFA would
     // cost more than these scans).
-    let scanner = Scanner::with_default_rules().context("secret scanner")?;
+    let scanner = Scanner::with_default_detectors().context("secret scanner")?;
     let scanner = if hit.is_some() {
         scanner.with_small_inputs()
     } else {
