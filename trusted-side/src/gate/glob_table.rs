@@ -24,8 +24,9 @@
 //! the extension its literal tail ends with (`azure-pipelines-*.yml`), else by the stem its
 //! literal head starts with (`readme.*`): 7 of the ~1,270 patterns are left to try on every
 //! path, not 60 (`airlock classify` of 10 paths: 1.78 M -> 1.37 M instructions, process
-//! start included). Wildcards are read from the text as they are matched. Unit tests check the table against globset (the reference the table's
-//! documentation names) on every table glob and thousands of paths.
+//! start included). Wildcards are read from the text as they are matched. Unit tests check
+//! the table against globset (the reference the table's documentation names) on every table
+//! glob and thousands of paths.
 //!
 //! Syntax, as globset with `literal_separator`, `empty_alternates` and `backslash_escape`:
 //! `*` any run of characters inside one component, `?` one character inside a component
@@ -39,8 +40,8 @@
 //! test), a generated table that is not the rule table's (the freshness test), and slow
 //! matching: a component match is linear with bounded backtracking, and the component walk
 //! is polynomial in the (few) `**` of one glob. A malformed table (an offset past its text)
-//! cannot panic a gate: every read of the text is checked, and such a component matches
-//! nothing.
+//! cannot panic a gate: every read of the text is checked, and such a component reads as
+//! empty text (which no component of a normalised path is).
 
 use std::borrow::Cow;
 use std::ops::Range;
