@@ -36,17 +36,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// The allocator of the musl build (the default, `.cargo/config.toml`): dlmalloc, the ancestor
-/// of glibc's, compact and quick for a process that lives a few milliseconds. musl's own
-/// allocator hands memory back to the kernel eagerly, and a gate paid for it in page faults
-/// (docs/STORES.md, "musl"). No `unsafe` here: the crate implements `GlobalAlloc`. It takes
-/// one lock per call, which the gate's three threads and pack's scanners do not contend for
-/// measurably; nothing in this binary forks without exec (git and the worker start through
-/// `std::process::Command`), so the lock is never copied into a child that allocates.
-#[cfg(target_env = "musl")]
-#[global_allocator]
-static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
-
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     output::init_logging(cli.global.verbose, cli.global.quiet);
