@@ -8,8 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-7}"
-cargo build --release --quiet -p airlock -p airlock-worker
-RELEASE="$(bash bench/release-dir.sh)"
+RELEASE="$(bash scripts/release.sh)"
 A="$RELEASE/airlock"; W="$RELEASE/airlock-worker"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-gate.XXXXXX")"
 # The worker runs on another machine in a deployment: its run directories (a bundle unpacked

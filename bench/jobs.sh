@@ -39,8 +39,7 @@ CORPUS="${CORPUS:-$PWD/target/bench/cpython}"
 SHARED="$(cd .. && pwd)/shared"
 
 bash "$SHARED/bench/make-corpus.sh" "$CORPUS" >&2
-cargo build --release --quiet -p airlock -p airlock-worker
-cargo build --release --quiet -p airlock-tests --example bench-jobs
+RELEASE="$(bash scripts/release.sh -p airlock -p airlock-worker -p airlock-tests --example bench-jobs)"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-jobs.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -58,7 +57,6 @@ echo "repo: json/ + email/ from the corpus: $(git -C "$small" ls-files | wc -l) 
 # Private copies: another build replacing the release binaries mid-run would break the worker's
 # re-exec of itself (its /proc/self/exe would point at a deleted file).
 mkdir -p "$work/bin"
-RELEASE="$(bash bench/release-dir.sh)"
 cp "$RELEASE/airlock" "$RELEASE/airlock-worker" "$work/bin/"
 
 keep=()

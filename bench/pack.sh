@@ -17,8 +17,7 @@ SHARED="$(cd .. && pwd)/shared"
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 
 bash "$SHARED/bench/make-corpus.sh" "$CORPUS" >&2
-cargo build --release --quiet -p airlock
-AIRLOCK="$(bash bench/release-dir.sh)/airlock"
+AIRLOCK="$(bash scripts/release.sh -p airlock)/airlock"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-pack.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 "$AIRLOCK" --home "$work/home" init >/dev/null

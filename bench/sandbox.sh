@@ -6,5 +6,4 @@
 # Usage: bench/sandbox.sh [RUNS] [LONG_RUNS]     (defaults 200 and 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet -p airlock-sandbox --example sandbox_bench
-exec "$(bash bench/release-dir.sh)/examples/sandbox_bench" "${1:-200}" "${2:-5}"
+exec "$(bash scripts/release.sh -p airlock-sandbox --example sandbox_bench)/examples/sandbox_bench" "${1:-200}" "${2:-5}"

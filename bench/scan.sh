@@ -12,8 +12,7 @@ CORPUS="${CORPUS:-$PWD/target/bench/cpython}"
 SHARED="$(cd .. && pwd)/shared"
 command -v rg >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }
 bash "$SHARED/bench/make-corpus.sh" "$CORPUS" >&2
-cargo build --release --quiet -p airlock
-A="$(bash bench/release-dir.sh)/airlock"
+A="$(bash scripts/release.sh -p airlock)/airlock"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-scan.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 "$A" scan --print-regex > "$work/all.txt"

@@ -30,8 +30,7 @@ SHARED="$(cd .. && pwd)/shared"
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 
 bash "$SHARED/bench/make-corpus.sh" "$CORPUS" >&2
-cargo build --release --quiet -p airlock -p airlock-worker
-RELEASE="$(bash bench/release-dir.sh)"
+RELEASE="$(bash scripts/release.sh)"
 AIRLOCK="$RELEASE/airlock"
 WORKER="$RELEASE/airlock-worker"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-worker.XXXXXX")"

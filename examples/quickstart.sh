@@ -5,7 +5,5 @@
 # (queue), an edit touching CI (human), and an artifact tampered with on the way back (reject).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The build's target (.cargo/config.toml: static musl binaries), installed when missing.
-bash scripts/musl-toolchain.sh
-cargo build --release --quiet -p airlock -p airlock-worker
-exec "$(bash bench/release-dir.sh)/airlock" demo
+# Static release binaries (scripts/release.sh installs the musl target when missing).
+exec "$(bash scripts/release.sh)/airlock" demo

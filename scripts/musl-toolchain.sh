@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the build's target needs when it is missing (.cargo/config.toml builds for
-# x86_64-unknown-linux-musl): the target's standard library, with rustup, and a C compiler for
-# musl, Debian's musl-tools (ring builds C code; cc uses `musl-gcc`). Does nothing
-# when both are there, or when CARGO_BUILD_TARGET names a target that is not musl.
-# Run by .ci/run and examples/quickstart.sh; apt-get needs root (or run it yourself:
+# Installs what a static musl release build needs when it is missing: the target's standard
+# library, with rustup, and a C compiler for musl, Debian's musl-tools (ring builds C code; cc
+# uses `musl-gcc`). Does nothing when both are there, or when CARGO_BUILD_TARGET names a target
+# that is not musl. Run by scripts/release.sh; apt-get needs root (or run it yourself:
 # `sudo apt-get install musl-tools`).
 set -euo pipefail
 target="${CARGO_BUILD_TARGET:-x86_64-unknown-linux-musl}"
