@@ -37,7 +37,25 @@ pub fn run(c: &mut Command) -> Output {
     c.output().expect("spawn")
 }
 
-/// Formats a command's output for assertion messages.
+/// Whether a worker run failed only because this machine cannot sandbox the generator (the
+/// worker's rule id `sandbox.unavailable` on stderr); the test should then skip. It prints why;
+/// under `CI` a skip is a failure (the runner must provide the sandbox), so this panics there.
+pub fn needs_sandbox_skip(out: &Output) -> bool {
+    if out.status.success() {
+        return false;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !err.contains("(sandbox.unavailable)") {
+        return false;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "SKIPPED in CI (a skip is a failure here): the worker cannot sandbox: {err}"
+    );
+    eprintln!("SKIPPED: the worker cannot sandbox here: {err}");
+    true
+}
+
 /// The reason codes of a gate's JSON report, in report order.
 pub fn reason_codes(report: &serde_json::Value) -> Vec<String> {
     report["reasons"]
@@ -48,6 +66,7 @@ pub fn reason_codes(report: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// Formats a command's output for assertion messages.
 pub fn show(out: &Output) -> String {
     format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",

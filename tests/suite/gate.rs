@@ -84,8 +84,8 @@ impl Pipeline {
         (v["job"].as_str().unwrap().to_owned(), token)
     }
 
-    /// Runs the worker with an example generator. `None` (and a printed reason) when this
-    /// machine cannot give the worker a sandbox.
+    /// Runs the worker with an example generator. `None` when this machine cannot give the
+    /// worker a sandbox ([`needs_sandbox_skip`]: a failure under CI).
     fn work(&self, token: &Path, gen: &str) -> Option<()> {
         let work_root = self.root.join("worker");
         std::fs::create_dir_all(&work_root).unwrap();
@@ -99,14 +99,10 @@ impl Pipeline {
             .arg(&work_root)
             .arg("--")
             .arg(generator(gen)));
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            if err.contains("sandbox") {
-                eprintln!("SKIP: the worker cannot sandbox here: {err}");
-                return None;
-            }
-            panic!("worker failed: {}", show(&out));
+        if needs_sandbox_skip(&out) {
+            return None;
         }
+        assert!(out.status.success(), "worker failed: {}", show(&out));
         Some(())
     }
 

@@ -314,3 +314,44 @@ fn bundle_envelope_verifies_with_securesystemslib() {
         show(&res)
     );
 }
+
+/// A `refs/replace/` entry makes plain git read another commit in place of the one named:
+/// pack reads the committed tree of the revision anyway (every git process runs with
+/// `--no-replace-objects`), so what is packed is what was committed.
+#[test]
+fn pack_reads_the_committed_tree_not_a_replacement() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = init_home(tmp.path());
+    let repo = tmp.path().join("repo");
+    let real = make_repo(&repo, &[("src/lib.rs", b"pub fn real() {}\n")]);
+    write_files(&repo, &[("src/lib.rs", b"pub fn planted() {}\n")]);
+    git(&repo, &["commit", "-q", "-a", "-m", "planted"]);
+    let planted = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["reset", "-q", "--hard", &real]);
+    git(&repo, &["replace", &real, &planted]);
+    // Plain git now reads the planted file at the real commit.
+    assert_eq!(
+        git(&repo, &["show", &format!("{real}:src/lib.rs")]),
+        "pub fn planted() {}"
+    );
+    let out_dir = tmp.path().join("out");
+    let out = pack(&home, &repo, &out_dir, &["--rev", &real, "--json"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["revision"], real.as_str(), "{summary}");
+    let tree = git(
+        &repo,
+        &[
+            "--no-replace-objects",
+            "rev-parse",
+            &format!("{real}^{{tree}}"),
+        ],
+    );
+    assert_eq!(summary["tree"], tree.as_str(), "{summary}");
+    let raw = gunzip(&out_dir.join("bundle.tar.gz"));
+    assert!(
+        contains(&raw, b"pub fn real() {}"),
+        "the committed file is not packed"
+    );
+    assert!(!contains(&raw, b"planted"), "the replacement was packed");
+}

@@ -163,18 +163,14 @@ impl S3Env {
         run(&mut c)
     }
 
-    /// Runs the worker and expects success; `false` (with a printed reason) when this machine
-    /// cannot sandbox the generator.
+    /// Runs the worker and expects success; `false` when this machine cannot sandbox the
+    /// generator ([`needs_sandbox_skip`]: a failure under CI).
     fn work(&self, job: &Job, gen: &str) -> bool {
         let out = self.worker(job, gen);
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            if err.contains("sandbox") && err.contains("unavailable") {
-                eprintln!("SKIP: the worker cannot sandbox here: {err}");
-                return false;
-            }
-            panic!("worker failed: {}", show(&out));
+        if needs_sandbox_skip(&out) {
+            return false;
         }
+        assert!(out.status.success(), "worker failed: {}", show(&out));
         true
     }
 
@@ -660,9 +656,7 @@ fn worker_reports_the_stores_refusal_of_a_doctored_token_and_writes_nothing() {
     let forged = env.forged_token(&claims, "forged-write");
     let out = env.worker(&forged, "docstring.sh");
     let err = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(1) && err.contains("sandbox") && err.contains("unavailable") {
-        eprintln!("SKIP (write half): the worker cannot sandbox here: {err}");
-    } else {
+    if !needs_sandbox_skip(&out) {
         assert_eq!(out.status.code(), Some(1), "{}", show(&out));
         assert!(
             err.contains("HTTP 403") && err.contains("transfer.forbidden"),
@@ -905,11 +899,10 @@ fn server_gone_mid_upload_fails_the_worker_clearly_and_fetch_accepts_nothing_par
         1,
     );
     let out = env.worker(&job, "docstring.sh");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    if err.contains("sandbox") && err.contains("unavailable") {
-        eprintln!("SKIP: the worker cannot sandbox here: {err}");
+    if needs_sandbox_skip(&out) {
         return;
     }
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(err.contains("gave up after 5 attempts"), "{err}");
     assert!(env.s3().is_stopped());
@@ -1289,9 +1282,7 @@ fn watch_on_a_file_store_wakes_on_filesystem_events() {
     if !out.status.success() {
         let _ = child.kill();
         let _ = child.wait();
-        let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("sandbox") && err.contains("unavailable") {
-            eprintln!("SKIP: the worker cannot sandbox here: {err}");
+        if needs_sandbox_skip(&out) {
             return;
         }
         panic!("worker: {}", show(&out));

@@ -36,15 +36,9 @@ pub struct GlobalArgs {
     pub quiet: bool,
 }
 
-/// The commands. Each one's arguments are built only when it is the one run, or its help is
-/// shown (`defer`): clap builds every argument of a command it is given, and building all of
-/// them cost each run of `airlock` ~150 K instructions and two 64 KiB heap segments before it
-/// read its own command line. A deferred command's arguments are added after its variant's
-/// doc comment is read, so a doc comment on the arguments' struct (or on a struct flattened
-/// into it) would replace the command's help text: those structs have plain comments (a
-/// test checks every command's help).
+/// The commands. Each one's help is its variant's doc comment: the arguments' structs carry
+/// plain comments, which clap does not read (a test checks every command's help).
 #[derive(Debug, Subcommand)]
-#[command(defer = true)]
 pub enum Command {
     /// Create config.toml and the trusted ed25519 keypair in the home directory (.airlock/).
     ///
@@ -217,7 +211,6 @@ pub struct WatchArgs {
 
 /// `airlock audit …`.
 #[derive(Debug, Subcommand)]
-#[command(defer = true)]
 pub enum AuditCommand {
     /// Verify every entry's signature (trusted key only) and the hash chain; names the
     /// first broken entry and exits 4 if any. Pass --head SEQ:SHA256 (printed by an
@@ -493,8 +486,7 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
-    /// Each command's help starts with its variant's doc comment, as before the commands were
-    /// deferred (a doc comment on an arguments struct would replace it, see [`Command`]).
+    /// Each command's help starts with its variant's doc comment (see [`Command`]).
     const ABOUT: &[(&[&str], &str)] = &[
         (
             &["init"],
@@ -531,15 +523,7 @@ mod tests {
     ];
 
     #[test]
-    fn commands_are_built_only_when_run_and_keep_their_help() {
-        let unbuilt = Cli::command();
-        let gate = unbuilt.find_subcommand("gate").unwrap();
-        assert_eq!(
-            gate.get_arguments().count(),
-            0,
-            "gate's arguments were built with the top-level command"
-        );
-
+    fn every_command_keeps_its_help() {
         let mut cmd = Cli::command();
         cmd.build();
         cmd.clone().debug_assert();
@@ -568,7 +552,6 @@ mod tests {
             "a command is missing from ABOUT: {top:?}"
         );
 
-        // What a run parses is unchanged by the deferral.
         let cli = Cli::try_parse_from([
             "airlock", "--home", "h", "gate", "JOB", "--repo", "r", "--json",
         ])

@@ -37,12 +37,9 @@ pub struct Home {
 }
 
 impl Home {
-    /// Opens the home's store, with this home's copies of the hints it writes under
-    /// `cache/hints/` ([`crate::store::Store::with_hint_cache`]: on a remote store the ledger's
-    /// tail hint then costs an append no request when this home appended last).
+    /// Opens the home's store.
     pub fn open_store(&self) -> Result<crate::store::Store> {
-        Ok(crate::store::Store::open(&self.config.store)?
-            .with_hint_cache(&self.dir.join("cache").join("hints")))
+        crate::store::Store::open(&self.config.store)
     }
 
     /// Loads `config.toml` from `dir`.

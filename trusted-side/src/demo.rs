@@ -203,22 +203,13 @@ fn demo_root() -> Result<PathBuf> {
 }
 
 fn git(repo: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "airlock demo")
-        .env("GIT_AUTHOR_EMAIL", "demo@example.invalid")
-        .env("GIT_COMMITTER_NAME", "airlock demo")
-        .env("GIT_COMMITTER_EMAIL", "demo@example.invalid")
-        .output()
-        .context("cannot run git")?;
-    if !out.status.success() {
-        bail!(
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    crate::git::Git::new(repo)
+        .with_env("GIT_AUTHOR_NAME", "airlock demo")
+        .with_env("GIT_AUTHOR_EMAIL", "demo@example.invalid")
+        .with_env("GIT_COMMITTER_NAME", "airlock demo")
+        .with_env("GIT_COMMITTER_EMAIL", "demo@example.invalid")
+        .run(args, None)
+        .with_context(|| format!("git {args:?}"))?;
     Ok(())
 }
 

@@ -9,9 +9,8 @@
 //! 6. `packet.json` read through the safe tar reader from the downloaded copy, re-hashed on the
 //!    way (it must still be the verified artifact): digest = statement, job and bundle =
 //!    record; the same pass keeps `patch.diff` when the caller asks (the gate);
-//! 7. first artifact wins: a different artifact for a job already fetched is tampering. This
-//!    step is a [`Claim`]: [`fetch`] settles it at once, the gate on a thread of its own while it
-//!    checks the patch, and decides nothing before it has.
+//! 7. first artifact wins: a different artifact for a job already fetched is tampering; then
+//!    the downloaded copy becomes the job directory's `artifact.tar.gz`.
 //!
 //! Guards against: forged or replayed artifacts (another job's, another key's), artifacts
 //! landing after expiry, oversize downloads, and a worker swapping the artifact after a fetch.
@@ -34,6 +33,7 @@ use airlock_core::Verified;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::reasons::ReasonCode;
 use crate::store::Store;
 
 /// Seconds of clock skew tolerated between the store and the trusted host.
@@ -48,18 +48,37 @@ pub const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 #[error("{detail} ({code})")]
 pub struct FetchRefused {
-    /// Stable kebab-case code (`artifact-signature`, `artifact-replay`, …).
-    pub code: &'static str,
+    /// Stable code (`artifact-signature`, `artifact-replay`, …; stage `fetch`).
+    pub code: ReasonCode,
     /// What was wrong.
     pub detail: String,
+    /// The rule id of the format check behind it (`tar.link`, …), when there is one.
+    pub rule: Option<&'static str>,
 }
 
-fn refuse(code: &'static str, detail: impl Into<String>) -> anyhow::Error {
-    FetchRefused {
+/// Why a fetch gave no artifact.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The artifact is refused: a verdict (`reject`), recorded in the ledger.
+    #[error("{0}")]
+    Refused(FetchRefused),
+    /// The fetch could not decide (unknown job, nothing landed yet, store or disk failure).
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+fn refuse(code: ReasonCode, detail: impl Into<String>) -> FetchError {
+    FetchError::Refused(FetchRefused {
         code,
         detail: detail.into(),
+        rule: None,
+    })
+}
+
+impl From<std::io::Error> for FetchError {
+    fn from(e: std::io::Error) -> FetchError {
+        FetchError::Failed(e.into())
     }
-    .into()
 }
 
 /// A verified artifact, on local disk in the job directory.
@@ -69,7 +88,7 @@ pub struct Fetched {
     pub record: Verified<JobRecord>,
     /// The packet (from the verified artifact; its claims are still the worker's).
     pub packet: Packet,
-    /// Where the artifact is (once its [`Claim`] is settled).
+    /// Where the artifact is.
     pub artifact_path: PathBuf,
     /// Its digest.
     pub artifact_sha256: Sha256Digest,
@@ -80,36 +99,6 @@ pub struct Fetched {
     /// `patch.diff`, read in the pass that read the packet, when the caller asked for it:
     /// `None` if the artifact has none, at most [`MAX_PATCH_BYTES`] + 1 bytes.
     pub patch: Option<Vec<u8>>,
-}
-
-/// Step 7 of a fetch, still to do: record the artifact as the job's first in the store
-/// (trusted-signed, write-once), then keep the downloaded copy as the job directory's
-/// `artifact.tar.gz`. Dropped unsettled, it removes the downloaded copy.
-#[must_use = "an artifact is not fetched until its claim is settled"]
-pub struct Claim {
-    job: JobId,
-    digest: Sha256Digest,
-    now: u64,
-    staging: tempfile::TempPath,
-    artifact_path: PathBuf,
-}
-
-impl Claim {
-    /// Settles the claim. `Err` with a [`FetchRefused`] (`artifact-swapped`) when another
-    /// artifact was fetched first for this job: tampering; any other `Err` is the store's or
-    /// the disk's.
-    pub fn settle(self, store: &Store, key: &SigningKey) -> Result<()> {
-        first_artifact_wins(store, key, &self.job, self.digest, self.now)?;
-        match sha256_file(&self.artifact_path) {
-            Ok((existing, _)) if existing == self.digest => self.staging.close()?,
-            // Renamed over any earlier copy (the temp path is then gone: nothing left to remove).
-            _ => self
-                .staging
-                .persist(&self.artifact_path)
-                .map_err(|e| e.error)?,
-        }
-        Ok(())
-    }
 }
 
 /// Summary printed by `fetch`.
@@ -129,6 +118,17 @@ pub struct FetchSummary<'a> {
 }
 
 impl Fetched {
+    /// The ledger's `fetch` entry for this artifact.
+    pub fn ledger_event(&self) -> crate::ledger::Event {
+        crate::ledger::Event::Fetch {
+            artifact_sha256: self.artifact_sha256,
+            packet_sha256: self.packet_sha256,
+            model_reported: self.packet.model_reported.clone(),
+            partial: self.packet.partial,
+            run_id: self.packet.run_id.clone(),
+        }
+    }
+
     /// The summary for output.
     pub fn summary(&self) -> FetchSummary<'_> {
         FetchSummary {
@@ -172,64 +172,61 @@ pub fn job_dir(home: &Path, job: &JobId) -> PathBuf {
     home.join("jobs").join(job.as_str())
 }
 
-/// Fetches and verifies a job's final artifact. See the module doc for the order.
+/// Fetches and verifies a job's final artifact, keeping `patch.diff` in memory if
+/// `keep_patch` (the gate). See the module doc for the order.
 pub fn fetch(
     store: &Store,
     trusted_key: &SigningKey,
     home: &Path,
     job: &JobId,
     now: u64,
-) -> Result<Fetched> {
-    let (fetched, claim) = fetch_unclaimed(store, trusted_key, home, job, now, false)?;
-    claim.settle(store, trusted_key)?;
-    Ok(fetched)
-}
-
-/// Steps 1–6 of [`fetch`], keeping `patch.diff` if `keep_patch`; step 7 is the returned
-/// [`Claim`], which the caller settles before it reports anything about the artifact.
-pub fn fetch_unclaimed(
-    store: &Store,
-    trusted_key: &SigningKey,
-    home: &Path,
-    job: &JobId,
-    now: u64,
     keep_patch: bool,
-) -> Result<(Fetched, Claim)> {
+) -> Result<Fetched, FetchError> {
     let record = load_record(store, &trusted_key.public(), job)?;
     let job = &record.job.clone();
-    let job_key = PublicKey::from_raw_hex(&record.job_public_key)?;
+    let job_key = PublicKey::from_raw_hex(&record.job_public_key).map_err(anyhow::Error::from)?;
 
     let (env_bytes, envelope_info) = store
         .get_bytes_info(
             &layout::drop_artifact_envelope(job),
             MAX_ENVELOPE_BYTES as u64,
         )
-        .map_err(|e| refuse("artifact-too-large", format!("{e:#}")))?
+        .map_err(|e| refuse(ReasonCode::ArtifactTooLarge, format!("{e:#}")))?
         .with_context(|| format!("job {job}: no artifact yet (nothing landed in the drop)"))?;
     let statement: Verified<Statement> = verify_envelope(
         &env_bytes,
         std::slice::from_ref(&job_key),
         MAX_ENVELOPE_BYTES,
     )
-    .map_err(|e| refuse("artifact-signature", format!("artifact.dsse.json: {e}")))?;
+    .map_err(|e| {
+        refuse(
+            ReasonCode::ArtifactSignature,
+            format!("artifact.dsse.json: {e}"),
+        )
+    })?;
     let predicate: Verified<ArtifactPredicate> = statement
         .expect_predicate(PREDICATE_ARTIFACT)
-        .map_err(|e| refuse("artifact-statement", format!("artifact.dsse.json: {e}")))?;
+        .map_err(|e| {
+            refuse(
+                ReasonCode::ArtifactStatement,
+                format!("artifact.dsse.json: {e}"),
+            )
+        })?;
     let signed_digest = statement.subject_digest("artifact.tar.gz").ok_or_else(|| {
         refuse(
-            "artifact-statement",
+            ReasonCode::ArtifactStatement,
             "artifact.dsse.json names no artifact.tar.gz",
         )
     })?;
     if predicate.job != *job {
         return Err(refuse(
-            "artifact-replay",
+            ReasonCode::ArtifactReplay,
             format!("the artifact statement is for job {}", predicate.job),
         ));
     }
     if predicate.bundle_sha256 != record.bundle_sha256 {
         return Err(refuse(
-            "artifact-replay",
+            ReasonCode::ArtifactReplay,
             "the artifact was made from another bundle",
         ));
     }
@@ -248,11 +245,16 @@ pub fn fetch_unclaimed(
     let cap = record.limits.max_artifact_bytes;
     let (digest, _, info) = store
         .get_to_file_info(&layout::drop_artifact(job), cap, &staging)
-        .map_err(|e| refuse("artifact-too-large", format!("artifact.tar.gz: {e:#}")))?
+        .map_err(|e| {
+            refuse(
+                ReasonCode::ArtifactTooLarge,
+                format!("artifact.tar.gz: {e:#}"),
+            )
+        })?
         .with_context(|| format!("job {job}: envelope present but artifact.tar.gz missing"))?;
     if digest != signed_digest {
         return Err(refuse(
-            "artifact-digest",
+            ReasonCode::ArtifactDigest,
             format!("artifact.tar.gz: sha256 {digest} differs from the signed {signed_digest}"),
         ));
     }
@@ -260,7 +262,7 @@ pub fn fetch_unclaimed(
     let landed_at = info.last_modified.max(envelope_info.last_modified);
     if landed_at > record.expires_at + STORE_SKEW_SECS {
         return Err(refuse(
-            "artifact-late",
+            ReasonCode::ArtifactLate,
             format!(
                 "landed at {} after the token expired at {}",
                 airlock_core::jobid::rfc3339_utc(landed_at),
@@ -270,7 +272,7 @@ pub fn fetch_unclaimed(
     }
     if landed_at + STORE_SKEW_SECS < record.issued_at {
         return Err(refuse(
-            "artifact-early",
+            ReasonCode::ArtifactEarly,
             "landed before the job was submitted",
         ));
     }
@@ -278,43 +280,41 @@ pub fn fetch_unclaimed(
     let (packet, packet_sha256, patch) = read_packet(&staging, digest, keep_patch)?;
     if packet_sha256 != predicate.packet_sha256 {
         return Err(refuse(
-            "packet-digest",
+            ReasonCode::PacketDigest,
             "packet.json differs from the signed packet digest",
         ));
     }
     if packet.job != *job || packet.bundle_sha256 != record.bundle_sha256 {
         return Err(refuse(
-            "packet-binding",
+            ReasonCode::PacketBinding,
             "packet.json names another job or bundle",
         ));
     }
     if packet.run_id != predicate.run_id || packet.partial != predicate.partial {
         return Err(refuse(
-            "packet-binding",
+            ReasonCode::PacketBinding,
             "packet.json disagrees with the signed statement (run id or partial)",
         ));
     }
 
+    first_artifact_wins(store, trusted_key, job, digest, now)?;
     let artifact_path = dir.join("artifact.tar.gz");
-    let claim = Claim {
-        job: job.clone(),
-        digest,
-        now,
-        staging,
-        artifact_path: artifact_path.clone(),
-    };
-    Ok((
-        Fetched {
-            record,
-            packet,
-            artifact_path,
-            artifact_sha256: digest,
-            packet_sha256,
-            landed_at,
-            patch,
-        },
-        claim,
-    ))
+    match sha256_file(&artifact_path) {
+        Ok((existing, _)) if existing == digest => staging.close()?,
+        // Renamed over any earlier copy.
+        _ => staging
+            .persist(&artifact_path)
+            .map_err(|e| FetchError::Failed(e.error.into()))?,
+    }
+    Ok(Fetched {
+        record,
+        packet,
+        artifact_path,
+        artifact_sha256: digest,
+        packet_sha256,
+        landed_at,
+        patch,
+    })
 }
 
 /// Reads `packet.json` (and `patch.diff` if `keep_patch`) out of the downloaded artifact
@@ -324,7 +324,7 @@ fn read_packet(
     artifact: &Path,
     verified: Sha256Digest,
     keep_patch: bool,
-) -> Result<(Packet, Sha256Digest, Option<Vec<u8>>)> {
+) -> Result<(Packet, Sha256Digest, Option<Vec<u8>>), FetchError> {
     let file = std::fs::File::open(artifact)
         .with_context(|| format!("{}: cannot open", artifact.display()))?;
     let mut hashing = HashingReader::new(BufReader::new(file));
@@ -352,17 +352,28 @@ fn read_packet(
     let (_, local, _) = hashing.finish();
     if local != verified {
         return Err(refuse(
-            "artifact-changed-locally",
+            ReasonCode::ArtifactChangedLocally,
             format!(
                 "{} now hashes to sha256:{local}, not the verified sha256:{verified}",
                 artifact.display()
             ),
         ));
     }
-    read.map_err(|e| refuse("artifact-tar", e.with_label("artifact.tar.gz").to_string()))?;
-    let bytes =
-        packet.ok_or_else(|| refuse("artifact-tar", "artifact.tar.gz has no packet.json"))?;
-    let p = Packet::from_json(&bytes).map_err(|e| refuse("packet-format", e.to_string()))?;
+    read.map_err(|e| {
+        FetchError::Refused(FetchRefused {
+            code: ReasonCode::ArtifactTar,
+            rule: Some(e.rule().id()),
+            detail: e.with_label("artifact.tar.gz").to_string(),
+        })
+    })?;
+    let bytes = packet.ok_or_else(|| {
+        refuse(
+            ReasonCode::ArtifactTar,
+            "artifact.tar.gz has no packet.json",
+        )
+    })?;
+    let p =
+        Packet::from_json(&bytes).map_err(|e| refuse(ReasonCode::PacketFormat, e.to_string()))?;
     Ok((p, Sha256Digest::of_bytes(&bytes), patch))
 }
 
@@ -374,7 +385,7 @@ fn first_artifact_wins(
     job: &JobId,
     digest: Sha256Digest,
     now: u64,
-) -> Result<()> {
+) -> Result<(), FetchError> {
     let rec_key = format!("records/{job}.fetched.dsse.json");
     let statement = Statement::new(
         "artifact.tar.gz",
@@ -393,11 +404,10 @@ fn first_artifact_wins(
         .context("fetch record refused")?;
     match st.subject_digest("artifact.tar.gz") {
         Some(d) if d == digest => Ok(()),
-        Some(d) => Err(refuse(
-            "artifact-swapped",
+        Some(d) => Err(refuse(ReasonCode::ArtifactSwapped,
             format!("tampering: job {job} was already fetched with artifact sha256:{d}; the drop now holds sha256:{digest}"),
         )),
-        None => bail!("fetch record for {job} is malformed"),
+        None => Err(anyhow::anyhow!("fetch record for {job} is malformed").into()),
     }
 }
 
@@ -411,21 +421,9 @@ pub fn run(
     let store = home.open_store()?;
     let job = JobId::parse(&args.job)?;
     let now = crate::submit::now_unix();
-    match fetch(&store, &key, &home.dir, &job, now) {
+    match fetch(&store, &key, &home.dir, &job, now, false) {
         Ok(f) => {
-            crate::ledger::append(
-                &store,
-                &key,
-                &job,
-                crate::ledger::Event::Fetch {
-                    artifact_sha256: f.artifact_sha256,
-                    packet_sha256: f.packet_sha256,
-                    model_reported: f.packet.model_reported.clone(),
-                    partial: f.packet.partial,
-                    run_id: f.packet.run_id.clone(),
-                },
-                now,
-            )?;
+            crate::ledger::append(&store, &key, &job, f.ledger_event(), now)?;
             if args.json {
                 crate::output::print_json(&f.summary())?;
             } else {
@@ -448,25 +446,16 @@ pub fn run(
             }
             Ok(crate::exit::Outcome::Ok)
         }
-        Err(e) => {
-            if let Some(r) = e.downcast_ref::<FetchRefused>() {
-                crate::ledger::append(
-                    &store,
-                    &key,
-                    &job,
-                    crate::ledger::Event::Reject {
-                        stage: "fetch".into(),
-                        reason_code: r.code.into(),
-                        detail: r.detail.clone(),
-                    },
-                    now,
-                )?;
-                return Err(
-                    crate::exit::Refused(format!("job {job}: artifact refused: {r}")).into(),
-                );
-            }
-            Err(e)
+        Err(FetchError::Refused(r)) => {
+            let event = crate::ledger::Event::Reject {
+                stage: r.code.stage().as_str().into(),
+                reason_code: r.code.code().into(),
+                detail: r.detail.clone(),
+            };
+            crate::ledger::append(&store, &key, &job, event, now)?;
+            Err(crate::exit::Refused(format!("job {job}: artifact refused: {r}")).into())
         }
+        Err(FetchError::Failed(e)) => Err(e),
     }
 }
 
@@ -503,9 +492,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (path, _) = artifact_file(dir.path());
         let verified = Sha256Digest::of_bytes(b"the artifact the signature covered");
-        let e = read_packet(&path, verified, true).unwrap_err();
-        let refused = e.downcast_ref::<FetchRefused>().expect("a refusal");
-        assert_eq!(refused.code, "artifact-changed-locally");
+        let Err(FetchError::Refused(refused)) = read_packet(&path, verified, true) else {
+            panic!("not a refusal");
+        };
+        assert_eq!(refused.code, ReasonCode::ArtifactChangedLocally);
         assert!(refused.detail.contains("artifact.tar.gz"), "{refused}");
         assert!(refused.detail.contains(&verified.to_string()), "{refused}");
     }

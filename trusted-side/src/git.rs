@@ -1,15 +1,234 @@
-//! Reads a git revision's tree with the real `git` binary: `ls-tree` for the listing and one
-//! `cat-file --batch` process streaming blobs, so memory stays flat whatever the tree size.
+//! The one way airlock starts git: [`Git`] builds every git process of pack, scan, gate and
+//! review with the same hardening, and [`Repo`] reads a revision's tree with it (`ls-tree` for
+//! the listing, one `cat-file --batch` streaming blobs, so memory stays flat whatever the tree
+//! size).
 //!
-//! Guards against: option injection through the revision (`--end-of-options`), reading the
-//! working tree instead of the committed tree, and hooks or config in the packed repository
-//! altering what is read (no command run here executes repository hooks or filters).
+//! Guards against: the repository or the environment changing what git reads or does:
+//! replace refs (`--no-replace-objects`), system and global config (`GIT_CONFIG_NOSYSTEM`,
+//! `GIT_CONFIG_GLOBAL=/dev/null`), hooks (`core.hooksPath=/dev/null`), the fsmonitor, pagers
+//! and prompts, variables that point git at another repository, index or object store (all
+//! cleared), repository config that changes how a patch applies (overridden); option
+//! injection through the revision (`--end-of-options`, revisions on stdin or full ids only).
+//! Does not check: what the repository holds; callers read trees and blobs as data.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
+
+/// Environment variables that would point git at another repository, index or object store,
+/// or change how it reads objects and config; removed from every git process.
+const GIT_ENV_CLEARED: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_QUARANTINE_PATH",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_DIFF_OPTS",
+    "GIT_EXEC_PATH",
+    "GIT_TRACE",
+];
+
+/// Config pinned on every command line: no hooks, no fsmonitor, no signing, and the apply
+/// settings that would make git read a patch differently from the gate.
+const GIT_CONFIG_PINNED: &[(&str, &str)] = &[
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.quotePath", "false"),
+    ("commit.gpgSign", "false"),
+    ("apply.whitespace", "nowarn"),
+    ("apply.ignoreWhitespace", "no"),
+];
+
+/// Lines of git's stderr kept in an error.
+const MAX_STDERR_LINES: usize = 6;
+
+/// Where a git process runs and which index and object store it uses. Every git process of
+/// airlock is built by [`Git::command`].
+#[derive(Clone, Debug)]
+pub struct Git {
+    repo: PathBuf,
+    index: Option<PathBuf>,
+    /// (object directory new objects go to, the repository's own as an alternate)
+    objects: Option<(PathBuf, PathBuf)>,
+    /// Further variables (a commit's identity and dates).
+    env: Vec<(&'static str, String)>,
+}
+
+/// Why a git command gave no output.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// Git ran and refused: the first lines of its stderr, made printable.
+    #[error("{0}")]
+    Failed(String),
+    /// Git could not be started or waited for.
+    #[error("cannot run git {command} (is git installed?): {source}")]
+    Run {
+        /// The subcommand.
+        command: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Git {
+    /// Git in the repository at `repo` (a work tree or a bare repository).
+    pub fn new(repo: &Path) -> Git {
+        Git {
+            repo: repo.to_owned(),
+            index: None,
+            objects: None,
+            env: Vec::new(),
+        }
+    }
+
+    /// The same, with `key=value` in the environment (after the hardening's own).
+    pub fn with_env(mut self, key: &'static str, value: impl Into<String>) -> Git {
+        self.env.push((key, value.into()));
+        self
+    }
+
+    /// The same, with `GIT_INDEX_FILE` set to `index` instead of the repository's index.
+    pub fn with_index(mut self, index: PathBuf) -> Git {
+        self.index = Some(index);
+        self
+    }
+
+    /// The same, writing new objects to `scratch` and reading the repository's `objects` as
+    /// an alternate (nothing is written into the repository).
+    pub fn with_objects(mut self, scratch: PathBuf, objects: PathBuf) -> Git {
+        self.objects = Some((scratch, objects));
+        self
+    }
+
+    /// `git -C <repo>` with the hardening of the module doc, stdin closed; add the subcommand.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new("git");
+        c.arg("-C")
+            .arg(&self.repo)
+            .arg("--no-replace-objects")
+            .arg("--no-pager");
+        for (k, v) in GIT_CONFIG_PINNED {
+            c.arg("-c").arg(format!("{k}={v}"));
+        }
+        for k in GIT_ENV_CLEARED {
+            c.env_remove(k);
+        }
+        c.env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_PAGER", "cat")
+            .env("GIT_LITERAL_PATHSPECS", "1")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("LC_ALL", "C")
+            .env("LANGUAGE", "C");
+        if let Some(index) = &self.index {
+            c.env("GIT_INDEX_FILE", index);
+        }
+        if let Some((scratch, real)) = &self.objects {
+            c.env("GIT_OBJECT_DIRECTORY", scratch)
+                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", real);
+        }
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c.stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `git args`, feeding `stdin` when given, and returns stdout.
+    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, GitError> {
+        let mut c = self.command();
+        c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if stdin.is_some() {
+            c.stdin(Stdio::piped());
+        }
+        let failed_to_run = |source| GitError::Run {
+            command: args.first().copied().unwrap_or("").to_owned(),
+            source,
+        };
+        let mut child = c.spawn().map_err(failed_to_run)?;
+        let out = std::thread::scope(|s| {
+            // git may write before it has read all its input: feed it from a thread.
+            if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+                s.spawn(move || {
+                    let _ = pipe.write_all(bytes);
+                });
+            }
+            child.wait_with_output()
+        })
+        .map_err(failed_to_run)?;
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(GitError::Failed(stderr_lines(&out.stderr)))
+        }
+    }
+
+    /// [`Git::run`], its output as one trimmed line.
+    pub fn run_line(&self, args: &[&str]) -> Result<String, GitError> {
+        let out = self.run(args, None)?;
+        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    /// Reads blobs `oids` with one `git cat-file --batch`, each at most `max` bytes.
+    pub fn read_blobs(&self, oids: &[String], max: u64) -> Result<Vec<Vec<u8>>> {
+        if oids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (mut requests, mut responses) = BlobReader::start(self)?.split()?;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                for oid in oids {
+                    if requests.request(oid).is_err() {
+                        break;
+                    }
+                }
+            });
+            oids.iter()
+                .map(|oid| {
+                    let mut buf = Vec::new();
+                    responses.next_blob(oid, max, &mut buf).map(|()| buf)
+                })
+                .collect()
+        })
+    }
+}
+
+/// The first lines of a git stderr, control characters escaped, joined with ` / `.
+pub fn stderr_lines(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(MAX_STDERR_LINES)
+        .map(crate::gate::report::shown)
+        .collect();
+    if lines.is_empty() {
+        "git failed without a message".to_owned()
+    } else {
+        lines.join(" / ")
+    }
+}
+
+/// Whether `s` is a full object id (40 or 64 lowercase hex digits).
+pub fn is_full_oid(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
 
 /// One entry of a tree listing.
 #[derive(Debug, Clone)]
@@ -28,15 +247,7 @@ pub struct TreeEntry {
 
 /// A repository, addressed by its directory.
 pub struct Repo {
-    dir: PathBuf,
-}
-
-fn git(dir: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.arg("-C").arg(dir);
-    // No pager, no prompts, no system/global config surprises for plumbing reads.
-    c.env("GIT_TERMINAL_PROMPT", "0").env("GIT_PAGER", "cat");
-    c
+    git: Git,
 }
 
 impl Repo {
@@ -47,9 +258,7 @@ impl Repo {
         if !dir.is_dir() {
             bail!("{}: no such directory", dir.display());
         }
-        Ok(Repo {
-            dir: dir.to_owned(),
-        })
+        Ok(Repo { git: Git::new(dir) })
     }
 
     /// Resolves a commit-ish to (commit id, tree id), with one `git cat-file --batch-check`
@@ -58,13 +267,15 @@ impl Repo {
         let unknown = || {
             anyhow::anyhow!(
                 "{}: unknown revision {rev:?} (not a commit in this repository)",
-                self.dir.display()
+                self.git.repo.display()
             )
         };
         if rev.is_empty() || rev.chars().any(char::is_control) {
             return Err(unknown());
         }
-        let mut child = git(&self.dir)
+        let mut child = self
+            .git
+            .command()
             .args(["cat-file", "--batch-check"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -78,7 +289,7 @@ impl Repo {
         let out = child.wait_with_output().context("git cat-file")?;
         if !out.status.success() {
             if String::from_utf8_lossy(&out.stderr).contains("not a git repository") {
-                bail!("{}: not a git repository", self.dir.display());
+                bail!("{}: not a git repository", self.git.repo.display());
             }
             return Err(unknown());
         }
@@ -88,7 +299,7 @@ impl Repo {
         match fields.as_slice() {
             [c, t] => match (c.as_slice(), t.as_slice()) {
                 ([commit, "commit", _], [tree, "tree", _])
-                    if is_object_id(commit) && is_object_id(tree) =>
+                    if is_full_oid(commit) && is_full_oid(tree) =>
                 {
                     Ok(((*commit).to_owned(), (*tree).to_owned()))
                 }
@@ -100,7 +311,9 @@ impl Repo {
 
     /// Lists every entry of the commit's tree, recursively.
     pub fn list_tree(&self, commit: &str) -> Result<Vec<TreeEntry>> {
-        let out = git(&self.dir)
+        let out = self
+            .git
+            .command()
             .args([
                 "ls-tree",
                 "-r",
@@ -127,120 +340,8 @@ impl Repo {
 
     /// Starts a blob reader (`git cat-file --batch`).
     pub fn blobs(&self) -> Result<BlobReader> {
-        let mut child = git(&self.dir)
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot run git cat-file")?;
-        let stdin = child.stdin.take().context("git cat-file: no stdin")?;
-        let stdout = child.stdout.take().context("git cat-file: no stdout")?;
-        Ok(BlobReader {
-            child,
-            stdin: Some(stdin),
-            stdout: BufReader::with_capacity(256 * 1024, stdout),
-        })
+        BlobReader::start(&self.git)
     }
-}
-
-/// A full SHA-1 or SHA-256 object id in lowercase hex.
-/// Environment variables that make `git -C dir` use another repository, object store or ref
-/// namespace than `dir/.git`: with any of them set, refs are left to git.
-const REPOSITORY_ENV: [&str; 5] = [
-    "GIT_DIR",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_NAMESPACE",
-    "GIT_REPLACE_REF_BASE",
-];
-
-/// Largest `HEAD` or loose ref file read, and largest `packed-refs` read, without git.
-const MAX_REF_FILE_BYTES: u64 = 4096;
-const MAX_PACKED_REFS_BYTES: u64 = 4 << 20;
-
-/// Whether `name` is a branch or other ref name of the plain form git writes: under `refs/`,
-/// components of `[A-Za-z0-9._-]` not starting with `.`, no `..`, no `.lock` ending.
-fn is_plain_ref_name(name: &str) -> bool {
-    name.starts_with("refs/")
-        && !name.ends_with(".lock")
-        && name.split('/').all(|c| {
-            !c.is_empty()
-                && !c.starts_with('.')
-                && !c.contains("..")
-                && c.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        })
-}
-
-/// A regular file (not a symlink) of at most `max` bytes, as UTF-8.
-fn read_plain_file(path: &Path, max: u64) -> Option<String> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > max {
-        return None;
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(max)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
-}
-
-impl Repo {
-    /// The commit `HEAD` names, read from the ref files as git writes them (`.git/HEAD`, then
-    /// the loose ref or `packed-refs`), without running git. `None` whenever the layout is not
-    /// that plain one: `.git` not a directory (a worktree, a submodule, a bare repository), a
-    /// symbolic ref chain, an unborn branch, a reftable, replace refs, a symlink, a
-    /// repository-selecting `GIT_*` variable. Callers then ask git ([`Repo::resolve`]).
-    ///
-    /// Guards against: reading another repository than the one git would (the environment
-    /// check), and a ref name leading outside `.git/refs` (plain names only).
-    pub fn head_commit_from_files(&self) -> Option<String> {
-        if REPOSITORY_ENV.iter().any(|v| std::env::var_os(v).is_some()) {
-            return None;
-        }
-        let git_dir = self.dir.join(".git");
-        if !std::fs::symlink_metadata(&git_dir).ok()?.is_dir()
-            || std::fs::symlink_metadata(git_dir.join("refs/replace")).is_ok()
-        {
-            return None;
-        }
-        let packed_refs = git_dir.join("packed-refs");
-        let packed = match std::fs::symlink_metadata(&packed_refs) {
-            Ok(_) => Some(read_plain_file(&packed_refs, MAX_PACKED_REFS_BYTES)?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(_) => return None,
-        };
-        if packed
-            .as_deref()
-            .is_some_and(|p| p.contains(" refs/replace/"))
-        {
-            return None;
-        }
-        let head = read_plain_file(&git_dir.join("HEAD"), MAX_REF_FILE_BYTES)?;
-        let head = head.strip_suffix('\n')?;
-        if is_object_id(head) {
-            return Some(head.to_owned());
-        }
-        let name = head.strip_prefix("ref: ")?;
-        if !is_plain_ref_name(name) {
-            return None;
-        }
-        if let Some(loose) = read_plain_file(&git_dir.join(name), MAX_REF_FILE_BYTES) {
-            let oid = loose.strip_suffix('\n')?;
-            return is_object_id(oid).then(|| oid.to_owned());
-        }
-        packed?.lines().find_map(|line| {
-            let (oid, r) = line.split_once(' ')?;
-            (r == name && is_object_id(oid)).then(|| oid.to_owned())
-        })
-    }
-}
-
-fn is_object_id(s: &str) -> bool {
-    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn parse_ls_tree_record(rec: &[u8]) -> Result<TreeEntry> {
@@ -274,6 +375,24 @@ pub struct BlobReader {
 }
 
 impl BlobReader {
+    fn start(git: &Git) -> Result<BlobReader> {
+        let mut child = git
+            .command()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot run git cat-file (is git installed?)")?;
+        let stdin = child.stdin.take().context("git cat-file: no stdin")?;
+        let stdout = child.stdout.take().context("git cat-file: no stdout")?;
+        Ok(BlobReader {
+            child,
+            stdin: Some(stdin),
+            stdout: BufReader::with_capacity(256 * 1024, stdout),
+        })
+    }
+
     /// Splits into a request side (feed object ids, one per line, from another thread so
     /// neither pipe can fill up) and a response side.
     pub fn split(mut self) -> Result<(BlobRequests, BlobResponses)> {
@@ -346,84 +465,69 @@ mod tests {
     use super::*;
     use crate::gate::test_git::git;
 
-    fn commit(dir: &Path, file: &str, text: &str) -> String {
-        std::fs::write(dir.join(file), text).unwrap();
-        git(dir, &["add", "-A"]);
-        git(dir, &["commit", "-q", "-m", file]);
-        git(dir, &["rev-parse", "HEAD"])
-    }
-
-    #[test]
-    fn head_from_the_ref_files_is_what_git_resolves_or_nothing() {
+    /// A repository whose config and hooks would change what git reads or does, and a
+    /// replacement for its only commit.
+    fn hostile_repo() -> (tempfile::TempDir, PathBuf, String) {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().join("repo");
         std::fs::create_dir(&dir).unwrap();
         git(&dir, &["init", "-q", "-b", "main"]);
-        let repo = Repo { dir: dir.clone() };
-        // Unborn branch: only git can say.
-        assert_eq!(repo.head_commit_from_files(), None);
-        let first = commit(&dir, "a.txt", "a\n");
-        // Loose ref.
-        assert_eq!(
-            repo.head_commit_from_files().as_deref(),
-            Some(first.as_str())
-        );
-        // Packed ref, and a newer loose one over a stale packed one.
-        git(&dir, &["pack-refs", "--all"]);
-        assert!(!dir.join(".git/refs/heads/main").exists());
-        assert_eq!(
-            repo.head_commit_from_files().as_deref(),
-            Some(first.as_str())
-        );
-        let second = commit(&dir, "b.txt", "b\n");
-        assert_eq!(
-            repo.head_commit_from_files().as_deref(),
-            Some(second.as_str())
-        );
-        // Detached HEAD.
-        git(&dir, &["checkout", "-q", "--detach", &first]);
-        assert_eq!(
-            repo.head_commit_from_files().as_deref(),
-            Some(first.as_str())
-        );
-        git(&dir, &["checkout", "-q", "main"]);
-        // A linked worktree has a `.git` file: left to git.
-        let wt = t.path().join("wt");
-        git(&dir, &["worktree", "add", "-q", wt.to_str().unwrap()]);
-        assert_eq!(Repo { dir: wt }.head_commit_from_files(), None);
-        // Replace refs change what git resolves: left to git, loose or packed.
-        git(&dir, &["replace", &second, &first]);
-        assert_eq!(repo.head_commit_from_files(), None);
-        git(&dir, &["pack-refs", "--all"]);
-        assert!(!dir.join(".git/refs/replace").join(&second).exists());
-        std::fs::remove_dir_all(dir.join(".git/refs/replace")).unwrap();
-        assert_eq!(repo.head_commit_from_files(), None);
+        std::fs::write(dir.join("a.txt"), "committed\n").unwrap();
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-q", "-m", "real"]);
+        let real = git(&dir, &["rev-parse", "HEAD"]);
+        std::fs::write(dir.join("a.txt"), "planted\n").unwrap();
+        git(&dir, &["commit", "-q", "-a", "-m", "planted"]);
+        let planted = git(&dir, &["rev-parse", "HEAD"]);
+        git(&dir, &["reset", "-q", "--hard", &real]);
+        git(&dir, &["replace", &real, &planted]);
+        let hook = dir.join(".git/hooks/reference-transaction");
+        std::fs::write(
+            &hook,
+            format!("#!/bin/sh\ntouch {}/hook-ran\n", t.path().display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        (t, dir, real)
     }
 
     #[test]
-    fn only_plain_ref_names_are_read() {
-        for good in ["refs/heads/main", "refs/heads/feature/x-1.2_b"] {
-            assert!(is_plain_ref_name(good), "{good}");
-        }
-        for bad in [
-            "refs/heads/../../config",
-            "refs/heads/.invalid",
-            "refs/heads/main.lock",
-            "HEAD",
-            "refs//x",
-            "refs/heads/a b",
-            "/etc/passwd",
-            "refs/heads/x..y",
-        ] {
-            assert!(!is_plain_ref_name(bad), "{bad}");
-        }
-        // A HEAD naming a path out of `refs/` is not followed.
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().to_owned();
-        git(&dir, &["init", "-q", "-b", "main"]);
-        let first = commit(&dir, "a.txt", "a\n");
-        std::fs::write(t.path().join("outside"), format!("{first}\n")).unwrap();
-        std::fs::write(dir.join(".git/HEAD"), "ref: refs/../../outside\n").unwrap();
-        assert_eq!(Repo { dir }.head_commit_from_files(), None);
+    fn git_reads_the_committed_tree_and_runs_no_hook() {
+        let (t, dir, real) = hostile_repo();
+        let repo = Repo::open(&dir).unwrap();
+        let (commit, tree) = repo.resolve(&real).unwrap();
+        assert_eq!(commit, real);
+        let listing = repo.list_tree(&commit).unwrap();
+        let blob = listing[0].oid.clone();
+        let content = Git::new(&dir).read_blobs(&[blob], 1 << 20).unwrap();
+        assert_eq!(content, vec![b"committed\n".to_vec()]);
+        assert_eq!(
+            tree,
+            git(
+                &dir,
+                &[
+                    "--no-replace-objects",
+                    "rev-parse",
+                    &format!("{real}^{{tree}}")
+                ]
+            )
+        );
+        // A ref update would run the repository's reference-transaction hook.
+        Git::new(&dir)
+            .run(&["update-ref", "refs/heads/x", &real], None)
+            .unwrap();
+        assert!(!t.path().join("hook-ran").exists(), "a repository hook ran");
+    }
+
+    #[test]
+    fn a_refusal_carries_gits_message_and_no_control_characters() {
+        let (_t, dir, _) = hostile_repo();
+        let Err(GitError::Failed(why)) =
+            Git::new(&dir).run(&["cat-file", "-e", "nosuch\x1b[2J"], None)
+        else {
+            panic!("git accepted an unknown object");
+        };
+        assert!(!why.contains('\x1b'), "{why}");
     }
 }

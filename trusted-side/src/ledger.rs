@@ -285,54 +285,6 @@ pub fn append_all(
     events: Vec<Event>,
     now_unix: u64,
 ) -> Result<Vec<u64>> {
-    let none = TailProbe {
-        tail: None,
-        cached: false,
-    };
-    append_all_after(store, key, job, events, now_unix, none).map(|a| a.seqs)
-}
-
-/// A tail candidate read ahead of an append (the entry the hint holds, opened under the
-/// trusted key), so that a command can read it while it waits for something else.
-pub struct TailProbe {
-    tail: Option<Tail>,
-    /// Read from this host's copy of the hint ([`Store::cached_hint`]), not the store's.
-    cached: bool,
-}
-
-/// Reads the tail candidate for a later [`append_all_after`]: this host's copy of the hint
-/// when it has one that opens ([`cached_tail`]), else the store's hint. Never fails: a
-/// missing or unusable hint, or a hinted entry that does not open, gives an empty probe, and
-/// the append then finds (or refuses) the tail itself.
-pub fn probe_tail(store: &Store, trusted: &PublicKey) -> TailProbe {
-    if let Some(tail) = cached_tail(store, trusted) {
-        return TailProbe {
-            tail: Some(tail),
-            cached: true,
-        };
-    }
-    let found = match read_hint(store, trusted) {
-        Some(Hint::Copy(tail)) => Some(tail),
-        Some(Hint::Number(seq)) => read_at(store, trusted, seq).ok().flatten(),
-        None => None,
-    };
-    TailProbe {
-        tail: found,
-        cached: false,
-    }
-}
-
-/// [`append_all`], trying `probe` as the first tail candidate. A probe that is stale (another
-/// host appended since) costs the same as a lagging hint: the conditional create fails and
-/// the entry that won becomes the candidate.
-pub fn append_all_after(
-    store: &Store,
-    key: &SigningKey,
-    job: &JobId,
-    events: Vec<Event>,
-    now_unix: u64,
-    probe_read: TailProbe,
-) -> Result<Appended> {
     let mut bounded = Vec::with_capacity(events.len());
     for event in events {
         let event = event.bounded();
@@ -343,29 +295,13 @@ pub fn append_all_after(
         bounded.push(event);
     }
     let public = key.public();
-    // The first tail candidate: the probe read ahead, else the entry this host's copy of the
-    // hint holds, else the entry the store's hint holds; then the entry this call wrote last.
-    let TailProbe {
-        tail: mut known,
-        cached,
-    } = probe_read;
-    // Whether the first candidate came from this host's copy of the hint (see `append_one`).
-    let mut from_cache = cached && known.is_some();
-    // Where to look for the tail otherwise: an old-style hint's number, then each entry that
-    // beat us to a name.
-    let mut probe = None;
-    if known.is_none() {
-        if let Some(tail) = cached_tail(store, &public) {
-            known = Some(tail);
-            from_cache = true;
-        } else {
-            match read_hint(store, &public) {
-                Some(Hint::Copy(tail)) => known = Some(tail),
-                Some(Hint::Number(seq)) => probe = Some(seq),
-                None => {}
-            }
-        }
-    }
+    // The first tail candidate: the entry the hint holds; else where to look for it: an
+    // old-style hint's number, then each entry that beat us to a name.
+    let (mut known, mut probe) = match read_hint(store, &public) {
+        Some(Hint::Copy(tail)) => (Some(tail), None),
+        Some(Hint::Number(seq)) => (None, Some(seq)),
+        None => (None, None),
+    };
     let mut seqs = Vec::with_capacity(bounded.len());
     let mut last = None;
     for event in bounded {
@@ -376,7 +312,7 @@ pub fn append_all_after(
             job,
             event,
             now_unix,
-            (&mut probe, &mut known, &mut from_cache),
+            (&mut probe, &mut known),
         )?;
         seqs.push(seq);
         last = Some(bytes);
@@ -386,32 +322,13 @@ pub fn append_all_after(
             tracing::debug!("ledger: tail hint not updated: {e:#}");
         }
     }
-    Ok(Appended {
-        seqs,
-        tail: TailProbe {
-            tail: known,
-            cached: false,
-        },
-    })
-}
-
-/// What [`append_all_after`] wrote.
-pub struct Appended {
-    /// The new entries' numbers, in order.
-    pub seqs: Vec<u64>,
-    /// The last new entry, as the tail candidate of an append that follows soon (the gate
-    /// records its fetch while git checks the patch, then its verdict after that entry, with
-    /// no read in between).
-    pub tail: TailProbe,
+    Ok(seqs)
 }
 
 /// One event of [`append_all`]; returns the new entry's number and file bytes. `known` is a
 /// tail candidate already opened (the hint's copy, or the entry this process wrote); it is
-/// tried first, and replaced by the new entry on success. `from_cache` says `known` came from
-/// this host's copy of the hint: if that first try loses its race, this host's copy was behind
-/// (another host appended since), and the store's hint, where the last host left it, is the
-/// next candidate when it is at least as far as the entry that won; otherwise (and on later
-/// lost races) the entry that won is read, as for a lagging store hint.
+/// tried first, and replaced by the new entry on success. On a lost race the entry that won
+/// is read and becomes the candidate.
 fn append_one(
     store: &Store,
     key: &SigningKey,
@@ -419,11 +336,10 @@ fn append_one(
     job: &JobId,
     event: Event,
     now_unix: u64,
-    (probe, known, from_cache): (&mut Option<u64>, &mut Option<Tail>, &mut bool),
+    (probe, known): (&mut Option<u64>, &mut Option<Tail>),
 ) -> Result<(u64, Vec<u8>)> {
     let mut steps = 0u32;
     for _ in 0..MAX_APPEND_TRIES {
-        let cached_try = std::mem::take(from_cache);
         let tail = match (known.take(), probe.take()) {
             (Some(t), _) => t,
             (None, Some(seq)) if steps <= HINT_STEPS => match read_at(store, public, seq)? {
@@ -462,16 +378,6 @@ fn append_one(
         if !store.put_new(&name, &bytes)? {
             tracing::debug!(entry = %name, "ledger: lost an append race, retrying");
             steps += 1;
-            if cached_try {
-                if let Some(Hint::Copy(hinted @ Tail::At(hinted_seq, ..))) =
-                    read_hint(store, public)
-                {
-                    if hinted_seq >= seq {
-                        *known = Some(hinted);
-                        continue;
-                    }
-                }
-            }
             *probe = Some(seq);
             continue;
         }
@@ -540,17 +446,6 @@ fn read_hint(store: &Store, trusted: &PublicKey) -> Option<Hint> {
         !text.is_empty() && text.bytes().all(|c| c.is_ascii_digit()) && !text.starts_with('0');
     let seq: u64 = text.parse().ok()?;
     (canonical && seq <= MAX_SEQ).then_some(Hint::Number(seq))
-}
-
-/// This host's copy of the tail hint ([`Store::cached_hint`]) as a tail candidate, when it is
-/// a copy of an entry (numbered 1 to [`MAX_SEQ`]) that opens under `trusted`. Anything else is
-/// no candidate, and the store's hint is read instead (a copy torn by a crash mid-write is
-/// expected, so this logs nothing above debug).
-fn cached_tail(store: &Store, trusted: &PublicKey) -> Option<Tail> {
-    let bytes = store.cached_hint(TAIL_HINT, MAX_ENTRY_BYTES as u64)?;
-    copy_as_tail(&bytes, trusted)
-        .map_err(|why| tracing::debug!("ledger: this host's copy of the tail hint ignored: {why}"))
-        .ok()
 }
 
 /// A hint's bytes as a tail candidate: a copy of an entry, numbered 1 to [`MAX_SEQ`], that

@@ -24,6 +24,7 @@ mod git;
 mod ledger;
 mod output;
 mod pack;
+mod reasons;
 mod scan_cmd;
 mod status;
 mod store;

@@ -71,8 +71,6 @@ pub struct Store {
     rt: tokio::runtime::Runtime,
     url: String,
     quiet: bool,
-    /// Where this host keeps its own copies of the hints it writes ([`Store::with_hint_cache`]).
-    hint_cache: Option<PathBuf>,
 }
 
 /// `object_store`'s HTTP client (reqwest) is built with rustls and no crypto provider of its
@@ -156,7 +154,6 @@ impl Store {
             rt,
             url: url.to_owned(),
             quiet: false,
-            hint_cache: None,
         })
     }
 
@@ -177,7 +174,6 @@ impl Store {
                 .build()?,
             url: url.to_owned(),
             quiet: false,
-            hint_cache: None,
         })
     }
 
@@ -296,55 +292,12 @@ impl Store {
 
     /// Writes a small object that every reader verifies and can do without (the ledger's tail
     /// hint): on a `file://` store rewritten in place, which a concurrent reader may see half
-    /// done (see `local::overwrite`); elsewhere exactly [`Store::put_bytes`]. With a hint cache
-    /// ([`Store::with_hint_cache`]) the same bytes go to this host's copy first, rewritten in
-    /// place the same way; a copy that cannot be written is only logged.
+    /// done (see `local::overwrite`); elsewhere exactly [`Store::put_bytes`].
     pub fn put_hint(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        if let Some(path) = self.hint_cache_path(key) {
-            if let Err(e) = local::overwrite(&path, key, bytes) {
-                tracing::debug!("{}: hint copy not written: {e:#}", path.display());
-            }
-        }
         match self.local_path(key) {
             Some(path) => local::overwrite(&path, key, bytes),
             None => self.put_bytes(key, bytes),
         }
-    }
-
-    /// Keeps this host's own copy of each hint it writes under `dir` (one file per store URL
-    /// and hint), and lets a reader try that copy before the store's ([`Store::cached_hint`]):
-    /// the ledger's tail hint then costs an append no request when this host appended last.
-    /// Only for remote stores; a `file://` store's hint is a local file already, and this
-    /// returns the store unchanged. The copy is as untrusted as the store's hint: the ledger
-    /// opens it under the trusted key, and a copy behind the tail costs one lost race and a
-    /// read of the store's hint (`ledger.rs`).
-    pub fn with_hint_cache(mut self, dir: &Path) -> Store {
-        if self.local_root.is_none() {
-            self.hint_cache = Some(dir.to_path_buf());
-        }
-        self
-    }
-
-    /// This host's copy of hint `key`, read with no request: `None` when there is no hint
-    /// cache, no copy, or a copy over `max` bytes or unreadable (it is only a hint).
-    pub fn cached_hint(&self, key: &str, max: u64) -> Option<Vec<u8>> {
-        let path = self.hint_cache_path(key)?;
-        let mut out = Vec::new();
-        match local::get_into(&path, key, max, &mut out) {
-            Ok(Some(_)) => Some(out),
-            Ok(None) => None,
-            Err(e) => {
-                tracing::debug!("{}: hint copy not read: {e:#}", path.display());
-                None
-            }
-        }
-    }
-
-    /// `<cache dir>/<first 16 hex digits of SHA-256 of the URL>-<key>`, for a plain key.
-    fn hint_cache_path(&self, key: &str) -> Option<PathBuf> {
-        let dir = self.hint_cache.as_deref()?;
-        let url = Sha256Digest::of_bytes(self.url.as_bytes()).to_hex();
-        local::object_path(dir, &format!("{}-{key}", &url[..16]))
     }
 
     /// Whether [`Store::put_new`] is atomic on this store by construction: a local directory
@@ -576,7 +529,6 @@ mod tests {
                 .unwrap(),
             url: format!("memory:///{prefix}"),
             quiet: true,
-            hint_cache: None,
         }
     }
 

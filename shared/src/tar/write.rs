@@ -6,8 +6,8 @@
 //! On `Ok` from [`DeterministicTarWriter::finish`]: the output is a single gzip member (mtime
 //! 0, no file name, OS 255, level 6) holding GNU tar headers with mtime 0, uid/gid 0, empty
 //! user and group names, mode 0644/0755 (files) or 0755 (directories), members in strictly
-//! ascending byte order of their paths, long paths as GNU long-name headers, and the two
-//! end-of-archive blocks.
+//! ascending byte order of their paths (a directory's without a trailing `/`), long paths as
+//! GNU long-name headers, and the two end-of-archive blocks.
 //! Does not check: content; the packer scans and redacts before writing.
 
 use std::io::{self, Read, Write};
@@ -233,18 +233,16 @@ impl<W: Write> DeterministicTarWriter<W> {
         header.set_uid(0);
         header.set_gid(0);
         header.set_size(size);
-        let name = if is_dir {
-            format!("{path}/")
-        } else {
-            path.to_owned()
-        };
+        // A directory's name has no trailing `/` (its type says what it is): `path/` would be
+        // one byte over the limit at the longest path the reader accepts.
+        let name = path;
         let mut exact = ExactReader {
             inner: reader,
             remaining: size,
             mismatch: None,
         };
         let builder = self.builder.as_mut().ok_or_else(poisoned)?;
-        if let Err(e) = builder.append_data(&mut header, &name, &mut exact) {
+        if let Err(e) = builder.append_data(&mut header, name, &mut exact) {
             return Err(match exact.mismatch {
                 Some(reason) => TarError::member_rejected(path, TarRule::SizeMismatch, reason),
                 None => TarError::io(Some(path), "write member", e),

@@ -1,21 +1,23 @@
 //! The gate hop: judges a worker's artifact after fetch and decides `queue`, `human` or
 //! `reject`, with reasons. Entry points: [`run_gate`] and [`print`]; the steps are listed in
-//! `run.rs`.
+//! `run.rs`, one module per step.
+pub mod apply;
+pub mod bundle;
 pub mod checks;
 pub mod classify;
+pub mod decide;
 pub mod deps;
+pub mod parse;
 pub mod policy;
+pub mod record;
 pub mod report;
 pub mod review;
 pub mod run;
-pub mod sparse_apply;
+pub mod scan;
 
 #[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use report::{print, GateReport};
 pub use run::{run_gate, GateOptions};
-
-#[cfg(test)]
-mod docs_tests;
 
 /// Test helper shared by the crate's unit tests (gate, pack cache).
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! reaching a terminal or a pull request as anything but inert text: every such string is
 //! shown through [`shown`] (control characters escaped, length capped) and, in Markdown,
 //! inside a code span that no backtick in the text can close ([`md_code`]).
-//! Does not check: anything; the checks are in `checks.rs` and `run.rs`.
+//! Does not check: anything; the steps listed in `run.rs` do.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::classify::Bucket;
 use super::deps::NewDependency;
 use super::policy::Verdict;
+use crate::reasons::ReasonCode;
 
 /// Version of the gate recorded in the ledger, the report and the review commit.
 pub const GATE_VERSION: &str = concat!("airlock-gate ", env!("CARGO_PKG_VERSION"));
@@ -28,8 +29,8 @@ pub const GATE_VERSION: &str = concat!("airlock-gate ", env!("CARGO_PKG_VERSION"
 /// One reason contributing to the decision.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Reason {
-    /// Stable kebab-case code (see `checks::code` and `policy::REASON_CODES`).
-    pub code: &'static str,
+    /// Stable kebab-case code.
+    pub code: ReasonCode,
     /// What this reason asks for; the decision is the strictest over all reasons.
     pub verdict: Verdict,
     /// One line for people: what was seen and why it matters. Never a secret value.
@@ -43,7 +44,7 @@ pub struct Reason {
 
 impl Reason {
     /// A reason without path or rule.
-    pub fn new(code: &'static str, verdict: Verdict, detail: impl Into<String>) -> Reason {
+    pub fn new(code: ReasonCode, verdict: Verdict, detail: impl Into<String>) -> Reason {
         Reason {
             code,
             verdict,
@@ -211,6 +212,11 @@ impl GateReport {
     /// Adds a reason.
     pub fn push(&mut self, reason: Reason) {
         self.reasons.push(reason);
+    }
+
+    /// Adds reasons, in order.
+    pub fn extend(&mut self, reasons: impl IntoIterator<Item = Reason>) {
+        self.reasons.extend(reasons);
     }
 
     /// Recomputes the decision and the per-bucket views from `reasons` and `files`.
@@ -618,9 +624,9 @@ mod tests {
     #[test]
     fn decision_is_the_strictest_reason_and_queue_when_none() {
         assert_eq!(decide(&[]), Verdict::Queue);
-        let q = Reason::new("src-path-changed", Verdict::Queue, "x");
-        let h = Reason::new("ci-path-changed", Verdict::Human, "x");
-        let r = Reason::new("apply-failed", Verdict::Reject, "x");
+        let q = Reason::new(ReasonCode::SrcPathChanged, Verdict::Queue, "x");
+        let h = Reason::new(ReasonCode::CiPathChanged, Verdict::Human, "x");
+        let r = Reason::new(ReasonCode::ApplyFailed, Verdict::Reject, "x");
         assert_eq!(decide(std::slice::from_ref(&q)), Verdict::Queue);
         assert_eq!(decide(&[q.clone(), h.clone()]), Verdict::Human);
         assert_eq!(decide(&[h.clone(), r.clone(), q.clone()]), Verdict::Reject);
@@ -653,7 +659,7 @@ mod tests {
         let mut r = GateReport::new(&job());
         r.bom.model_reported = Some("evil`](http://x) <img src=x>".into());
         r.push(
-            Reason::new("ci-path-changed", Verdict::Human, "ci path")
+            Reason::new(ReasonCode::CiPathChanged, Verdict::Human, "ci path")
                 .at(".github/workflows/ci.yml"),
         );
         r.files.push(ChangedFile {

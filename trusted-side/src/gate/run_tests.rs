@@ -187,7 +187,7 @@ fn gate(f: &Fixture, job: &JobId, review_branch: bool) -> GateReport {
 }
 
 fn codes(r: &GateReport) -> Vec<&'static str> {
-    r.reasons.iter().map(|r| r.code).collect()
+    r.reasons.iter().map(|r| r.code.code()).collect()
 }
 
 /// HEAD, index, working tree and refs of the user's checkout, to prove they are untouched.
@@ -296,6 +296,34 @@ fn source_edit_is_queued_and_review_branch_holds_it_without_touching_the_checkou
     assert_eq!(left, vec!["artifact.tar.gz"], "{left:?}");
 }
 
+/// A `refs/replace/` entry planted after the pack makes plain git read another file at the
+/// packed revision: the gate's git still applies the patch to the committed tree, and the
+/// review branch holds the committed file, patched.
+#[test]
+fn gate_reads_the_committed_tree_not_a_replacement() {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(SRC_EDIT));
+    std::fs::write(f.repo.join("src/lib.rs"), "pub fn planted() {}\n").unwrap();
+    git(&f.repo, &["commit", "-q", "-a", "-m", "planted"]);
+    let planted = git(&f.repo, &["rev-parse", "HEAD"]);
+    git(&f.repo, &["reset", "-q", "--hard", &f.rev]);
+    git(&f.repo, &["replace", &f.rev, &planted]);
+    let seen = git(&f.repo, &["show", &format!("{}:src/lib.rs", f.rev)]);
+    assert_eq!(
+        seen, "pub fn planted() {}",
+        "the replacement is not in effect"
+    );
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(codes(&r), vec!["src-path-changed"], "{:?}", r.reasons);
+    let b = r.review_branch.expect("review branch");
+    let spec = format!("{}:src/lib.rs", b.commit);
+    let shown = git(&f.repo, &["--no-replace-objects", "show", &spec]);
+    assert_eq!(
+        format!("{shown}\n"),
+        format!("/// Adds two numbers.\n{LIB_RS}")
+    );
+}
+
 #[test]
 fn ci_edit_needs_a_human_and_gets_a_review_branch() {
     let (f, claims) = fixture(&[], false);
@@ -394,7 +422,7 @@ fn secret_in_an_added_line_is_rejected_by_path_line_and_rule() {
     let s = r
         .reasons
         .iter()
-        .find(|x| x.code == "secret-in-added-line")
+        .find(|x| x.code.code() == "secret-in-added-line")
         .expect("secret reason");
     assert!(s.detail.starts_with("src/keys.py:2: "), "{}", s.detail);
     let json = serde_json::to_string(&r).unwrap();
@@ -420,7 +448,7 @@ fn hunk_git_would_apply_at_an_offset_is_rejected() {
     let a = r
         .reasons
         .iter()
-        .find(|x| x.code == "apply-failed")
+        .find(|x| x.code.code() == "apply-failed")
         .expect("apply-failed");
     assert!(a.detail.contains("offset"), "{}", a.detail);
 }
@@ -577,78 +605,4 @@ fn bundle_gone_from_the_inbox_is_an_error_not_a_verdict() {
         e.to_string().contains("the bundle is gone from the inbox"),
         "{e}"
     );
-}
-
-/// A reader that hands out at most `step` bytes per read, to split markers between reads.
-struct Trickle<'a> {
-    data: &'a [u8],
-    step: usize,
-}
-
-impl Read for Trickle<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.step.min(buf.len()).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
-
-#[test]
-fn marker_lines_are_found_across_reads_and_chunks() {
-    // The definition: lines (split at '\n') containing the marker, 1-based.
-    let by_lines = |data: &[u8]| -> BTreeSet<u64> {
-        data.split(|b| *b == b'\n')
-            .enumerate()
-            .filter(|(_, l)| {
-                l.windows(REDACTION_MARKER.len())
-                    .any(|w| w == REDACTION_MARKER)
-            })
-            .map(|(i, _)| i as u64 + 1)
-            .collect()
-    };
-    let mut data = Vec::new();
-    for i in 0..5_000u32 {
-        match i % 7 {
-            0 => data.extend_from_slice(b"x = \"[REDACTED:aws-key]\"\n"),
-            3 => data.extend_from_slice(b"[REDACTED:a][REDACTED:b] two on one line\n"),
-            5 => data.extend_from_slice(b"[REDACTED\n:not one]\n"),
-            _ => data.extend_from_slice(format!("plain line {i}\n").as_bytes()),
-        }
-    }
-    data.extend_from_slice(b"last line without newline [REDACTED:z]");
-    let expected = by_lines(&data);
-    assert!(expected.len() > 1_000, "{}", expected.len());
-    let mut markers = MarkerLines::new();
-    assert_eq!(markers.in_bytes(&data), expected);
-    // Reads of every size around the marker's length and the chunk size, and offsets that
-    // put a marker across each chunk boundary.
-    for step in [
-        1,
-        2,
-        9,
-        10,
-        11,
-        4096,
-        MarkerLines::CHUNK,
-        MarkerLines::CHUNK + 1,
-    ] {
-        let mut r = Trickle { data: &data, step };
-        assert_eq!(markers.in_reader(&mut r).unwrap(), expected, "step {step}");
-    }
-    for offset in 0..REDACTION_MARKER.len() + 2 {
-        let mut shifted = vec![b'.'; MarkerLines::CHUNK - offset];
-        shifted.extend_from_slice(&data);
-        let expected = by_lines(&shifted);
-        let mut r = Trickle {
-            data: &shifted,
-            step: usize::MAX,
-        };
-        assert_eq!(
-            markers.in_reader(&mut r).unwrap(),
-            expected,
-            "offset {offset}"
-        );
-    }
-    assert!(markers.in_reader(&mut &b""[..]).unwrap().is_empty());
 }

@@ -12,10 +12,6 @@
 //! miss), and unbounded growth (entries above [`MAX_ENTRY_BYTES`] are not kept, at most
 //! [`MAX_ENTRIES`] are).
 //!
-//! It also remembers each packed commit's tree (`commits/<commit>`, at most [`MAX_COMMITS`]):
-//! a pack of `HEAD` whose ref files name a remembered commit needs no git process at all
-//! ([`resolve_head`]; anything but the plain ref layout is left to git).
-//!
 //! Does not check: a writer of the home directory forging an entry with a matching digest; such
 //! a writer holds the trusted key already. An entry is only ever stored after the full rescan of
 //! the bundle it came from passed.
@@ -33,7 +29,6 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{PackOptions, Tar};
-use crate::git::Repo;
 
 /// Entries whose compressed files part is larger than this are not kept.
 pub const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
@@ -289,54 +284,6 @@ fn create_private_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("{}: cannot create", dir.display()))
 }
 
-/// Removes the oldest entries beyond [`MAX_ENTRIES`] (and stale temp files of crashed writers).
-/// Subdirectory of the cache directory remembering each packed commit's tree.
-const COMMITS_DIR: &str = "commits";
-/// At most this many commits are remembered (the oldest go first).
-pub const MAX_COMMITS: usize = 64;
-
-fn is_hex_id(s: &str) -> bool {
-    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// Resolves `rev` without running git when it is `HEAD`, the ref files name its commit
-/// ([`Repo::head_commit_from_files`]) and an earlier pack remembered that commit's tree (a
-/// commit id names its tree for good). `None`: ask git.
-pub fn resolve_head(dir: &Path, repo: &Repo, rev: &str) -> Option<(String, String)> {
-    if rev != "HEAD" {
-        return None;
-    }
-    let commit = repo.head_commit_from_files()?;
-    let text = std::fs::read_to_string(dir.join(COMMITS_DIR).join(&commit)).ok()?;
-    let tree = text.strip_suffix('\n')?;
-    (is_hex_id(tree) && tree.len() == commit.len()).then(|| (commit, tree.to_owned()))
-}
-
-/// Remembers the tree git resolved for `commit` (best effort: a failure only costs the next
-/// pack a git process).
-pub fn remember_tree(dir: &Path, commit: &str, tree: &str) {
-    if !is_hex_id(commit) || !is_hex_id(tree) {
-        return;
-    }
-    let commits = dir.join(COMMITS_DIR);
-    if commits.join(commit).is_file() {
-        return;
-    }
-    let written = std::fs::create_dir_all(&commits).and_then(|()| {
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".commit-")
-            .tempfile_in(&commits)?;
-        tmp.write_all(format!("{tree}\n").as_bytes())?;
-        tmp.persist(commits.join(commit)).map_err(|e| e.error)?;
-        Ok(())
-    });
-    if let Err(e) = written {
-        tracing::debug!("pack cache: commit {commit} not remembered: {e}");
-        return;
-    }
-    prune_oldest(&commits, is_hex_id, MAX_COMMITS);
-}
-
 /// Removes the oldest files whose name passes `kind`, beyond the newest `max`.
 fn prune_oldest(dir: &Path, kind: impl Fn(&str) -> bool, max: usize) {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -359,6 +306,7 @@ fn prune_oldest(dir: &Path, kind: impl Fn(&str) -> bool, max: usize) {
     }
 }
 
+/// Removes the oldest entries beyond [`MAX_ENTRIES`] (and stale temp files of crashed writers).
 fn prune(dir: &Path) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -435,10 +383,6 @@ mod tests {
         out: &Path,
     ) -> Result<Packed> {
         try_pack_with(repo, cache, exclude, prompt, "HEAD", out)
-    }
-
-    fn try_pack_rev(repo: &Path, cache: Option<&Path>, rev: &str, out: &Path) -> Result<Packed> {
-        try_pack_with(repo, cache, &[], "p", rev, out)
     }
 
     fn try_pack_with(
@@ -562,49 +506,6 @@ mod tests {
         let request = String::from_utf8(read_back(&hit.bytes)["request.json"].clone()).unwrap();
         assert!(request.contains("use the key "), "{request}");
         assert!(!request.contains(secret), "{request}");
-    }
-
-    #[test]
-    fn head_on_a_remembered_commit_resolves_without_git_and_a_new_commit_asks_git() {
-        let (_t, r, cache, out) = workspace();
-        let first = pack(&r, Some(&cache), &[], "p", &out);
-        let head = git(&r, &["rev-parse", "HEAD"]);
-        assert_eq!(first.summary.revision, head);
-        let tree = git(&r, &["rev-parse", "HEAD^{tree}"]);
-        let remembered = std::fs::read_to_string(cache.join(COMMITS_DIR).join(&head)).unwrap();
-        assert_eq!(remembered, format!("{tree}\n"));
-        // Without the commit object git cannot resolve HEAD: this pack reads the ref files
-        // and the remembered tree, then hits the entry.
-        let object = r.join(".git/objects").join(&head[..2]).join(&head[2..]);
-        let commit_object = std::fs::read(&object).unwrap();
-        std::fs::remove_file(&object).unwrap();
-        let again = pack(&r, Some(&cache), &[], "p", &out);
-        assert_eq!(again.bytes, first.bytes);
-        // Other revisions, and no cache, still go through git (which now fails).
-        assert!(try_pack_rev(&r, Some(&cache), &head, &out).is_err());
-        assert!(try_pack(&r, None, &[], "p", &out).is_err());
-        std::fs::write(&object, commit_object).unwrap();
-        // HEAD moves: the new commit is not remembered, git resolves it.
-        std::fs::write(r.join("new.txt"), "new\n").unwrap();
-        git(&r, &["add", "-A"]);
-        git(&r, &["commit", "-q", "-m", "new"]);
-        let moved = pack(&r, Some(&cache), &[], "p", &out);
-        assert_eq!(moved.summary.revision, git(&r, &["rev-parse", "HEAD"]));
-        assert_ne!(moved.summary.revision, head);
-        assert_eq!(entries(&cache.join(COMMITS_DIR)).len(), 2);
-    }
-
-    #[test]
-    fn remembered_commits_are_bounded() {
-        let t = tempfile::tempdir().unwrap();
-        for i in 0..MAX_COMMITS + 5 {
-            remember_tree(t.path(), &format!("{i:040x}"), &"b".repeat(40));
-        }
-        assert_eq!(entries(&t.path().join(COMMITS_DIR)).len(), MAX_COMMITS);
-        // Ids that are not plain hex are never used as file names.
-        remember_tree(t.path(), "../../escape", &"b".repeat(40));
-        assert!(!t.path().join("escape").exists());
-        assert_eq!(entries(&t.path().join(COMMITS_DIR)).len(), MAX_COMMITS);
     }
 
     #[test]

@@ -194,18 +194,8 @@ pub fn new_job_id() -> Result<JobId> {
 /// anew. Both routes give the same bytes (the writer cuts the deflate stream after the files).
 pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
     let repo = Repo::open(opts.repo)?;
-    let cache_dir = opts.cache_dir.as_deref();
-    let (revision, tree) = match cache_dir.and_then(|d| cache::resolve_head(d, &repo, opts.rev)) {
-        Some(resolved) => resolved,
-        None => {
-            let (revision, tree) = repo.resolve(opts.rev)?;
-            if let Some(dir) = cache_dir {
-                cache::remember_tree(dir, &revision, &tree);
-            }
-            (revision, tree)
-        }
-    };
-    let cache = cache_dir.and_then(|dir| cache::PackCache::new(dir, &tree, opts));
+    let (revision, tree) = repo.resolve(opts.rev)?;
+    let cache = (opts.cache_dir.as_deref()).and_then(|dir| cache::PackCache::new(dir, &tree, opts));
     let hit = cache.as_ref().and_then(|c| c.load());
     // On a hit only the prompt, the manifest and the request are scanned here: the keyword
     // index, quick to build, suits them (same matches; building the tree-sized DFA would

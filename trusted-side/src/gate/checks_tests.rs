@@ -1,0 +1,329 @@
+//! Unit tests of `checks.rs`.
+use super::*;
+use airlock_core::diff::{parse_patch, DiffLimits};
+use airlock_core::digest::Sha256Digest;
+use airlock_core::format::{FileEntry, Packer, Redaction, Source};
+
+fn manifest(files: &[(&str, &str)]) -> Manifest {
+    let mut files: Vec<FileEntry> = files
+        .iter()
+        .map(|(p, m)| FileEntry {
+            path: (*p).into(),
+            size: 1,
+            mode: (*m).into(),
+            sha256: Sha256Digest::of_bytes(b""),
+        })
+        .collect();
+    files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    Manifest {
+        format: airlock_core::format::MANIFEST_FORMAT.into(),
+        packer: Packer {
+            name: "airlock".into(),
+            version: "0".into(),
+        },
+        source: Source {
+            repo: "r".into(),
+            revision: "0".repeat(40),
+            tree: "0".repeat(40),
+        },
+        request_sha256: Sha256Digest::of_bytes(b""),
+        files,
+        redactions: Vec::<Redaction>::new(),
+        skipped: BTreeMap::new(),
+    }
+}
+
+fn patch(text: &str) -> ParsedPatch {
+    parse_patch(text.as_bytes(), &DiffLimits::default()).unwrap()
+}
+
+fn modify(path: &str) -> String {
+    format!("diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n")
+}
+
+fn add(path: &str, mode: &str) -> String {
+    format!("diff --git a/{path} b/{path}\nnew file mode {mode}\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+x\n")
+}
+
+fn codes(rs: &[Reason]) -> Vec<(ReasonCode, Verdict, Option<String>)> {
+    rs.iter()
+        .map(|r| (r.code, r.verdict, r.path.clone()))
+        .collect()
+}
+
+fn deny() -> Selector {
+    Selector::new(&[], &[]).unwrap()
+}
+
+#[test]
+fn modifying_a_path_the_worker_never_saw_is_rejected_as_not_packed() {
+    let m = manifest(&[("src/lib.rs", "0644")]);
+    let p = patch(&(modify(".env") + &modify("src/lib.rs")));
+    assert_eq!(
+        codes(&check_paths(&p, &m, Some(&deny()))),
+        vec![(
+            ReasonCode::PathNotPacked,
+            Verdict::Reject,
+            Some(".env".into())
+        )]
+    );
+}
+
+#[test]
+fn adding_a_deny_listed_file_is_rejected() {
+    let m = manifest(&[("src/lib.rs", "0644")]);
+    for path in [
+        "src/.env.local",
+        "src/server.pem",
+        "src/secrets/x.txt",
+        "src/ID_RSA",
+    ] {
+        let rs = check_paths(&patch(&add(path, "100644")), &m, Some(&deny()));
+        assert!(
+            rs.iter()
+                .any(|r| r.code == ReasonCode::DeniedPathAdded && r.verdict == Verdict::Reject),
+            "{path}: {rs:?}"
+        );
+    }
+}
+
+#[test]
+fn adding_over_an_existing_or_case_colliding_path_is_a_collision() {
+    let m = manifest(&[("src/lib.rs", "0644"), ("docs/Guide.md", "0644")]);
+    for path in [
+        "src/lib.rs",
+        "SRC/lib.rs",
+        "docs/guide.md",
+        "src/lib.rs/x.rs",
+        "src",
+    ] {
+        let rs = check_paths(&patch(&add(path, "100644")), &m, Some(&deny()));
+        assert!(
+            rs.iter().any(|r| r.code == ReasonCode::PathCollision),
+            "{path}: {rs:?}"
+        );
+    }
+}
+
+#[test]
+fn new_file_in_existing_directory_or_top_level_is_fine_new_tree_needs_a_human() {
+    let m = manifest(&[("src/a/lib.rs", "0644")]);
+    assert!(check_paths(&patch(&add("src/a/new.rs", "100644")), &m, Some(&deny())).is_empty());
+    assert!(check_paths(&patch(&add("src/new.rs", "100644")), &m, Some(&deny())).is_empty());
+    assert!(check_paths(&patch(&add("NOTES.md", "100644")), &m, Some(&deny())).is_empty());
+    let rs = check_paths(
+        &patch(&(add("tools/gen/a.py", "100644") + &add("tools/gen/b.py", "100644"))),
+        &m,
+        Some(&deny()),
+    );
+    assert_eq!(
+        codes(&rs),
+        vec![(
+            ReasonCode::NewDirectory,
+            Verdict::Human,
+            Some("tools/gen/a.py".into())
+        )],
+        "one reason per new top directory"
+    );
+    assert!(rs[0].detail.contains("tools/"), "{}", rs[0].detail);
+}
+
+#[test]
+fn making_a_file_executable_needs_a_human() {
+    let m = manifest(&[("run.sh", "0644"), ("bin/tool", "0755")]);
+    let chmod = "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n";
+    assert_eq!(
+        codes(&check_paths(&patch(chmod), &m, Some(&deny()))),
+        vec![(
+            ReasonCode::ModeChangeExecutable,
+            Verdict::Human,
+            Some("run.sh".into())
+        )]
+    );
+    let rs = check_paths(&patch(&add("new.sh", "100755")), &m, Some(&deny()));
+    assert_eq!(
+        codes(&rs),
+        vec![(
+            ReasonCode::ModeChangeExecutable,
+            Verdict::Human,
+            Some("new.sh".into())
+        )]
+    );
+    let unexec = "diff --git a/bin/tool b/bin/tool\nold mode 100755\nnew mode 100644\n";
+    assert!(check_paths(&patch(unexec), &m, Some(&deny())).is_empty());
+}
+
+#[test]
+fn without_the_deny_list_an_added_file_is_refused() {
+    let m = manifest(&[("src/lib.rs", "0644")]);
+    let rs = check_paths(&patch(&add("src/new.rs", "100644")), &m, None);
+    assert!(
+        rs.iter()
+            .any(|r| r.code == ReasonCode::DeniedPathAdded && r.verdict == Verdict::Reject),
+        "{rs:?}"
+    );
+}
+
+#[test]
+fn hunks_covering_redacted_lines_are_rejected_removed_or_context() {
+    let text = "diff --git a/cfg.py b/cfg.py\n--- a/cfg.py\n+++ b/cfg.py\n@@ -3,3 +3,3 @@\n a\n-b\n+B\n c\n";
+    let p = patch(text);
+    let mut red = RedactedLines::new();
+    red.insert("cfg.py".into(), BTreeSet::from([4]));
+    let rs = check_redacted(&p, &red);
+    assert_eq!(
+        codes(&rs),
+        vec![(
+            ReasonCode::RedactedLineTouched,
+            Verdict::Reject,
+            Some("cfg.py".into())
+        )]
+    );
+    assert!(
+        rs[0].detail.contains("removes or replaces line 4"),
+        "{}",
+        rs[0].detail
+    );
+    red.insert("cfg.py".into(), BTreeSet::from([5]));
+    let rs = check_redacted(&p, &red);
+    assert!(
+        rs[0].detail.contains("has as context line 5"),
+        "{}",
+        rs[0].detail
+    );
+    // Lines outside the hunk's old range, or another file: fine.
+    red.insert("cfg.py".into(), BTreeSet::from([2, 6]));
+    assert!(check_redacted(&p, &red).is_empty());
+    let mut other = RedactedLines::new();
+    other.insert("other.py".into(), BTreeSet::from([4]));
+    assert!(check_redacted(&p, &other).is_empty());
+}
+
+#[test]
+fn pure_insertion_next_to_a_redacted_line_is_not_touching_it() {
+    let text = "diff --git a/cfg.py b/cfg.py\n--- a/cfg.py\n+++ b/cfg.py\n@@ -4,0 +5 @@\n+new\n";
+    let mut red = RedactedLines::new();
+    red.insert("cfg.py".into(), BTreeSet::from([4, 5]));
+    assert!(check_redacted(&patch(text), &red).is_empty());
+}
+
+fn record() -> JobRecord {
+    JobRecord {
+        format: airlock_core::format::JOB_RECORD_FORMAT.into(),
+        job: airlock_core::jobid::JobId::parse("20260101T000000Z-00112233445566778899").unwrap(),
+        job_public_key: "ab".repeat(32),
+        bundle_sha256: Sha256Digest::of_bytes(b"b"),
+        request_sha256: Sha256Digest::of_bytes(b"r"),
+        prompt_sha256: Sha256Digest::of_bytes(b"p"),
+        model_requested: "model-a".into(),
+        revision: "0".repeat(40),
+        issued_at: 1,
+        expires_at: 2,
+        limits: airlock_core::limits::JobLimits::default(),
+    }
+}
+
+fn packet(p: &ParsedPatch) -> Packet {
+    Packet {
+        format: airlock_core::format::PACKET_FORMAT.into(),
+        job: record().job,
+        run_id: "0123456789abcdef".into(),
+        bundle_sha256: Sha256Digest::of_bytes(b"b"),
+        model_requested: "model-a".into(),
+        model_reported: "model-a".into(),
+        tokens_in: None,
+        tokens_out: None,
+        diff_sha256: Sha256Digest::of_bytes(b""),
+        files_changed: p.files_changed(),
+        lines_added: p.lines_added(),
+        lines_removed: p.lines_removed(),
+        refused: Vec::new(),
+        limits_hit: Vec::new(),
+        exit: airlock_core::format::ExitInfo {
+            kind: airlock_core::format::ExitKind::Exited,
+            code: Some(0),
+        },
+        timings: airlock_core::format::Timings {
+            started_at_ms: 0,
+            finished_at_ms: 0,
+            generator_ms: 0,
+        },
+        worker_version: "0".into(),
+        sandbox: "namespaces+landlock+seccomp".into(),
+        egress: Vec::new(),
+        partial: false,
+    }
+}
+
+#[test]
+fn honest_finished_sandboxed_packet_adds_nothing() {
+    let p = patch(&modify("a.txt"));
+    assert!(check_packet(&packet(&p), &record(), &p).is_empty());
+}
+
+#[test]
+fn packet_lying_about_counts_or_the_requested_model_is_rejected() {
+    let p = patch(&modify("a.txt"));
+    let mut k = packet(&p);
+    k.lines_added = 0;
+    assert_eq!(
+        codes(&check_packet(&k, &record(), &p)),
+        vec![(ReasonCode::PacketMismatch, Verdict::Reject, None)]
+    );
+    let mut k = packet(&p);
+    k.model_requested = "cheap-model".into();
+    assert_eq!(
+        codes(&check_packet(&k, &record(), &p)),
+        vec![(ReasonCode::PacketMismatch, Verdict::Reject, None)]
+    );
+}
+
+#[test]
+fn partial_unsandboxed_and_limit_hit_runs_need_a_human() {
+    let p = patch(&modify("a.txt"));
+    let mut k = packet(&p);
+    k.partial = true;
+    k.sandbox = "none".into();
+    k.limits_hit = vec!["wall-clock".into()];
+    let got = codes(&check_packet(&k, &record(), &p));
+    assert_eq!(
+        got,
+        vec![
+            (ReasonCode::PartialResult, Verdict::Human, None),
+            (ReasonCode::Unsandboxed, Verdict::Human, None),
+            (ReasonCode::WorkerLimitHit, Verdict::Human, None),
+        ]
+    );
+}
+
+#[test]
+fn model_swap_and_refused_paths_are_recorded_not_decisive() {
+    let p = patch(&modify("a.txt"));
+    let mut k = packet(&p);
+    k.model_reported = "model-b\x1b[2J".into();
+    k.refused = vec![airlock_core::format::RefusedPath {
+        path: "link".into(),
+        reason: "diff.symlink".into(),
+    }];
+    let rs = check_packet(&k, &record(), &p);
+    assert_eq!(
+        codes(&rs),
+        vec![
+            (ReasonCode::ModelMismatch, Verdict::Queue, None),
+            (ReasonCode::WorkerRefusedPaths, Verdict::Queue, None)
+        ]
+    );
+    assert!(!rs[0].detail.contains('\x1b'), "{}", rs[0].detail);
+    k.refused.clear();
+    k.model_reported = MODEL_UNREPORTED.into();
+    assert!(check_packet(&k, &record(), &p).is_empty());
+}
+
+#[test]
+fn empty_patch_is_recorded() {
+    let p = ParsedPatch::default();
+    assert_eq!(
+        codes(&check_packet(&packet(&p), &record(), &p)),
+        vec![(ReasonCode::EmptyDiff, Verdict::Queue, None)]
+    );
+}
