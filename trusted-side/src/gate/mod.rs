@@ -3,8 +3,10 @@
 //! `run.rs`.
 pub mod checks;
 pub mod classify;
+pub mod content;
 pub mod deps;
 pub mod policy;
+pub mod reach;
 pub mod report;
 pub mod review;
 pub mod run;
