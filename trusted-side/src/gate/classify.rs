@@ -199,8 +199,12 @@ pub fn fold_path(path: &str) -> String {
 /// symlink) falls under the same rule as its contents.
 fn anchor(glob: &str) -> String {
     // A leading `/` anchors a file-name glob at the root (`/*.sh`: scripts at the root only).
+    // (`?*` rather than `*`: globset would read `*.sh` as "any path ending in .sh".)
     if let Some(root) = glob.strip_prefix('/') {
-        return root.to_owned();
+        return match root.strip_prefix('*') {
+            Some(rest) => format!("?*{rest}"),
+            None => root.to_owned(),
+        };
     }
     let glob = match glob.strip_suffix("/**") {
         Some(dir) if !dir.is_empty() => format!("{dir}{{,/**}}"),
@@ -420,7 +424,14 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
         .map(|c| {
             let name = classify_path(c.path, None);
             let with_content = classify_content(c.path, name, c.new, c.executable);
-            if let Some(r) = raised.get(c.path).filter(|_| tree_may_raise(with_content.bucket)) {
+            let may = |r: &&reach::Raised| {
+                if r.weak {
+                    content_may_raise(with_content.bucket)
+                } else {
+                    tree_may_raise(with_content.bucket)
+                }
+            };
+            if let Some(r) = raised.get(c.path).filter(may) {
                 return Classified {
                     class: Classification {
                         bucket: r.bucket,

@@ -182,6 +182,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/.amazonq/**",
             "**/.openhands/**",
             "**/.opencode/**",
+            "**/.agents/**",
             "**/.aider*/**",
             ".aider*",
             ".cursorignore",
@@ -231,7 +232,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{.github,.gitlab,.gitea,.forgejo}/{issue_template,pull_request_template,discussion_template,merge_request_templates,issue_templates}/**",
             "**/{.github,.gitlab,.gitea,.forgejo,docs,}/{pull_request_template,code_of_conduct,contributing,support,funding,security,governance,readme}.{md,rst,txt,yml,yaml,adoc}",
             "security.{md,rst,txt,adoc}",
-            "**/{.github,.gitlab,.gitea,.forgejo,.circleci,.buildkite,.ci,ci,.azure-pipelines,.tekton,.woodpecker,workflows,debian,scripts,tools,hack,build}/**/{*.md,*.markdown,*.rst,*.adoc,readme,readme.txt,*.1}",
+            "**/{.github,.gitlab,.gitea,.forgejo,.circleci,.buildkite,.ci,ci,.azure-pipelines,.tekton,.woodpecker,workflows,debian,scripts,tools,hack,build}/**/{*.md,*.markdown,*.rst,*.adoc,readme,readme.*,*.1}",
         ],
     ),
     rule(
@@ -486,6 +487,7 @@ pub(crate) static RULES: &[Rule] = &[
             "bitrise.{yml,yaml}",
             "codemagic.{yml,yaml}",
             "**/.harness/**",
+            "**/.bcr/**",
         ],
     ),
     rule(
@@ -1144,7 +1146,7 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "**/{test,tests,__tests__,__mocks__,__snapshots__,__fixtures__,spec,specs}/**",
             "**/{testdata,test_data,test-data,e2e,cypress,androidtest,unittests,unit_tests}/**",
-            "**/{integration_tests,integration-tests,testsuite}/**",
+            "**/{integration_tests,integration-tests,testsuite,molecule}/**",
             "t/**",
         ],
     ),
@@ -1221,7 +1223,7 @@ pub(crate) static RULES: &[Rule] = &[
         Bucket::Build,
         "Anything in a tooling directory (`scripts/`, `script/`, `tools/`, `tool/`, `hack/`, `build/`, `bin/`, `release/`, `packaging/`, `devtools/`, …) that no earlier rule claims: scripts developers, builds and releases run",
         &[
-            "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin}/**",
+            "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker}/**",
         ],
     ),
     rule(
@@ -1253,7 +1255,7 @@ pub(crate) static RULES: &[Rule] = &[
         Bucket::Docs,
         "Documentation directories: `docs/`, `doc/`, `documentation/`, `man/`, changelog fragments",
         &[
-            "**/{docs,doc,documentation,man}/**",
+            "**/{docs,doc,documentation,man,website,site}/**",
             "**/{changelog.d,newsfragments,changes.d}/**",
         ],
     ),

@@ -45,7 +45,7 @@ pub const RULES: &[(&str, &str)] = &[
 const TOOLING_DIRS: &[&str] = &[
     "scripts", "script", "tools", "tool", "tooling", "hack", "build", "build-aux", "bin", "release",
     "releasing", "dev", "devtools", "dev-tools", "utils", "util", "misc", "contrib", "packaging",
-    "infra", "ops", "support", "etc", "maint", "buildscripts", "build-scripts", "eng",
+    "infra", "ops", "support", "etc", "maint", "buildscripts", "build-scripts", "eng", "docker",
 ];
 
 /// Whether `path` has a directory component that is a tooling directory (case-insensitive).

@@ -91,6 +91,8 @@ pub struct Raised {
     pub rule: &'static str,
     /// The evidence: `run by .github/workflows/test.yml`.
     pub because: String,
+    /// Placement only: applies to `src` and `other` like content, not to `tests` or `docs`.
+    pub weak: bool,
 }
 
 /// Rule ids of the tree layers, with what each means (for the documentation test).
@@ -98,6 +100,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
     ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit), or by a file such an entry point runs"),
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
+    ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
 
@@ -141,6 +144,8 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
         || (under(".gitea/workflows/") && yaml)
         || (under(".forgejo/workflows/") && yaml)
         || (under(".tekton/") && yaml)
+        || matches!(name, ".zuul.yaml" | ".zuul.yml" | "zuul.yaml")
+        || under("zuul.d/")
         || p.starts_with("ci/")
         || under(".ci/")
         || under("scripts/ci/")
@@ -162,15 +167,15 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
     build.then_some(Bucket::Build)
 }
 
-/// Whether a file named `path` can run when named by an entry point: scripts and programs
-/// (by extension, or no extension), not data or prose.
+/// Whether a file named `path` can run when named by an entry point: executable files and
+/// scripts by extension, not data or prose (`LICENSE` named by a release workflow is packed, not
+/// run).
 fn runnable(path: &str, executable: bool) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    let Some((stem, ext)) = name.rsplit_once('.') else {
-        return true;
+    let Some((_, ext)) = name.rsplit_once('.') else {
+        return executable;
     };
     executable
-        || stem.is_empty()
         || matches!(
             ext,
             "sh" | "bash" | "zsh" | "ksh" | "fish" | "ps1" | "psm1" | "bat" | "cmd" | "py" | "rb"
@@ -182,7 +187,7 @@ fn runnable(path: &str, executable: bool) -> bool {
 /// Whether a YAML/JSON file named on `line` is read as CI configuration there (an include, a
 /// template, a local action, a config or values file).
 fn config_reference(line: &str) -> bool {
-    ["include", "local:", "template", "extends", "uses:", "-f ", "--file", "--config", "--values", "config:"]
+    ["include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config", "--values", "config:", "playbook"]
         .iter()
         .any(|k| line.contains(k))
 }
@@ -348,7 +353,7 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
             .or_else(|| level2.get(c.path).map(|(b, why)| (*b, why.clone())));
         if let Some((bucket, because)) = hit {
             let rule = if bucket == Bucket::Ci { "ci.reached" } else { "build.reached" };
-            out.insert(c.path.to_owned(), Raised { bucket, rule, because });
+            out.insert(c.path.to_owned(), Raised { bucket, rule, because, weak: false });
         }
     }
     out
@@ -379,15 +384,21 @@ fn placement(changes: &[Change<'_>], all: &BTreeSet<String>) -> BTreeMap<String,
             let chart = comps[..i].join("/");
             if has(&chart, &["Chart.yaml", "Chart.yml"]) {
                 let at = if chart.is_empty() { "Chart.yaml".to_owned() } else { format!("{chart}/Chart.yaml") };
-                out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.helm-template", because: format!("a template of the chart {at}") });
+                out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.helm-template", because: format!("a template of the chart {at}"), weak: false });
                 continue;
             }
+        }
+        let package = (1..comps.len()).rev().map(|n| comps[..n].join("/")).find(|d| {
+            has(d, &["Chart.yaml", "Chart.yml"]) || (has(d, &["metadata.hcl"]) && has(d, &["variables.hcl"]))
+        });
+        if let Some(root) = package {
+            out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.package-file", because: format!("inside the deploy package {root}/"), weak: true });
         }
         let lower = c.path.to_ascii_lowercase();
         if [".tpl", ".tmpl", ".gotmpl"].iter().any(|e| lower.ends_with(e)) {
             let dir = dir_of(c.path);
             if descriptor(dir) || descriptor(dir_of(dir)) {
-                out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.deploy-template", because: format!("beside a deploy descriptor in {}/", if dir.is_empty() { "." } else { dir }) });
+                out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.deploy-template", because: format!("beside a deploy descriptor in {}/", if dir.is_empty() { "." } else { dir }), weak: false });
             }
         }
     }
