@@ -1227,6 +1227,17 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "build.script-name",
+        Bucket::Build,
+        "Scripts named for a build, install, release or deploy step, or for a tool's hook, at any depth (`build.bat`, `release.sh`, `post_test_hook.sh`)",
+        &[
+            "{build,install,release,deploy,bootstrap,publish,package,compile,dist,make,setup}.{sh,bash,bat,cmd,ps1}",
+            "{build,install,release,deploy,publish,package}[-_]*.{sh,bash,bat,cmd,ps1}",
+            "*[-_]hook.{sh,bash,py}",
+            "hook.{sh,bash}",
+        ],
+    ),
+    rule(
         "build.root-script",
         Bucket::Build,
         "Shell, PowerShell and batch scripts at the repository root (release, bootstrap and install scripts)",

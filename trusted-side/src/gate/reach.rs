@@ -391,11 +391,14 @@ fn placement(changes: &[Change<'_>], all: &BTreeSet<String>) -> BTreeMap<String,
         let package = (1..comps.len()).rev().map(|n| comps[..n].join("/")).find(|d| {
             has(d, &["Chart.yaml", "Chart.yml"]) || (has(d, &["metadata.hcl"]) && has(d, &["variables.hcl"]))
         });
-        if let Some(root) = package {
+        let media = [".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".log", ".md"]
+            .iter()
+            .any(|e| c.path.to_ascii_lowercase().ends_with(e));
+        if let Some(root) = package.filter(|_| !media) {
             out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.package-file", because: format!("inside the deploy package {root}/"), weak: true });
         }
         let lower = c.path.to_ascii_lowercase();
-        if [".tpl", ".tmpl", ".gotmpl"].iter().any(|e| lower.ends_with(e)) {
+        if [".tpl", ".tmpl", ".gotmpl"].iter().any(|e| lower.ends_with(e)) && !lower.contains(".md.") {
             let dir = dir_of(c.path);
             if descriptor(dir) || descriptor(dir_of(dir)) {
                 out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.deploy-template", because: format!("beside a deploy descriptor in {}/", if dir.is_empty() { "." } else { dir }), weak: false });
