@@ -499,6 +499,8 @@ struct ClassifyRow {
     detail: String,
     policy_rule: Option<usize>,
     content_checked: bool,
+    layer: Layer,
+    because: Option<String>,
 }
 
 /// Reads the start of a regular file for content rules; links, directories and missing files
@@ -539,6 +541,7 @@ pub fn run_classify(
     paths: Vec<String>,
     json: bool,
     policy_file: Option<&Path>,
+    repo: Option<(&Path, &str)>,
 ) -> anyhow::Result<()> {
     let policy = match policy_file {
         Some(f) => Policy::from_file(f)?,
@@ -561,13 +564,32 @@ pub fn run_classify(
     if paths.is_empty() {
         bail!("no paths given (pass them as arguments or one per line on stdin)");
     }
-    let rows = classify_rows(paths, &policy, |p| {
-        if needs_content(p) {
-            read_head(Path::new(p))
-        } else {
-            None
+    let rows = match repo {
+        Some((dir, rev)) => {
+            let tree = super::tree::GitTree::list(dir, rev)
+                .with_context(|| format!("--repo {}: reading revision {rev:?}", dir.display()))?;
+            // The file as a change would bring it: the working copy when there is one, else the
+            // revision's.
+            let committed = |p: &str| reach::Tree::read(&tree, &[p]).pop().flatten();
+            classify_rows_in(paths, &policy, &tree, |p| {
+                read_head(&dir.join(p)).or_else(|| committed(p))
+            })
         }
-    });
+        None => {
+            eprintln!(
+                "airlock classify: path rules and local file content only; pass --repo DIR [--rev R] \
+                 for the tree layers the gate applies (reachability from CI and build entry points, \
+                 Helm placement)"
+            );
+            classify_rows(paths, &policy, |p| {
+                if needs_content(p) {
+                    read_head(Path::new(p))
+                } else {
+                    None
+                }
+            })
+        }
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
@@ -594,13 +616,42 @@ fn classify_rows(
     policy: &Policy,
     head: impl Fn(&str) -> Option<Vec<u8>>,
 ) -> Vec<ClassifyRow> {
+    classify_rows_in(paths, policy, &reach::MemTree::new(), head)
+}
+
+/// [`classify_rows`] with a tree in view: all `paths` form one change, as in the gate.
+fn classify_rows_in(
+    paths: Vec<String>,
+    policy: &Policy,
+    tree: &dyn reach::Tree,
+    head: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Vec<ClassifyRow> {
+    let contents: Vec<Option<Vec<u8>>> = paths.iter().map(|p| head(p)).collect();
+    let executable: Vec<bool> = paths
+        .iter()
+        .map(|p| tree.files().iter().any(|f| &f.path == p && f.executable))
+        .collect();
+    let changes: Vec<reach::Change<'_>> = paths
+        .iter()
+        .zip(&contents)
+        .zip(&executable)
+        .map(|((path, c), x)| reach::Change {
+            path,
+            new: c.as_deref(),
+            executable: *x,
+        })
+        .collect();
+    let classified = classify_change(&changes, tree);
     paths
         .into_iter()
-        .map(|path| {
-            let content = head(&path);
-            let class = classify_path(&path, content.as_deref());
+        .zip(contents)
+        .zip(classified)
+        .map(|((path, content), c)| {
+            let class = c.class;
             let reason = policy.decide_path(&path, &class);
             ClassifyRow {
+                layer: c.layer,
+                because: c.because,
                 bucket: class.bucket,
                 rule: class.rule,
                 verdict: reason.verdict,
@@ -649,6 +700,14 @@ fn render_table(rows: &[ClassifyRow], policy_name: &str, policy: &Policy) -> Str
     line(header);
     for cells in &table {
         line(cells.each_ref().map(String::as_str));
+    }
+    let why: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.because.as_ref().map(|b| format!("  {}: {b}\n", printable(&r.path))))
+        .collect();
+    if !why.is_empty() {
+        out.push_str("\nfrom the tree:\n");
+        out.extend(why);
     }
     let count = |v| rows.iter().filter(|r| r.verdict == v).count();
     let overall = rows

@@ -27,6 +27,7 @@ pub struct Hit {
 }
 
 /// Rule ids of the content layer, with what each detects (for the documentation test).
+#[cfg_attr(not(test), allow(dead_code, reason = "read by tests and the documentation test"))]
 pub const RULES: &[(&str, &str)] = &[
     ("iac.k8s-content", "YAML/JSON with top-level `apiVersion` and `kind` (any document of a multi-document file)"),
     ("iac.cloudformation-content", "`AWSTemplateFormatVersion`, `Transform: AWS::Serverless`, or top-level `Resources` with an `AWS::` type"),

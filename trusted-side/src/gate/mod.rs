@@ -8,6 +8,7 @@ pub mod deps;
 pub mod policy;
 pub mod reach;
 pub mod report;
+pub mod tree;
 pub mod review;
 pub mod run;
 pub mod sparse_apply;

@@ -124,6 +124,12 @@ pub enum ReasonCode {
     DocsPathChanged,
     /// An `other` path changed.
     OtherPathChanged,
+    /// A path a CI or build entry point of the packed tree runs changed (`ci.reached`,
+    /// `build.reached`); the detail names the entry point.
+    EntryPointReachesPath,
+    /// Configuration that runs code or drives a tool and that no named rule claims changed
+    /// (`build.executable-config`, `build.tool-dotfile`, `build.root-executable`).
+    ExecutableConfigChanged,
     /// A `[[paths]]` rule of the policy decided.
     PolicyPathRule,
     /// More files changed than the effective limit.
@@ -152,7 +158,7 @@ pub enum ReasonCode {
 
 impl ReasonCode {
     /// Every code, in documentation order.
-    pub const ALL: [ReasonCode; 22] = [
+    pub const ALL: [ReasonCode; 24] = [
         ReasonCode::CiPathChanged,
         ReasonCode::IacPathChanged,
         ReasonCode::DepsPathChanged,
@@ -163,6 +169,8 @@ impl ReasonCode {
         ReasonCode::TestsPathChanged,
         ReasonCode::DocsPathChanged,
         ReasonCode::OtherPathChanged,
+        ReasonCode::EntryPointReachesPath,
+        ReasonCode::ExecutableConfigChanged,
         ReasonCode::PolicyPathRule,
         ReasonCode::ChangedFilesOverLimit,
         ReasonCode::ChangedLinesOverLimit,
@@ -190,6 +198,8 @@ impl ReasonCode {
             ReasonCode::TestsPathChanged => "tests-path-changed",
             ReasonCode::DocsPathChanged => "docs-path-changed",
             ReasonCode::OtherPathChanged => "other-path-changed",
+            ReasonCode::EntryPointReachesPath => "entry-point-reaches-path",
+            ReasonCode::ExecutableConfigChanged => "executable-config-changed",
             ReasonCode::PolicyPathRule => "policy-path-rule",
             ReasonCode::ChangedFilesOverLimit => "changed-files-over-limit",
             ReasonCode::ChangedLinesOverLimit => "changed-lines-over-limit",
@@ -202,6 +212,19 @@ impl ReasonCode {
             ReasonCode::ApplyFailed => "apply-failed",
             ReasonCode::SecretInAddedLine => "secret-in-added-line",
             ReasonCode::PartialResult => "partial-result",
+        }
+    }
+
+    /// The code given for a path classified as `class`: the bucket's, except for paths the tree
+    /// layer reached from an entry point and for unknown executable configuration, which have
+    /// codes of their own so that a report says why.
+    pub fn for_class(class: &Classification) -> ReasonCode {
+        match class.rule {
+            "ci.reached" | "build.reached" => ReasonCode::EntryPointReachesPath,
+            "build.executable-config" | "build.tool-dotfile" | "build.root-executable" => {
+                ReasonCode::ExecutableConfigChanged
+            }
+            _ => ReasonCode::for_bucket(class.bucket),
         }
     }
 
@@ -684,7 +707,7 @@ impl Policy {
         let verdict = self.bucket_verdict(class.bucket);
         Reason {
             verdict,
-            code: ReasonCode::for_bucket(class.bucket),
+            code: ReasonCode::for_class(class),
             path: Some(path.to_owned()),
             detail: format!(
                 "{} path (rule {}); policy [buckets] {} = {verdict}",

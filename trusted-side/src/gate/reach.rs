@@ -55,6 +55,7 @@ impl MemTree {
     }
 
     /// Adds a file with its content.
+    #[cfg_attr(not(test), allow(dead_code, reason = "read by tests and the documentation test"))]
     pub fn add(&mut self, path: &str, executable: bool, content: &[u8]) -> &mut MemTree {
         self.files.push(TreeFile {
             path: path.to_owned(),
@@ -96,6 +97,7 @@ pub struct Raised {
 }
 
 /// Rule ids of the tree layers, with what each means (for the documentation test).
+#[cfg_attr(not(test), allow(dead_code, reason = "read by tests and the documentation test"))]
 pub const RULES: &[(&str, &str)] = &[
     ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
     ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit), or by a file such an entry point runs"),

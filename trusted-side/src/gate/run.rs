@@ -66,7 +66,7 @@ use airlock_core::tar::{read_members, AllowedNames, TarError};
 use anyhow::{Context, Result};
 
 use super::checks::{self, code, RedactedLines};
-use super::classify::classify_path;
+use super::classify::classify_change;
 use super::deps;
 use super::policy::{Policy, Verdict};
 use super::report::{ChangeStats, ChangedFile, GateReport, Reason, ReviewBranch};
@@ -528,7 +528,22 @@ fn judge(
     // 10. classification, policy, dependencies
     let empty = std::collections::BTreeMap::new();
     let files = applied.as_ref().map_or(&empty, |(_, f)| f);
-    classify_and_decide(&patch, files, &opts.policy, report);
+    // The tree layers of classification see the packed revision: the manifest's listing, blobs
+    // read from the local repository at that revision (see `tree.rs`).
+    let tree = super::tree::GitTree::new(
+        &opts.repo,
+        &record.revision,
+        bundle
+            .manifest
+            .files
+            .iter()
+            .map(|f| super::reach::TreeFile {
+                path: f.path.clone(),
+                executable: f.executable(),
+            })
+            .collect(),
+    );
+    classify_and_decide(&patch, files, &opts.policy, &tree, report);
     let mut seen: Vec<String> = bundle
         .manifest
         .files
@@ -826,8 +841,10 @@ fn classify_and_decide(
     patch: &ParsedPatch,
     files: &std::collections::BTreeMap<String, AppliedFile>,
     policy: &Policy,
+    tree: &dyn super::reach::Tree,
     report: &mut GateReport,
 ) {
+    let mut hints: Vec<Option<Vec<u8>>> = Vec::with_capacity(patch.files.len());
     for fp in &patch.files {
         let applied = files.get(&fp.path);
         let from_patch;
@@ -840,8 +857,26 @@ fn classify_and_decide(
             }
             _ => None,
         };
-        let class = classify_path(&fp.path, hint);
-        let decided = policy.decide_path(&fp.path, &class);
+        hints.push(hint.map(<[u8]>::to_vec));
+    }
+    let changes: Vec<super::reach::Change<'_>> = patch
+        .files
+        .iter()
+        .zip(&hints)
+        .map(|(fp, hint)| super::reach::Change {
+            path: &fp.path,
+            new: hint.as_deref(),
+            executable: fp.new_mode == Some(FileMode::Executable),
+        })
+        .collect();
+    let classified = classify_change(&changes, tree);
+    for (fp, c) in patch.files.iter().zip(classified) {
+        let applied = files.get(&fp.path);
+        let class = c.class;
+        let mut decided = policy.decide_path(&fp.path, &class);
+        if let Some(why) = &c.because {
+            decided.detail = format!("{}: {why}; {}", fp.path, decided.detail);
+        }
         let verdict = decided.verdict;
         report.push(from_policy(decided, Some(class.rule)));
         report.files.push(ChangedFile {
