@@ -424,7 +424,9 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 args.paths,
                 args.json,
                 args.policy.as_deref(),
-                args.repo.as_deref().map(|r| (r, args.rev.as_deref().unwrap_or("HEAD"))),
+                args.repo
+                    .as_deref()
+                    .map(|r| (r, args.rev.as_deref().unwrap_or("HEAD"))),
             )?;
             Ok(Outcome::Ok)
         }

@@ -387,7 +387,10 @@ fn content_may_raise(bucket: Bucket) -> bool {
 /// Whether the tree layers may move a path out of `bucket`: `src`, `other`, `tests` (a fixture
 /// a workflow runs) and `docs` (a script under `docs/` a build runs).
 fn tree_may_raise(bucket: Bucket) -> bool {
-    matches!(bucket, Bucket::Src | Bucket::Other | Bucket::Tests | Bucket::Docs)
+    matches!(
+        bucket,
+        Bucket::Src | Bucket::Other | Bucket::Tests | Bucket::Docs
+    )
 }
 
 /// Which layer decided a path's bucket.
@@ -703,7 +706,11 @@ fn render_table(rows: &[ClassifyRow], policy_name: &str, policy: &Policy) -> Str
     }
     let why: Vec<String> = rows
         .iter()
-        .filter_map(|r| r.because.as_ref().map(|b| format!("  {}: {b}\n", printable(&r.path))))
+        .filter_map(|r| {
+            r.because
+                .as_ref()
+                .map(|b| format!("  {}: {b}\n", printable(&r.path)))
+        })
         .collect();
     if !why.is_empty() {
         out.push_str("\nfrom the tree:\n");
@@ -986,7 +993,10 @@ mod tests {
             classify_path("tests/fixtures/pod.yaml", Some(pod)).rule,
             "tests.fixture-dir"
         );
-        assert_eq!(classify_path("src/pod.yaml", Some(pod)).rule, "iac.k8s-content");
+        assert_eq!(
+            classify_path("src/pod.yaml", Some(pod)).rule,
+            "iac.k8s-content"
+        );
         assert_eq!(
             classify_path("tests/fixtures/pod.yaml", None).rule,
             "tests.fixture-dir"
@@ -1031,7 +1041,11 @@ mod tests {
             );
         }
         for c in no {
-            assert_eq!(content::detect("x.yaml", c.as_bytes(), false), None, "{c:?}");
+            assert_eq!(
+                content::detect("x.yaml", c.as_bytes(), false),
+                None,
+                "{c:?}"
+            );
         }
     }
 
@@ -1075,12 +1089,7 @@ mod tests {
 
     #[test]
     fn needs_content_only_where_a_content_rule_could_win() {
-        for p in [
-            "config.yaml",
-            "x/pod.json",
-            "lib/helper",
-            "src/main.rs",
-        ] {
+        for p in ["config.yaml", "x/pod.json", "lib/helper", "src/main.rs"] {
             assert!(needs_content(p), "{p}");
         }
         for p in [
@@ -1223,24 +1232,41 @@ mod tests {
 
     #[test]
     fn docs_list_every_rule_in_evaluation_order() {
-        let begin = "<!-- rules:begin -->\n";
-        let end = "<!-- rules:end -->";
-        let start = DOC
-            .find(begin)
-            .expect("docs/CLASSIFY.md: rules:begin marker")
-            + begin.len();
-        let stop = DOC[start..]
-            .find(end)
-            .expect("docs/CLASSIFY.md: rules:end marker")
-            + start;
-        let expected = rules_markdown();
-        if DOC[start..stop] != expected {
-            let out = std::env::temp_dir().join("CLASSIFY.rules.md");
-            std::fs::write(&out, &expected).unwrap();
-            panic!(
-                "docs/CLASSIFY.md rule table is stale; the generated table is in {}",
-                out.display()
-            );
+        let rules_table = |rules: &[(&str, &str)]| {
+            let mut out = String::from("| Rule id | Bucket | Matches |\n|---|---|---|\n");
+            for (id, what) in rules {
+                let bucket = id.split('.').next().unwrap_or_default();
+                out.push_str(&format!("| `{id}` | {bucket} | {what} |\n"));
+            }
+            out
+        };
+        let mut name_rules: Vec<(&str, &str)> = Vec::new();
+        name_rules.push((ROOT_EXECUTABLE_RULE, "An extension-less file at the root whose name starts with a lowercase letter (`artisan`, `bootstrap`), after every glob rule"));
+        name_rules.push((TABLE_BROKEN_RULE, "Every path, if the built-in table failed to compile (cannot happen: a unit test compiles it; fail closed)"));
+        for (marker, expected) in [
+            ("rules", rules_markdown()),
+            ("content-rules", rules_table(content::RULES)),
+            ("tree-rules", rules_table(reach::RULES)),
+            ("code-rules", rules_table(&name_rules)),
+        ] {
+            let begin = format!("<!-- {marker}:begin -->\n");
+            let end = format!("<!-- {marker}:end -->");
+            let start = DOC
+                .find(&begin)
+                .unwrap_or_else(|| panic!("docs/CLASSIFY.md: {marker}:begin marker"))
+                + begin.len();
+            let stop = DOC[start..]
+                .find(&end)
+                .unwrap_or_else(|| panic!("docs/CLASSIFY.md: {marker}:end marker"))
+                + start;
+            if DOC[start..stop] != expected {
+                let out = std::env::temp_dir().join(format!("CLASSIFY.{marker}.md"));
+                std::fs::write(&out, &expected).unwrap();
+                panic!(
+                    "docs/CLASSIFY.md {marker} table is stale; the generated table is in {}",
+                    out.display()
+                );
+            }
         }
         let ids: BTreeSet<&str> = RULES.iter().map(|r| r.id).collect();
         for id in ids {

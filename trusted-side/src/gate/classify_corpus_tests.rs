@@ -70,7 +70,12 @@ const MAX_OVER_FLAG: f64 = 0.05;
 fn risky(b: Bucket) -> bool {
     matches!(
         b,
-        Bucket::Ci | Bucket::Iac | Bucket::Deps | Bucket::Build | Bucket::Governance | Bucket::Agent
+        Bucket::Ci
+            | Bucket::Iac
+            | Bucket::Deps
+            | Bucket::Build
+            | Bucket::Governance
+            | Bucket::Agent
     )
 }
 
@@ -85,7 +90,11 @@ fn corpus_recall_and_over_flag_rate() {
             continue;
         }
         let cols: Vec<&str> = line.split('\t').collect();
-        assert!((3..=4).contains(&cols.len()), "classify-corpus.tsv:{}: {line:?}", i + 1);
+        assert!(
+            (3..=4).contains(&cols.len()),
+            "classify-corpus.tsv:{}: {line:?}",
+            i + 1
+        );
         let (repo, path, label) = (cols[0], cols[1], cols[2]);
         let facts: Vec<&str> = cols.get(3).map_or(Vec::new(), |f| f.split(',').collect());
         let label: Bucket = label.parse().unwrap();
@@ -97,13 +106,19 @@ fn corpus_recall_and_over_flag_rate() {
             if human {
                 caught += 1;
             } else {
-                misses.push(format!("{repo} {path}: {label}, got {} ({})", class.bucket, class.rule));
+                misses.push(format!(
+                    "{repo} {path}: {label}, got {} ({})",
+                    class.bucket, class.rule
+                ));
             }
         } else {
             harmless_n += 1;
             if human {
                 flagged += 1;
-                false_alarms.push(format!("{repo} {path}: {label}, got {} ({})", class.bucket, class.rule));
+                false_alarms.push(format!(
+                    "{repo} {path}: {label}, got {} ({})",
+                    class.bucket, class.rule
+                ));
             }
         }
     }
@@ -116,7 +131,11 @@ fn corpus_recall_and_over_flag_rate() {
         recall * 100.0,
         over * 100.0
     );
-    println!("missed:\n  {}\nover-flagged:\n  {}", misses.join("\n  "), false_alarms.join("\n  "));
+    println!(
+        "missed:\n  {}\nover-flagged:\n  {}",
+        misses.join("\n  "),
+        false_alarms.join("\n  ")
+    );
     assert!(risky_n + harmless_n >= 1000 && repos.len() >= 60);
     assert!(
         recall >= MIN_RECALL && over <= MAX_OVER_FLAG,

@@ -27,7 +27,10 @@ pub struct Hit {
 }
 
 /// Rule ids of the content layer, with what each detects (for the documentation test).
-#[cfg_attr(not(test), allow(dead_code, reason = "read by tests and the documentation test"))]
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "read by tests and the documentation test")
+)]
 pub const RULES: &[(&str, &str)] = &[
     ("iac.k8s-content", "YAML/JSON with top-level `apiVersion` and `kind` (any document of a multi-document file)"),
     ("iac.cloudformation-content", "`AWSTemplateFormatVersion`, `Transform: AWS::Serverless`, or top-level `Resources` with an `AWS::` type"),
@@ -44,9 +47,34 @@ pub const RULES: &[(&str, &str)] = &[
 
 /// Directory names whose scripts run at build, release or development time.
 const TOOLING_DIRS: &[&str] = &[
-    "scripts", "script", "tools", "tool", "tooling", "hack", "build", "build-aux", "bin", "release",
-    "releasing", "dev", "devtools", "dev-tools", "utils", "util", "misc", "contrib", "packaging",
-    "infra", "ops", "support", "etc", "maint", "buildscripts", "build-scripts", "eng", "docker",
+    "scripts",
+    "script",
+    "tools",
+    "tool",
+    "tooling",
+    "hack",
+    "build",
+    "build-aux",
+    "bin",
+    "release",
+    "releasing",
+    "dev",
+    "devtools",
+    "dev-tools",
+    "utils",
+    "util",
+    "misc",
+    "contrib",
+    "packaging",
+    "infra",
+    "ops",
+    "support",
+    "etc",
+    "maint",
+    "buildscripts",
+    "build-scripts",
+    "eng",
+    "docker",
 ];
 
 /// Whether `path` has a directory component that is a tooling directory (case-insensitive).
@@ -91,18 +119,25 @@ pub fn detect(path: &str, head: &[u8], executable: bool) -> Option<Hit> {
             return hit(Bucket::Iac, "iac.compose-content");
         }
     }
-    if matches!(ext.as_deref(), None | Some("txt" | "conf" | "cfg" | "hcl" | "in"))
-        && is_terraform(head)
+    if matches!(
+        ext.as_deref(),
+        None | Some("txt" | "conf" | "cfg" | "hcl" | "in")
+    ) && is_terraform(head)
     {
         return hit(Bucket::Iac, "iac.terraform-content");
     }
     if matches!(
         ext.as_deref(),
         None | Some("conf" | "in" | "unit" | "cfg" | "service" | "socket" | "timer")
-    ) && is_systemd_unit(head) {
+    ) && is_systemd_unit(head)
+    {
         return hit(Bucket::Iac, "iac.systemd-unit-content");
     }
-    if matches!(ext.as_deref(), None | Some("in" | "tmpl" | "template" | "txt")) && is_dockerfile(head) {
+    if matches!(
+        ext.as_deref(),
+        None | Some("in" | "tmpl" | "template" | "txt")
+    ) && is_dockerfile(head)
+    {
         return hit(Bucket::Build, "build.dockerfile-content");
     }
     if matches!(ext.as_deref(), None | Some("groovy" | "gvy" | "txt")) && is_groovy_pipeline(head) {
@@ -128,7 +163,8 @@ fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// A line that starts (column 0) with `key` followed by `:`, i.e. a top-level YAML key.
 fn top_level_key(line: &[u8], key: &[u8]) -> bool {
-    line.strip_prefix(key).is_some_and(|rest| rest.first() == Some(&b':'))
+    line.strip_prefix(key)
+        .is_some_and(|rest| rest.first() == Some(&b':'))
 }
 
 fn has_line_starting(text: &[u8], prefix: &[u8]) -> bool {
@@ -159,7 +195,8 @@ fn is_kubernetes(head: &[u8]) -> bool {
 fn is_cloudformation(head: &[u8]) -> bool {
     contains(head, b"AWSTemplateFormatVersion")
         || contains(head, b"AWS::Serverless-")
-        || ((lines(head).any(|l| top_level_key(l, b"Resources")) || contains(head, b"\"Resources\""))
+        || ((lines(head).any(|l| top_level_key(l, b"Resources"))
+            || contains(head, b"\"Resources\""))
             && (contains(head, b"Type: AWS::")
                 || contains(head, b"Type: 'AWS::")
                 || contains(head, b"Type: \"AWS::")
@@ -169,9 +206,16 @@ fn is_cloudformation(head: &[u8]) -> bool {
 
 fn is_terraform(head: &[u8]) -> bool {
     lines(head).any(|l| {
-        [&b"resource \""[..], b"provider \"", b"module \"", b"data \"", b"variable \"", b"output \""]
-            .iter()
-            .any(|p| l.starts_with(p) && l.trim_ascii_end().ends_with(b"{"))
+        [
+            &b"resource \""[..],
+            b"provider \"",
+            b"module \"",
+            b"data \"",
+            b"variable \"",
+            b"output \"",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p) && l.trim_ascii_end().ends_with(b"{"))
             || l.trim_ascii_end() == b"terraform {"
     })
 }
@@ -202,7 +246,10 @@ fn is_compose(head: &[u8]) -> bool {
             in_services = true;
             continue;
         }
-        if line.first().is_some_and(|b| !b.is_ascii_whitespace() && *b != b'#') {
+        if line
+            .first()
+            .is_some_and(|b| !b.is_ascii_whitespace() && *b != b'#')
+        {
             in_services = false;
         }
         let t = line.trim_ascii_start();
@@ -215,13 +262,22 @@ fn is_compose(head: &[u8]) -> bool {
 
 fn is_systemd_unit(head: &[u8]) -> bool {
     let section = lines(head).any(|l| {
-        matches!(l.trim_ascii(), b"[Unit]" | b"[Service]" | b"[Timer]" | b"[Socket]" | b"[Install]")
+        matches!(
+            l.trim_ascii(),
+            b"[Unit]" | b"[Service]" | b"[Timer]" | b"[Socket]" | b"[Install]"
+        )
     });
     section
         && lines(head).any(|l| {
-            [&b"ExecStart"[..], b"ExecStartPre", b"ExecStop", b"ExecReload", b"ExecStartPost"]
-                .iter()
-                .any(|k| l.starts_with(k))
+            [
+                &b"ExecStart"[..],
+                b"ExecStartPre",
+                b"ExecStop",
+                b"ExecReload",
+                b"ExecStartPost",
+            ]
+            .iter()
+            .any(|k| l.starts_with(k))
         })
 }
 
@@ -264,7 +320,10 @@ fn is_starlark(head: &[u8]) -> bool {
     load && lines(head).any(|l| {
         l.starts_with(b"def ")
             || (l.first().is_some_and(u8::is_ascii_lowercase)
-                && l.iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count() > 1
+                && l.iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                    .count()
+                    > 1
                 && l.trim_ascii_end().ends_with(b"("))
     })
 }

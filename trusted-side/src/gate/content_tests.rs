@@ -32,7 +32,8 @@ fn fixture_contents_classify_by_what_they_are() {
             new: Some(content.as_bytes()),
             executable: exec,
         };
-        let got = crate::gate::classify::classify_change(&[change], &crate::gate::reach::MemTree::new());
+        let got =
+            crate::gate::classify::classify_change(&[change], &crate::gate::reach::MemTree::new());
         assert_eq!(got[0].class.rule, rule, "{path}");
     }
 }
@@ -61,13 +62,19 @@ fn hostile_content_is_read_within_limits_without_panicking() {
     let mut junk = vec![0xff, 0xfe, 0, 0, b'{'];
     junk.extend(std::iter::repeat_n(b'[', 200_000));
     assert_eq!(detect("x.json", &junk, false), None);
-    assert_eq!(detect("x.yaml", b"apiVersion: v1\n\xff\xfe\nkind: Pod\n", false).map(|h| h.rule), Some("iac.k8s-content"));
+    assert_eq!(
+        detect("x.yaml", b"apiVersion: v1\n\xff\xfe\nkind: Pod\n", false).map(|h| h.rule),
+        Some("iac.k8s-content")
+    );
     // A YAML bomb is not expanded: anchors are text here.
     let bomb = b"a: &a [\"x\",\"x\"]\nb: &b [*a,*a]\nc: &c [*b,*b]\nd: [*c,*c]\n";
     assert_eq!(detect("x.yaml", bomb, false), None);
     assert_eq!(detect("x.yaml", b"", false), None);
     // Both Kubernetes keys must be in one document.
-    assert_eq!(detect("x.yaml", b"apiVersion: v1\n---\nkind: Pod\n", false), None);
+    assert_eq!(
+        detect("x.yaml", b"apiVersion: v1\n---\nkind: Pod\n", false),
+        None
+    );
 }
 
 #[test]
@@ -82,6 +89,9 @@ fn a_script_outside_a_tooling_directory_is_not_raised() {
 fn every_content_rule_has_a_fixture() {
     let used: Vec<String> = fixtures().into_iter().map(|f| f.2).collect();
     for (id, _) in RULES {
-        assert!(used.iter().any(|u| u == id), "{id} has no fixture in content.txt");
+        assert!(
+            used.iter().any(|u| u == id),
+            "{id} has no fixture in content.txt"
+        );
     }
 }

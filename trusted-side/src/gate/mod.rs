@@ -8,10 +8,10 @@ pub mod deps;
 pub mod policy;
 pub mod reach;
 pub mod report;
-pub mod tree;
 pub mod review;
 pub mod run;
 pub mod sparse_apply;
+pub mod tree;
 
 #[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use report::{print, GateReport};

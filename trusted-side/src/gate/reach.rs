@@ -55,7 +55,10 @@ impl MemTree {
     }
 
     /// Adds a file with its content.
-    #[cfg_attr(not(test), allow(dead_code, reason = "read by tests and the documentation test"))]
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "read by tests and the documentation test")
+    )]
     pub fn add(&mut self, path: &str, executable: bool, content: &[u8]) -> &mut MemTree {
         self.files.push(TreeFile {
             path: path.to_owned(),
@@ -97,7 +100,10 @@ pub struct Raised {
 }
 
 /// Rule ids of the tree layers, with what each means (for the documentation test).
-#[cfg_attr(not(test), allow(dead_code, reason = "read by tests and the documentation test"))]
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "read by tests and the documentation test")
+)]
 pub const RULES: &[(&str, &str)] = &[
     ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
     ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit), or by a file such an entry point runs"),
@@ -137,9 +143,18 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
         || name.ends_with(".jenkinsfile")
         || matches!(
             name,
-            ".drone.yml" | ".drone.yaml" | ".travis.yml" | "bitbucket-pipelines.yml"
-                | ".woodpecker.yml" | ".cirrus.yml" | "appveyor.yml" | ".appveyor.yml"
-                | "cloudbuild.yaml" | "cloudbuild.yml" | "buildspec.yml" | "codefresh.yml"
+            ".drone.yml"
+                | ".drone.yaml"
+                | ".travis.yml"
+                | "bitbucket-pipelines.yml"
+                | ".woodpecker.yml"
+                | ".cirrus.yml"
+                | "appveyor.yml"
+                | ".appveyor.yml"
+                | "cloudbuild.yaml"
+                | "cloudbuild.yml"
+                | "buildspec.yml"
+                | "codefresh.yml"
         )
         || (under(".buildkite/") && yaml)
         || (under(".woodpecker/") && yaml)
@@ -155,15 +170,32 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
     if ci {
         return Some(Bucket::Ci);
     }
-    let fixture = ["node_modules/", "vendor/", "testdata/", "fixtures/", "__fixtures__/"]
-        .iter()
-        .any(|d| under(d));
+    let fixture = [
+        "node_modules/",
+        "vendor/",
+        "testdata/",
+        "fixtures/",
+        "__fixtures__/",
+    ]
+    .iter()
+    .any(|d| under(d));
     let build = !fixture
         && (matches!(
             name,
-            "makefile" | "gnumakefile" | "justfile" | ".justfile" | "package.json" | "tox.ini"
-                | "noxfile.py" | "pyproject.toml" | "taskfile.yml" | "taskfile.yaml"
-                | "rakefile" | ".pre-commit-config.yaml" | "lefthook.yml" | "makefile.am"
+            "makefile"
+                | "gnumakefile"
+                | "justfile"
+                | ".justfile"
+                | "package.json"
+                | "tox.ini"
+                | "noxfile.py"
+                | "pyproject.toml"
+                | "taskfile.yml"
+                | "taskfile.yaml"
+                | "rakefile"
+                | ".pre-commit-config.yaml"
+                | "lefthook.yml"
+                | "makefile.am"
         ) || name.ends_with(".mk")
             || under(".husky/"));
     build.then_some(Bucket::Build)
@@ -180,18 +212,47 @@ fn runnable(path: &str, executable: bool) -> bool {
     executable
         || matches!(
             ext,
-            "sh" | "bash" | "zsh" | "ksh" | "fish" | "ps1" | "psm1" | "bat" | "cmd" | "py" | "rb"
-                | "pl" | "pm" | "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "php" | "lua"
-                | "groovy" | "star" | "mk" | "make" | "tcl" | "r" | "go" | "awk" | "sed"
+            "sh" | "bash"
+                | "zsh"
+                | "ksh"
+                | "fish"
+                | "ps1"
+                | "psm1"
+                | "bat"
+                | "cmd"
+                | "py"
+                | "rb"
+                | "pl"
+                | "pm"
+                | "js"
+                | "mjs"
+                | "cjs"
+                | "ts"
+                | "mts"
+                | "cts"
+                | "php"
+                | "lua"
+                | "groovy"
+                | "star"
+                | "mk"
+                | "make"
+                | "tcl"
+                | "r"
+                | "go"
+                | "awk"
+                | "sed"
         )
 }
 
 /// Whether a YAML/JSON file named on `line` is read as CI configuration there (an include, a
 /// template, a local action, a config or values file).
 fn config_reference(line: &str) -> bool {
-    ["include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config", "--values", "config:", "playbook"]
-        .iter()
-        .any(|k| line.contains(k))
+    [
+        "include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config",
+        "--values", "config:", "playbook",
+    ]
+    .iter()
+    .any(|k| line.contains(k))
 }
 
 /// Normalises `a/./b/../c` to `a/c`; `None` when it leaves the repository.
@@ -215,7 +276,11 @@ fn normalise(path: &str) -> Option<String> {
 fn tokens(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     for raw in line.split(|c: char| {
-        c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '(' | ';' | '|' | '&' | '<' | '>' | ',' | '[' | ']' | '=')
+        c.is_whitespace()
+            || matches!(
+                c,
+                '\'' | '"' | '`' | '(' | ';' | '|' | '&' | '<' | '>' | ',' | '[' | ']' | '='
+            )
     }) {
         let mut t = raw;
         if let Some(i) = t.rfind("}/").or_else(|| t.rfind(")/")) {
@@ -228,7 +293,9 @@ fn tokens(line: &str) -> Vec<String> {
             continue;
         }
         out.push(t.to_owned());
-        let module = t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        let module = t
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
         if module && t.contains('.') && !t.ends_with(".py") {
             out.push(format!("{}.py", t.replace('.', "/")));
             out.push(format!("{}/__main__.py", t.replace('.', "/")));
@@ -252,7 +319,11 @@ fn resolve(token: &str, base: &str, line: &str, all: &BTreeSet<String>) -> Vec<S
             out.push(p);
         } else if line.contains("uses:") {
             let prefix = format!("{p}/");
-            out.extend(all.range(prefix.clone()..).take_while(|f| f.starts_with(&prefix)).cloned());
+            out.extend(
+                all.range(prefix.clone()..)
+                    .take_while(|f| f.starts_with(&prefix))
+                    .cloned(),
+            );
         }
         if !out.is_empty() {
             break;
@@ -262,7 +333,13 @@ fn resolve(token: &str, base: &str, line: &str, all: &BTreeSet<String>) -> Vec<S
 }
 
 /// Files named by `text` (the content of `from`) that can run there.
-fn named_by(from: &str, text: &[u8], all: &BTreeSet<String>, exec: &BTreeSet<&str>, level1: bool) -> Vec<String> {
+fn named_by(
+    from: &str,
+    text: &[u8],
+    all: &BTreeSet<String>,
+    exec: &BTreeSet<&str>,
+    level1: bool,
+) -> Vec<String> {
     let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
     let base = dir_of(from);
     let mut out = BTreeSet::new();
@@ -298,7 +375,12 @@ fn named_by(from: &str, text: &[u8], all: &BTreeSet<String>, exec: &BTreeSet<&st
 /// bucket than the name's).
 pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String, Raised> {
     let mut all: BTreeSet<String> = tree.files().iter().map(|f| f.path.clone()).collect();
-    all.extend(changes.iter().filter(|c| c.new.is_some()).map(|c| c.path.to_owned()));
+    all.extend(
+        changes
+            .iter()
+            .filter(|c| c.new.is_some())
+            .map(|c| c.path.to_owned()),
+    );
     let exec: BTreeSet<&str> = tree
         .files()
         .iter()
@@ -317,8 +399,16 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
     entries.sort_by_key(|(b, _)| usize::from(*b != Bucket::Ci));
     entries.truncate(MAX_ENTRY_POINTS);
     let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
-        let from_tree: Vec<&str> = paths.iter().copied().filter(|p| !changed.contains_key(p)).collect();
-        let mut tree_read = from_tree.iter().copied().zip(tree.read(&from_tree)).collect::<BTreeMap<_, _>>();
+        let from_tree: Vec<&str> = paths
+            .iter()
+            .copied()
+            .filter(|p| !changed.contains_key(p))
+            .collect();
+        let mut tree_read = from_tree
+            .iter()
+            .copied()
+            .zip(tree.read(&from_tree))
+            .collect::<BTreeMap<_, _>>();
         paths
             .iter()
             .map(|p| match changed.get(p) {
@@ -337,14 +427,22 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
             level1.entry(p).or_insert((*bucket, (*from).to_owned()));
         }
     }
-    let scripts: Vec<&str> = level1.keys().map(String::as_str).filter(|p| entry_point(p).is_none()).collect();
+    let scripts: Vec<&str> = level1
+        .keys()
+        .map(String::as_str)
+        .filter(|p| entry_point(p).is_none())
+        .collect();
     let texts = read(&scripts);
     let mut level2: BTreeMap<String, (Bucket, String)> = BTreeMap::new();
     for (script, text) in scripts.iter().zip(&texts) {
-        let (Some(text), Some((bucket, entry))) = (text, level1.get(*script)) else { continue };
+        let (Some(text), Some((bucket, entry))) = (text, level1.get(*script)) else {
+            continue;
+        };
         for p in named_by(script, text, &all, &exec, false) {
             if !level1.contains_key(&p) {
-                level2.entry(p).or_insert((*bucket, format!("run by {script}, which {entry} runs")));
+                level2
+                    .entry(p)
+                    .or_insert((*bucket, format!("run by {script}, which {entry} runs")));
             }
         }
     }
@@ -354,8 +452,20 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
             .map(|(b, e)| (*b, format!("run by {e}")))
             .or_else(|| level2.get(c.path).map(|(b, why)| (*b, why.clone())));
         if let Some((bucket, because)) = hit {
-            let rule = if bucket == Bucket::Ci { "ci.reached" } else { "build.reached" };
-            out.insert(c.path.to_owned(), Raised { bucket, rule, because, weak: false });
+            let rule = if bucket == Bucket::Ci {
+                "ci.reached"
+            } else {
+                "build.reached"
+            };
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket,
+                    rule,
+                    because,
+                    weak: false,
+                },
+            );
         }
     }
     out
@@ -366,44 +476,106 @@ fn placement(changes: &[Change<'_>], all: &BTreeSet<String>) -> BTreeMap<String,
     let mut out = BTreeMap::new();
     let has = |dir: &str, names: &[&str]| {
         names.iter().any(|n| {
-            let p = if dir.is_empty() { (*n).to_owned() } else { format!("{dir}/{n}") };
+            let p = if dir.is_empty() {
+                (*n).to_owned()
+            } else {
+                format!("{dir}/{n}")
+            };
             all.contains(&p)
         })
     };
     let descriptor = |dir: &str| {
-        has(dir, &["Chart.yaml", "kustomization.yaml", "kustomization.yml", "docker-compose.yml", "compose.yaml", "main.tf", "helmfile.yaml"])
-            || {
-                let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-                all.range(prefix.clone()..)
-                    .take_while(|f| f.starts_with(&prefix))
-                    .filter(|f| !f[prefix.len()..].contains('/'))
-                    .any(|f| f.ends_with(".tf") || f.ends_with(".nomad") || f.ends_with(".nomad.hcl"))
-            }
+        has(
+            dir,
+            &[
+                "Chart.yaml",
+                "kustomization.yaml",
+                "kustomization.yml",
+                "docker-compose.yml",
+                "compose.yaml",
+                "main.tf",
+                "helmfile.yaml",
+            ],
+        ) || {
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            all.range(prefix.clone()..)
+                .take_while(|f| f.starts_with(&prefix))
+                .filter(|f| !f[prefix.len()..].contains('/'))
+                .any(|f| f.ends_with(".tf") || f.ends_with(".nomad") || f.ends_with(".nomad.hcl"))
+        }
     };
     for c in changes {
         let comps: Vec<&str> = c.path.split('/').collect();
-        if let Some(i) = comps[..comps.len().saturating_sub(1)].iter().position(|d| *d == "templates") {
+        if let Some(i) = comps[..comps.len().saturating_sub(1)]
+            .iter()
+            .position(|d| *d == "templates")
+        {
             let chart = comps[..i].join("/");
             if has(&chart, &["Chart.yaml", "Chart.yml"]) {
-                let at = if chart.is_empty() { "Chart.yaml".to_owned() } else { format!("{chart}/Chart.yaml") };
-                out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.helm-template", because: format!("a template of the chart {at}"), weak: false });
+                let at = if chart.is_empty() {
+                    "Chart.yaml".to_owned()
+                } else {
+                    format!("{chart}/Chart.yaml")
+                };
+                out.insert(
+                    c.path.to_owned(),
+                    Raised {
+                        bucket: Bucket::Iac,
+                        rule: "iac.helm-template",
+                        because: format!("a template of the chart {at}"),
+                        weak: false,
+                    },
+                );
                 continue;
             }
         }
-        let package = (1..comps.len()).rev().map(|n| comps[..n].join("/")).find(|d| {
-            has(d, &["Chart.yaml", "Chart.yml"]) || (has(d, &["metadata.hcl"]) && has(d, &["variables.hcl"]))
-        });
-        let media = [".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".log", ".md"]
-            .iter()
-            .any(|e| c.path.to_ascii_lowercase().ends_with(e));
+        let package = (1..comps.len())
+            .rev()
+            .map(|n| comps[..n].join("/"))
+            .find(|d| {
+                has(d, &["Chart.yaml", "Chart.yml"])
+                    || (has(d, &["metadata.hcl"]) && has(d, &["variables.hcl"]))
+            });
+        let media = [
+            ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".log", ".md",
+        ]
+        .iter()
+        .any(|e| c.path.to_ascii_lowercase().ends_with(e));
         if let Some(root) = package.filter(|_| !media) {
-            out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.package-file", because: format!("inside the deploy package {root}/"), weak: true });
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Iac,
+                    rule: "iac.package-file",
+                    because: format!("inside the deploy package {root}/"),
+                    weak: true,
+                },
+            );
         }
         let lower = c.path.to_ascii_lowercase();
-        if [".tpl", ".tmpl", ".gotmpl"].iter().any(|e| lower.ends_with(e)) && !lower.contains(".md.") {
+        if [".tpl", ".tmpl", ".gotmpl"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+            && !lower.contains(".md.")
+        {
             let dir = dir_of(c.path);
             if descriptor(dir) || descriptor(dir_of(dir)) {
-                out.insert(c.path.to_owned(), Raised { bucket: Bucket::Iac, rule: "iac.deploy-template", because: format!("beside a deploy descriptor in {}/", if dir.is_empty() { "." } else { dir }), weak: false });
+                out.insert(
+                    c.path.to_owned(),
+                    Raised {
+                        bucket: Bucket::Iac,
+                        rule: "iac.deploy-template",
+                        because: format!(
+                            "beside a deploy descriptor in {}/",
+                            if dir.is_empty() { "." } else { dir }
+                        ),
+                        weak: false,
+                    },
+                );
             }
         }
     }

@@ -23,16 +23,25 @@ fn fixtures() -> Vec<Fixture> {
         if let Some(name) = line.strip_prefix("=== tree ") {
             flush(&mut file, &mut out);
             in_expect = false;
-            out.push(Fixture { name: name.to_owned(), tree: MemTree::new(), expect: Vec::new() });
+            out.push(Fixture {
+                name: name.to_owned(),
+                tree: MemTree::new(),
+                expect: Vec::new(),
+            });
         } else if line == "=== expect" {
             flush(&mut file, &mut out);
             in_expect = true;
         } else if in_expect {
             let mut parts = line.splitn(4, ' ');
-            let (p, b, r) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+            let (p, b, r) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
             let why = parts.next().unwrap_or_default();
             if let Some(f) = out.last_mut() {
-                f.expect.push((p.to_owned(), b.to_owned(), r.to_owned(), why.to_owned()));
+                f.expect
+                    .push((p.to_owned(), b.to_owned(), r.to_owned(), why.to_owned()));
             }
         } else if let Some(path) = line.strip_prefix("--- ") {
             flush(&mut file, &mut out);
@@ -58,8 +67,16 @@ fn fixture_trees_classify_each_change_with_the_entry_point_named() {
     for f in &fx {
         for (path, bucket, rule, why) in &f.expect {
             let content = f.tree.read(&[path.as_str()]).remove(0).unwrap_or_default();
-            let exec = f.tree.files().iter().any(|t| &t.path == path && t.executable);
-            let change = Change { path, new: Some(&content), executable: exec };
+            let exec = f
+                .tree
+                .files()
+                .iter()
+                .any(|t| &t.path == path && t.executable);
+            let change = Change {
+                path,
+                new: Some(&content),
+                executable: exec,
+            };
             let got = classify_change(&[change], &f.tree).remove(0);
             assert_eq!(
                 (got.class.bucket.as_str(), got.class.rule),
@@ -68,7 +85,12 @@ fn fixture_trees_classify_each_change_with_the_entry_point_named() {
                 f.name
             );
             if !why.is_empty() {
-                assert_eq!(got.because.as_deref(), Some(why.as_str()), "{}: {path}", f.name);
+                assert_eq!(
+                    got.because.as_deref(),
+                    Some(why.as_str()),
+                    "{}: {path}",
+                    f.name
+                );
                 assert_eq!(got.layer, Layer::Tree);
             }
         }
@@ -81,20 +103,45 @@ fn a_change_that_adds_a_workflow_makes_the_script_it_runs_ci() {
     let wf = b"jobs:\n  x:\n    steps:\n      - run: python3 src/exfil.py\n";
     let script = b"import os\n";
     let changes = [
-        Change { path: ".github/workflows/new.yml", new: Some(wf), executable: false },
-        Change { path: "src/exfil.py", new: Some(script), executable: false },
+        Change {
+            path: ".github/workflows/new.yml",
+            new: Some(wf),
+            executable: false,
+        },
+        Change {
+            path: "src/exfil.py",
+            new: Some(script),
+            executable: false,
+        },
     ];
     let got = classify_change(&changes, &MemTree::new());
     assert_eq!(got[1].class.rule, "ci.reached");
-    assert_eq!(got[1].because.as_deref(), Some("run by .github/workflows/new.yml"));
+    assert_eq!(
+        got[1].because.as_deref(),
+        Some("run by .github/workflows/new.yml")
+    );
 }
 
 #[test]
 fn tokens_read_paths_not_globs_variables_or_urls() {
-    let all: BTreeSet<String> = ["a/b.sh", "c.py", "x/y/z.sh"].iter().map(|s| (*s).to_owned()).collect();
+    let all: BTreeSet<String> = ["a/b.sh", "c.py", "x/y/z.sh"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
     let exec = BTreeSet::new();
-    let named = |text: &str| named_by(".github/workflows/w.yml", text.as_bytes(), &all, &exec, true);
-    assert_eq!(named("run: ./a/b.sh && ${{ github.workspace }}/c.py"), ["a/b.sh", "c.py"]);
+    let named = |text: &str| {
+        named_by(
+            ".github/workflows/w.yml",
+            text.as_bytes(),
+            &all,
+            &exec,
+            true,
+        )
+    };
+    assert_eq!(
+        named("run: ./a/b.sh && ${{ github.workspace }}/c.py"),
+        ["a/b.sh", "c.py"]
+    );
     assert_eq!(named("run: $ROOT/x/y/z.sh"), ["x/y/z.sh"]);
     assert!(named("paths: ['a/b.sh']\nrun: curl https://a/b.sh\nrun: a/*.sh").is_empty());
     assert_eq!(named("run: ../../a/b.sh"), ["a/b.sh"]);
@@ -109,7 +156,14 @@ fn entry_points_are_capped_and_unreadable_ones_skipped() {
         tree.add(&format!("p{i}/Makefile"), false, b"all:\n\t./run.sh\n");
     }
     tree.add("p0/run.sh", false, b"echo\n");
-    let changes = [Change { path: "p0/run.sh", new: None, executable: false }];
+    let changes = [Change {
+        path: "p0/run.sh",
+        new: None,
+        executable: false,
+    }];
     let raised = raise_by_tree(&changes, &tree);
-    assert_eq!(raised.get("p0/run.sh").map(|r| r.rule), Some("build.reached"));
+    assert_eq!(
+        raised.get("p0/run.sh").map(|r| r.rule),
+        Some("build.reached")
+    );
 }
