@@ -5,6 +5,7 @@ pub mod checks;
 pub mod classify;
 pub mod content;
 pub mod deps;
+pub mod placement;
 pub mod policy;
 pub mod reach;
 pub mod report;

@@ -1,10 +1,10 @@
-//! The tree layers of classification: what the packed tree says about a changed file.
-//! Reachability: the CI and build entry points of the tree (workflows, GitLab/CircleCI/Azure/
-//! Drone/Buildkite/Travis files, Jenkinsfiles, Makefiles, justfiles, `package.json` scripts,
-//! `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit) are read, and every repository file
-//! they name is marked `ci` or `build`, with the entry point named; one level of indirection
-//! (what such a file runs or sources) is followed. Placement: a file under `templates/` beside a
-//! `Chart.yaml` is a Helm template, a `.tpl`/`.tmpl` beside a deploy descriptor is `iac`.
+//! The tree layers of classification: what the packed tree says about a changed file
+//! (placement rules are in `placement.rs`, the tree itself in `tree.rs`). Reachability: the CI
+//! and build entry points of the tree (workflows, GitLab/CircleCI/Azure/Drone/Buildkite/Travis
+//! files, Jenkinsfiles, Makefiles, justfiles, `package.json` scripts, `tox.ini`, `noxfile.py`,
+//! `pyproject.toml`, pre-commit) are read, and every repository file they name is marked `ci`
+//! or `build`, with the entry point named; one level of indirection (what such a file runs or
+//! sources) is followed.
 //!
 //! Guards against: a script a workflow runs hiding under a harmless name (`tools/check.sh`,
 //! `src/release.py`), and hostile tree content: at most [`MAX_ENTRY_POINTS`] entry points and
@@ -18,73 +18,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::classify::Bucket;
+pub use super::tree::{MemTree, Tree, TreeFile};
 
 /// Largest number of entry points read.
 pub const MAX_ENTRY_POINTS: usize = 4096;
 /// Bytes of each entry point or named script that are read.
 pub const MAX_READ_BYTES: usize = 256 * 1024;
-
-/// One file of a tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TreeFile {
-    /// Repository-relative path, `/`-separated.
-    pub path: String,
-    /// Whether the file is executable.
-    pub executable: bool,
-}
-
-/// A read-only view of the packed revision.
-pub trait Tree {
-    /// Every file of the tree.
-    fn files(&self) -> &[TreeFile];
-    /// The first [`MAX_READ_BYTES`] of each of `paths` (`None`: missing or unreadable).
-    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>>;
-}
-
-/// A tree held in memory: for tests and for callers that already have the bytes.
-#[derive(Default, Debug)]
-pub struct MemTree {
-    files: Vec<TreeFile>,
-    content: BTreeMap<String, Vec<u8>>,
-}
-
-impl MemTree {
-    /// An empty tree.
-    pub fn new() -> MemTree {
-        MemTree::default()
-    }
-
-    /// Adds a file with its content.
-    #[cfg_attr(
-        not(test),
-        allow(dead_code, reason = "read by tests and the documentation test")
-    )]
-    pub fn add(&mut self, path: &str, executable: bool, content: &[u8]) -> &mut MemTree {
-        self.files.push(TreeFile {
-            path: path.to_owned(),
-            executable,
-        });
-        self.content.insert(path.to_owned(), content.to_vec());
-        self
-    }
-}
-
-impl Tree for MemTree {
-    fn files(&self) -> &[TreeFile] {
-        &self.files
-    }
-
-    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
-        paths
-            .iter()
-            .map(|p| {
-                self.content
-                    .get(*p)
-                    .map(|c| c[..c.len().min(MAX_READ_BYTES)].to_vec())
-            })
-            .collect()
-    }
-}
 
 /// What the tree says about one changed path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -305,7 +244,7 @@ fn tokens(line: &str) -> Vec<String> {
 }
 
 /// The directory of `path` (`""` at the root).
-fn dir_of(path: &str) -> &str {
+pub(crate) fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
@@ -389,7 +328,7 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
         .chain(changes.iter().filter(|c| c.executable).map(|c| c.path))
         .collect();
     let changed: BTreeMap<&str, &Change<'_>> = changes.iter().map(|c| (c.path, c)).collect();
-    let mut out = placement(changes, &all);
+    let mut out = super::placement::placement(changes, &all);
 
     // Entry points, CI first so a file reached by both is `ci`.
     let mut entries: Vec<(Bucket, &str)> = all
@@ -466,117 +405,6 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
                     weak: false,
                 },
             );
-        }
-    }
-    out
-}
-
-/// Helm templates and deploy templates, by where they sit in the tree.
-fn placement(changes: &[Change<'_>], all: &BTreeSet<String>) -> BTreeMap<String, Raised> {
-    let mut out = BTreeMap::new();
-    let has = |dir: &str, names: &[&str]| {
-        names.iter().any(|n| {
-            let p = if dir.is_empty() {
-                (*n).to_owned()
-            } else {
-                format!("{dir}/{n}")
-            };
-            all.contains(&p)
-        })
-    };
-    let descriptor = |dir: &str| {
-        has(
-            dir,
-            &[
-                "Chart.yaml",
-                "kustomization.yaml",
-                "kustomization.yml",
-                "docker-compose.yml",
-                "compose.yaml",
-                "main.tf",
-                "helmfile.yaml",
-            ],
-        ) || {
-            let prefix = if dir.is_empty() {
-                String::new()
-            } else {
-                format!("{dir}/")
-            };
-            all.range(prefix.clone()..)
-                .take_while(|f| f.starts_with(&prefix))
-                .filter(|f| !f[prefix.len()..].contains('/'))
-                .any(|f| f.ends_with(".tf") || f.ends_with(".nomad") || f.ends_with(".nomad.hcl"))
-        }
-    };
-    for c in changes {
-        let comps: Vec<&str> = c.path.split('/').collect();
-        if let Some(i) = comps[..comps.len().saturating_sub(1)]
-            .iter()
-            .position(|d| *d == "templates")
-        {
-            let chart = comps[..i].join("/");
-            if has(&chart, &["Chart.yaml", "Chart.yml"]) {
-                let at = if chart.is_empty() {
-                    "Chart.yaml".to_owned()
-                } else {
-                    format!("{chart}/Chart.yaml")
-                };
-                out.insert(
-                    c.path.to_owned(),
-                    Raised {
-                        bucket: Bucket::Iac,
-                        rule: "iac.helm-template",
-                        because: format!("a template of the chart {at}"),
-                        weak: false,
-                    },
-                );
-                continue;
-            }
-        }
-        let package = (1..comps.len())
-            .rev()
-            .map(|n| comps[..n].join("/"))
-            .find(|d| {
-                has(d, &["Chart.yaml", "Chart.yml"])
-                    || (has(d, &["metadata.hcl"]) && has(d, &["variables.hcl"]))
-            });
-        let media = [
-            ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".log", ".md",
-        ]
-        .iter()
-        .any(|e| c.path.to_ascii_lowercase().ends_with(e));
-        if let Some(root) = package.filter(|_| !media) {
-            out.insert(
-                c.path.to_owned(),
-                Raised {
-                    bucket: Bucket::Iac,
-                    rule: "iac.package-file",
-                    because: format!("inside the deploy package {root}/"),
-                    weak: true,
-                },
-            );
-        }
-        let lower = c.path.to_ascii_lowercase();
-        if [".tpl", ".tmpl", ".gotmpl"]
-            .iter()
-            .any(|e| lower.ends_with(e))
-            && !lower.contains(".md.")
-        {
-            let dir = dir_of(c.path);
-            if descriptor(dir) || descriptor(dir_of(dir)) {
-                out.insert(
-                    c.path.to_owned(),
-                    Raised {
-                        bucket: Bucket::Iac,
-                        rule: "iac.deploy-template",
-                        because: format!(
-                            "beside a deploy descriptor in {}/",
-                            if dir.is_empty() { "." } else { dir }
-                        ),
-                        weak: false,
-                    },
-                );
-            }
         }
     }
     out

@@ -31,7 +31,7 @@
 //!    once git has the whole patch (`Meanwhile`), not before the apply: started earlier it
 //!    took the CPU the gate's own way to git's input needed. The scanner it needs is built
 //!    by step 1's claim thread once the claim is settled (`Tables`); the classification
-//!    table is `static` data, nothing to build (`classify_globs.rs`);
+//!    table is compiled once per process (globset);
 //! 10. classification and policy per path; new dependencies from manifest edits;
 //! 11. the packet's flags (partial, unsandboxed, limits hit, model reported);
 //! 12. decision = the strictest verdict over all reasons;

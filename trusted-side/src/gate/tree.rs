@@ -1,5 +1,6 @@
-//! A [`Tree`] over a committed revision of a local repository, for the classification's tree
-//! layers: the listing comes from the signed bundle's manifest (the gate already holds it) or
+//! The tree the classification's tree layers read: the [`Tree`] trait, [`MemTree`] (in memory,
+//! for tests and callers that hold the bytes) and [`GitTree`], a committed revision of a local
+//! repository: the listing comes from the signed bundle's manifest (the gate already holds it) or
 //! from `git ls-tree` (`airlock classify --repo`), contents from one `git cat-file --batch`
 //! process per read, `<commit>:<path>` requests on stdin.
 //!
@@ -14,7 +15,71 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::reach::{Tree, TreeFile, MAX_READ_BYTES};
+use std::collections::BTreeMap;
+
+use super::reach::MAX_READ_BYTES;
+
+/// One file of a tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeFile {
+    /// Repository-relative path, `/`-separated.
+    pub path: String,
+    /// Whether the file is executable.
+    pub executable: bool,
+}
+
+/// A read-only view of the packed revision.
+pub trait Tree {
+    /// Every file of the tree.
+    fn files(&self) -> &[TreeFile];
+    /// The first [`MAX_READ_BYTES`] of each of `paths` (`None`: missing or unreadable).
+    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>>;
+}
+
+/// A tree held in memory: for tests and for callers that already have the bytes.
+#[derive(Default, Debug)]
+pub struct MemTree {
+    files: Vec<TreeFile>,
+    content: BTreeMap<String, Vec<u8>>,
+}
+
+impl MemTree {
+    /// An empty tree.
+    pub fn new() -> MemTree {
+        MemTree::default()
+    }
+
+    /// Adds a file with its content.
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "read by tests and the documentation test")
+    )]
+    pub fn add(&mut self, path: &str, executable: bool, content: &[u8]) -> &mut MemTree {
+        self.files.push(TreeFile {
+            path: path.to_owned(),
+            executable,
+        });
+        self.content.insert(path.to_owned(), content.to_vec());
+        self
+    }
+}
+
+impl Tree for MemTree {
+    fn files(&self) -> &[TreeFile] {
+        &self.files
+    }
+
+    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
+        paths
+            .iter()
+            .map(|p| {
+                self.content
+                    .get(*p)
+                    .map(|c| c[..c.len().min(MAX_READ_BYTES)].to_vec())
+            })
+            .collect()
+    }
+}
 
 /// Largest number of paths asked of one `git cat-file` process: the requests must fit the pipe
 /// (they are written before the answers are read).
