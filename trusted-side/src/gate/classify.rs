@@ -425,11 +425,19 @@ pub struct Classified {
 /// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
 pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
     let raised = reach::raise_by_tree(changes, tree);
+    // A change that keeps the mode says nothing of it: the tree's bit applies.
+    let executable_in_tree: std::collections::HashSet<&str> = tree
+        .files()
+        .iter()
+        .filter(|f| f.executable)
+        .map(|f| f.path.as_str())
+        .collect();
     changes
         .iter()
         .map(|c| {
             let name = classify_path(c.path, None);
-            let with_content = classify_content(c.path, name, c.new, c.executable);
+            let executable = c.executable || executable_in_tree.contains(c.path);
+            let with_content = classify_content(c.path, name, c.new, executable);
             let may = |r: &&reach::Raised| {
                 // CI runs with the repository's secrets: a build script a workflow runs is `ci`.
                 if with_content.bucket == Bucket::Build && r.bucket == Bucket::Ci {

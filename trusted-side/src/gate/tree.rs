@@ -151,10 +151,12 @@ impl GitTree {
                 continue;
             };
             let size: u64 = size.parse().ok()?;
-            let mut body = Vec::new();
-            (&mut out).take(size + 1).read_to_end(&mut body).ok()?;
-            body.truncate(size as usize);
-            body.truncate(MAX_READ_BYTES);
+            // Keep at most MAX_READ_BYTES; the rest (and the record's newline) is skipped, never
+            // held in memory whatever size git announces.
+            let keep = size.min(MAX_READ_BYTES as u64);
+            let mut body = Vec::with_capacity(keep as usize);
+            (&mut out).take(keep).read_to_end(&mut body).ok()?;
+            std::io::copy(&mut (&mut out).take(size - keep + 1), &mut std::io::sink()).ok()?;
             answers.push((*kind == "blob").then_some(body));
         }
         let _ = child.wait();
@@ -191,11 +193,16 @@ mod tests {
         git(d, &["init", "-q"]);
         std::fs::create_dir_all(d.join("scripts")).unwrap();
         std::fs::write(d.join("scripts/a.sh"), "committed\n").unwrap();
+        std::fs::write(d.join("big.txt"), vec![b'x'; MAX_READ_BYTES + 10]).unwrap();
         git(d, &["add", "-A"]);
         git(d, &["commit", "-qm", "x"]);
         std::fs::write(d.join("scripts/a.sh"), "edited\n").unwrap();
         let tree = GitTree::list(d, "HEAD").unwrap();
-        assert_eq!(tree.files().len(), 1);
+        assert_eq!(tree.files().len(), 2);
+        // A blob over the cap is cut, and the stream stays in step for the next one.
+        let got = tree.read(&["big.txt", "scripts/a.sh"]);
+        assert_eq!(got[0].as_ref().map(Vec::len), Some(MAX_READ_BYTES));
+        assert_eq!(got[1].as_deref(), Some(&b"committed\n"[..]));
         let got = tree.read(&["scripts/a.sh", "missing.sh", "scripts", "--help"]);
         assert_eq!(got[0].as_deref(), Some(&b"committed\n"[..]));
         assert_eq!(got[1], None);
