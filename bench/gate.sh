@@ -5,7 +5,7 @@
 # apply in a temporary index, secret scan, classification); budget: at most 10x the baseline
 # (docs/PERFORMANCE.md).
 #
-# Usage: bench/gate.sh [RUNS]
+# Usage: bench/gate.sh [RUNS]        GATE_BENCH_TREE_FILES=10000 for a 10,000-file tree
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-7}"
@@ -25,6 +25,36 @@ repo="$work/repo"; mkdir -p "$repo/src"
 for f in $(seq -w 1 20); do
   for l in $(seq 1 100); do echo "def f_${f}_${l}(x):  # line $l"; done > "$repo/src/mod_$f.py"
 done
+# GATE_BENCH_TREE_FILES=N: the repository also holds N more files (sources in 100 packages,
+# with a Makefile, a package.json and a script per package, and 10 workflows running scripts),
+# so that the classification's tree layers have a real tree to read.
+if [ -n "${GATE_BENCH_TREE_FILES:-}" ]; then
+  python3 - "$repo" "$GATE_BENCH_TREE_FILES" <<'PY'
+import os, sys
+repo, n = sys.argv[1], int(sys.argv[2])
+def put(path, text, mode=0o644):
+    full = os.path.join(repo, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w") as f:
+        f.write(text)
+    os.chmod(full, mode)
+made = 0
+for p in range(100):
+    put(f"pkg/p{p:03}/Makefile", f"check:\n\t./tools/check-{p}.sh\n\tpython3 gen.py\n")
+    put(f"pkg/p{p:03}/package.json", '{"scripts": {"build": "node build.js"}}\n')
+    put(f"pkg/p{p:03}/tools/check-{p}.sh", "#!/bin/sh\n. ./lib.sh\n", 0o755)
+    made += 3
+for w in range(10):
+    runs = "".join(f"      - run: ./pkg/p{w * 10 + k:03}/tools/check-{w * 10 + k}.sh\n" for k in range(10))
+    put(f".github/workflows/w{w}.yml", "on: push\njobs:\n  t:\n    steps:\n" + runs)
+    made += 1
+i = 0
+while made < n:
+    put(f"pkg/p{i % 100:03}/src/f{i}.py", f"def f_{i}():\n    return {i}\n")
+    i += 1
+    made += 1
+PY
+fi
 git -C "$repo" init -q -b main
 git -C "$repo" add -A
 git -C "$repo" -c user.name=b -c user.email=b@example.invalid commit -q -m base

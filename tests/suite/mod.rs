@@ -1,5 +1,7 @@
 //! Test modules (one line each on what they cover).
 
+/// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
+mod blast_radius;
 /// Egress: submit --egress -> worker's proxy -> the packet's egress log; the example
 /// OpenAI-compatible generator against a stand-in endpoint; refusals in the fallback.
 mod egress;

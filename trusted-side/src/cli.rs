@@ -153,6 +153,14 @@ pub struct ClassifyArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Repository whose committed tree the content and reachability layers read, as the gate
+    /// does; without it, only the path rules (and a file's content under the current
+    /// directory) apply.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Revision of --repo to read (default: HEAD).
+    #[arg(long, value_name = "REV", requires = "repo")]
+    pub rev: Option<String>,
 }
 
 // `airlock status` (a plain comment, as on every command's arguments: see `Command`)
@@ -405,7 +413,14 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Gate(args) => gate(&cli.global, &args),
         Command::Scan(args) => crate::scan_cmd::run(&args, cli.global.quiet),
         Command::Classify(args) => {
-            crate::gate::classify::run_classify(args.paths, args.json, args.policy.as_deref())?;
+            crate::gate::classify::run_classify(
+                args.paths,
+                args.json,
+                args.policy.as_deref(),
+                args.repo
+                    .as_deref()
+                    .map(|r| (r, args.rev.as_deref().unwrap_or("HEAD"))),
+            )?;
             Ok(Outcome::Ok)
         }
         Command::Status(args) => crate::status::run(&cli.global, &args),

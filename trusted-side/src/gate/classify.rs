@@ -31,22 +31,27 @@ use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
 use super::policy::{Policy, Verdict};
+use super::{content, reach};
 
 #[path = "classify_table.rs"]
 mod table;
 
-#[path = "glob_table.rs"]
-mod glob_table;
-#[cfg(test)]
-use glob_table::{GlobTable, GlobTableBuilder};
+/// The rule table's globs compiled once per process: `folded` is matched against the folded
+/// path, `exact` against the normalised one; `*_rule` maps a glob's index to its rule's position.
+struct Compiled {
+    folded: globset::GlobSet,
+    folded_rule: Vec<usize>,
+    exact: globset::GlobSet,
+    exact_rule: Vec<usize>,
+}
 
-/// The rule table's globs as two [`glob_table::GlobTable`]s, `static` data generated from
-/// [`table::RULES`] (nothing to build when the gate runs; a unit test keeps the file equal
-/// to what the rules build, see `glob_table.rs`): `FOLDED` over folded paths, `EXACT` over
-/// normalised paths, each glob tagged with its rule's position.
-#[rustfmt::skip]
-#[path = "classify_globs.rs"]
-mod globs;
+/// The compiled table, or why it did not compile (a unit test keeps it compiling; a gate that
+/// still meets a broken table sends every path to a human, see [`TABLE_BROKEN_RULE`]).
+static COMPILED: std::sync::LazyLock<Result<Compiled, String>> =
+    std::sync::LazyLock::new(compile_table);
+
+/// Rule id given to every path if the built-in table failed to compile (fail closed).
+pub const TABLE_BROKEN_RULE: &str = "governance.table-broken";
 
 /// Bytes of a file's start that content rules look at; the rest is ignored.
 pub const CONTENT_HINT_MAX_BYTES: usize = 64 * 1024;
@@ -193,6 +198,14 @@ pub fn fold_path(path: &str) -> String {
 /// the directory's own path, so a file or link put in its place (`.github/workflows` as a
 /// symlink) falls under the same rule as its contents.
 fn anchor(glob: &str) -> String {
+    // A leading `/` anchors a file-name glob at the root (`/*.sh`: scripts at the root only).
+    // (`?*` rather than `*`: globset would read `*.sh` as "any path ending in .sh".)
+    if let Some(root) = glob.strip_prefix('/') {
+        return match root.strip_prefix('*') {
+            Some(rest) => format!("?*{rest}"),
+            None => root.to_owned(),
+        };
+    }
     let glob = match glob.strip_suffix("/**") {
         Some(dir) if !dir.is_empty() => format!("{dir}{{,/**}}"),
         _ => glob.to_owned(),
@@ -209,7 +222,12 @@ pub(crate) fn compile_glob(
     glob: &str,
     case_insensitive: bool,
 ) -> Result<globset::Glob, globset::Error> {
-    GlobBuilder::new(&anchor(glob))
+    build_glob(&anchor(glob), case_insensitive)
+}
+
+/// Compiles a glob already anchored (see [`anchor`]).
+fn build_glob(glob: &str, case_insensitive: bool) -> Result<globset::Glob, globset::Error> {
+    GlobBuilder::new(glob)
         .literal_separator(true)
         .empty_alternates(true)
         .backslash_escape(true)
@@ -217,35 +235,67 @@ pub(crate) fn compile_glob(
         .build()
 }
 
-/// Builds the rule table's two glob tables (folded, exact) from [`table::RULES`]: what
-/// `classify_globs.rs` must hold.
-#[cfg(test)]
-fn compile_table() -> Result<(GlobTable, GlobTable), String> {
-    let mut folded = GlobTableBuilder::new();
-    let mut exact = GlobTableBuilder::new();
-    for (i, rule) in table::RULES.iter().enumerate() {
-        for g in rule.globs {
-            folded
-                .add_anchored(g, i)
-                .map_err(|e| format!("{}: {e}", rule.id))?;
-        }
-        for g in rule.exact_globs {
-            exact
-                .add_anchored(g, i)
-                .map_err(|e| format!("{}: {e}", rule.id))?;
-        }
-    }
-    Ok((folded.build(), exact.build()))
+/// Expands `{a,b}` alternations (not nested) into one glob each, so that most table globs
+/// become a plain file name or extension, which globset matches without a regex.
+fn expand_braces(glob: &str) -> Vec<String> {
+    let Some(open) = glob.find('{') else {
+        return vec![glob.to_owned()];
+    };
+    let Some(close) = glob[open..].find('}').map(|c| open + c) else {
+        return vec![glob.to_owned()];
+    };
+    let (head, tail) = (&glob[..open], &glob[close + 1..]);
+    glob[open + 1..close]
+        .split(',')
+        .flat_map(|alt| expand_braces(&format!("{head}{alt}{tail}")))
+        .collect()
 }
 
-/// Positions in the rule table whose globs match `path`, ascending, without content tests.
-fn glob_hits(path: &str) -> Vec<usize> {
+/// Compiles [`table::RULES`] into two glob sets (folded, exact).
+fn compile_table() -> Result<Compiled, String> {
+    let mut folded = globset::GlobSetBuilder::new();
+    let mut exact = globset::GlobSetBuilder::new();
+    let (mut folded_rule, mut exact_rule) = (Vec::new(), Vec::new());
+    for (i, rule) in table::RULES.iter().enumerate() {
+        for (globs, set, map) in [
+            (rule.globs, &mut folded, &mut folded_rule),
+            (rule.exact_globs, &mut exact, &mut exact_rule),
+        ] {
+            for g in globs.iter().flat_map(|g| expand_braces(&anchor(g))) {
+                set.add(build_glob(&g, false).map_err(|e| format!("{}: {e}", rule.id))?);
+                map.push(i);
+            }
+        }
+    }
+    Ok(Compiled {
+        folded: folded.build().map_err(|e| e.to_string())?,
+        folded_rule,
+        exact: exact.build().map_err(|e| e.to_string())?,
+        exact_rule,
+    })
+}
+
+/// Positions in the rule table whose globs match `path`, ascending, without content tests;
+/// `None` when the table did not compile.
+fn glob_hits(path: &str) -> Option<Vec<usize>> {
+    let compiled = COMPILED.as_ref().ok()?;
     let norm = normalize_path(path);
-    let mut hits = globs::FOLDED.matches(&fold_path(&norm));
-    hits.extend(globs::EXACT.matches(&norm));
+    let mut hits: Vec<usize> = compiled
+        .folded
+        .matches(fold_path(&norm))
+        .into_iter()
+        .filter_map(|g| compiled.folded_rule.get(g).copied())
+        .collect();
+    hits.extend(
+        compiled
+            .exact
+            .matches(&norm)
+            .into_iter()
+            .filter_map(|g| compiled.exact_rule.get(g).copied()),
+    );
     hits.sort_unstable();
     hits.dedup();
-    hits
+    Some(hits)
 }
 
 /// Classifies one repository-relative path. `content_hint` is the file's content after the
@@ -257,8 +307,20 @@ fn glob_hits(path: &str) -> Vec<usize> {
 /// assert_eq!(classify_path(".github/workflows/ci.yml", None).rule, "ci.github-workflow");
 /// ```
 pub fn classify_path(path: &str, content_hint: Option<&[u8]>) -> Classification {
+    let name = classify_path_with(path, None);
+    classify_content(path, name, content_hint, false)
+}
+
+/// The rule table alone (with its own content rule, the shebang of `src.shebang`).
+fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification {
     let head = content_hint.map(|c| &c[..c.len().min(CONTENT_HINT_MAX_BYTES)]);
-    for i in glob_hits(path) {
+    let Some(hits) = glob_hits(path) else {
+        return Classification {
+            bucket: Bucket::Governance,
+            rule: TABLE_BROKEN_RULE,
+        };
+    };
+    for i in hits {
         let Some(rule) = table::RULES.get(i) else {
             continue;
         };
@@ -273,54 +335,168 @@ pub fn classify_path(path: &str, content_hint: Option<&[u8]>) -> Classification 
             };
         }
     }
+    if root_executable(path) {
+        return Classification {
+            bucket: Bucket::Build,
+            rule: ROOT_EXECUTABLE_RULE,
+        };
+    }
     Classification {
         bucket: Bucket::Other,
         rule: table::OTHER_RULE,
     }
 }
 
+/// Rule id of extensionless lowercase files at the root (`configure`-like scripts: `artisan`,
+/// `bootstrap`, `runtests`), which no glob can express.
+pub const ROOT_EXECUTABLE_RULE: &str = "build.root-executable";
+
+/// A file at the repository root whose name has no extension and starts with a lowercase
+/// letter: by convention a program the developers run, not a document (`README`, `LICENSE`).
+fn root_executable(path: &str) -> bool {
+    let norm = normalize_path(path);
+    !norm.contains('/')
+        && norm.starts_with(|c: char| c.is_ascii_lowercase())
+        && norm
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// Whether the content could change `path`'s classification: some content rule matches the
 /// name and comes before the rule the name alone reaches. Lets the gate skip building a file's
 /// post-image when it would not matter.
 pub fn needs_content(path: &str) -> bool {
-    for i in glob_hits(path) {
-        match table::RULES.get(i).map(|r| r.content) {
-            Some(Some(_)) => return true,
-            Some(None) => return false,
-            None => {}
-        }
-    }
-    false
+    let name = classify_path_with(path, None);
+    name.rule == table::OTHER_RULE || content_may_raise(name.bucket)
 }
 
 /// Runs one content test on the start of a file.
 fn content_matches(test: table::ContentTest, head: &[u8]) -> bool {
-    use table::ContentTest;
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     match test {
-        ContentTest::Shebang => head.starts_with(b"#!"),
-        ContentTest::Kubernetes => {
-            let yaml = has_top_level_key(head, b"apiVersion") && has_top_level_key(head, b"kind");
-            let json = contains(head, b"\"apiVersion\"") && contains(head, b"\"kind\"");
-            yaml || json
-        }
-        ContentTest::CloudFormation => {
-            contains(head, b"AWSTemplateFormatVersion")
-                || (contains(head, b"Resources") && contains(head, b"AWS::"))
-        }
+        table::ContentTest::Shebang => head.starts_with(b"#!"),
     }
 }
 
-/// A line that starts (column 0) with `key:`, i.e. a top-level YAML mapping key.
-fn has_top_level_key(text: &[u8], key: &[u8]) -> bool {
-    text.split(|&b| b == b'\n').any(|line| {
-        line.strip_prefix(key)
-            .is_some_and(|rest| rest.first() == Some(&b':'))
-    })
+/// Whether the content layer may move a path out of `bucket`: only `src` and `other` (a name
+/// that decided a riskier bucket, or `tests`/`docs`, keeps it; see [`classify_change`]).
+fn content_may_raise(bucket: Bucket) -> bool {
+    matches!(bucket, Bucket::Src | Bucket::Other)
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+/// Whether the tree layers may move a path out of `bucket`: `src`, `other`, `tests` (a fixture
+/// a workflow runs) and `docs` (a script under `docs/` a build runs).
+fn tree_may_raise(bucket: Bucket) -> bool {
+    matches!(
+        bucket,
+        Bucket::Src | Bucket::Other | Bucket::Tests | Bucket::Docs
+    )
+}
+
+/// Which layer decided a path's bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    /// The path's name (the rule table).
+    Name,
+    /// The file's content.
+    Content,
+    /// The packed tree: a CI or build entry point names the file, or where it sits.
+    Tree,
+}
+
+/// A changed path, classified with the tree in view.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Classified {
+    /// Bucket and rule.
+    #[serde(flatten)]
+    pub class: Classification,
+    /// The layer that decided.
+    pub layer: Layer,
+    /// Evidence from the tree layer (`run by .github/workflows/test.yml`), else `None`.
+    pub because: Option<String>,
+}
+
+/// Classifies a change with the packed tree in view: for each of `changes` (path, content after
+/// the change, executable bit), the name layer, then the content layer, then the tree layers
+/// ([`reach::raise_by_tree`]: reachability from CI and build entry points, Helm placement).
+/// Content and the tree only ever move a path into a riskier bucket: a name rule that decided
+/// `ci`, `iac`, `deps`, `build`, `governance` or `agent` is final. A pure function of its
+/// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
+pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
+    let raised = reach::raise_by_tree(changes, tree);
+    // A change that keeps the mode says nothing of it: the tree's bit applies.
+    let executable_in_tree: std::collections::HashSet<&str> = tree
+        .files()
+        .iter()
+        .filter(|f| f.executable)
+        .map(|f| f.path.as_str())
+        .collect();
+    changes
+        .iter()
+        .map(|c| {
+            let name = classify_path(c.path, None);
+            let executable = c.executable || executable_in_tree.contains(c.path);
+            let with_content = classify_content(c.path, name, c.new, executable);
+            let may = |r: &&reach::Raised| {
+                // CI runs with the repository's secrets: a build script a workflow runs is `ci`.
+                if with_content.bucket == Bucket::Build && r.bucket == Bucket::Ci {
+                    return true;
+                }
+                if r.weak {
+                    content_may_raise(with_content.bucket)
+                } else {
+                    tree_may_raise(with_content.bucket)
+                }
+            };
+            if let Some(r) = raised.get(c.path).filter(may) {
+                return Classified {
+                    class: Classification {
+                        bucket: r.bucket,
+                        rule: r.rule,
+                    },
+                    layer: Layer::Tree,
+                    because: Some(r.because.clone()),
+                };
+            }
+            Classified {
+                layer: if with_content == name {
+                    Layer::Name
+                } else {
+                    Layer::Content
+                },
+                class: with_content,
+                because: None,
+            }
+        })
+        .collect()
+}
+
+/// The content layer on top of a name classification.
+fn classify_content(
+    path: &str,
+    name: Classification,
+    content: Option<&[u8]>,
+    executable: bool,
+) -> Classification {
+    let Some(head) = content else { return name };
+    let head = &head[..head.len().min(CONTENT_HINT_MAX_BYTES)];
+    let named = if name.rule == table::OTHER_RULE || name.rule == "src.code" {
+        // The table's own content rule (a shebang makes an unnamed file a script).
+        classify_path_with(path, Some(head))
+    } else {
+        name
+    };
+    if !content_may_raise(named.bucket) {
+        return named;
+    }
+    match content::detect(path, head, executable) {
+        Some(hit) => Classification {
+            bucket: hit.bucket,
+            rule: hit.rule,
+        },
+        None => named,
+    }
 }
 
 /// One row of `airlock classify`.
@@ -334,6 +510,8 @@ struct ClassifyRow {
     detail: String,
     policy_rule: Option<usize>,
     content_checked: bool,
+    layer: Layer,
+    because: Option<String>,
 }
 
 /// Reads the start of a regular file for content rules; links, directories and missing files
@@ -374,6 +552,7 @@ pub fn run_classify(
     paths: Vec<String>,
     json: bool,
     policy_file: Option<&Path>,
+    repo: Option<(&Path, &str)>,
 ) -> anyhow::Result<()> {
     let policy = match policy_file {
         Some(f) => Policy::from_file(f)?,
@@ -396,13 +575,32 @@ pub fn run_classify(
     if paths.is_empty() {
         bail!("no paths given (pass them as arguments or one per line on stdin)");
     }
-    let rows = classify_rows(paths, &policy, |p| {
-        if needs_content(p) {
-            read_head(Path::new(p))
-        } else {
-            None
+    let rows = match repo {
+        Some((dir, rev)) => {
+            let tree = super::tree::GitTree::list(dir, rev)
+                .with_context(|| format!("--repo {}: reading revision {rev:?}", dir.display()))?;
+            // The file as a change would bring it: the working copy when there is one, else the
+            // revision's.
+            let committed = |p: &str| reach::Tree::read(&tree, &[p]).pop().flatten();
+            classify_rows_in(paths, &policy, &tree, |p| {
+                read_head(&dir.join(p)).or_else(|| committed(p))
+            })
         }
-    });
+        None => {
+            eprintln!(
+                "airlock classify: path rules and local file content only; pass --repo DIR [--rev R] \
+                 for the tree layers the gate applies (reachability from CI and build entry points, \
+                 Helm placement)"
+            );
+            classify_rows(paths, &policy, |p| {
+                if needs_content(p) {
+                    read_head(Path::new(p))
+                } else {
+                    None
+                }
+            })
+        }
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
@@ -429,13 +627,42 @@ fn classify_rows(
     policy: &Policy,
     head: impl Fn(&str) -> Option<Vec<u8>>,
 ) -> Vec<ClassifyRow> {
+    classify_rows_in(paths, policy, &reach::MemTree::new(), head)
+}
+
+/// [`classify_rows`] with a tree in view: all `paths` form one change, as in the gate.
+fn classify_rows_in(
+    paths: Vec<String>,
+    policy: &Policy,
+    tree: &dyn reach::Tree,
+    head: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Vec<ClassifyRow> {
+    let contents: Vec<Option<Vec<u8>>> = paths.iter().map(|p| head(p)).collect();
+    let executable: Vec<bool> = paths
+        .iter()
+        .map(|p| tree.files().iter().any(|f| &f.path == p && f.executable))
+        .collect();
+    let changes: Vec<reach::Change<'_>> = paths
+        .iter()
+        .zip(&contents)
+        .zip(&executable)
+        .map(|((path, c), x)| reach::Change {
+            path,
+            new: c.as_deref(),
+            executable: *x,
+        })
+        .collect();
+    let classified = classify_change(&changes, tree);
     paths
         .into_iter()
-        .map(|path| {
-            let content = head(&path);
-            let class = classify_path(&path, content.as_deref());
+        .zip(contents)
+        .zip(classified)
+        .map(|((path, content), c)| {
+            let class = c.class;
             let reason = policy.decide_path(&path, &class);
             ClassifyRow {
+                layer: c.layer,
+                because: c.because,
                 bucket: class.bucket,
                 rule: class.rule,
                 verdict: reason.verdict,
@@ -485,6 +712,18 @@ fn render_table(rows: &[ClassifyRow], policy_name: &str, policy: &Policy) -> Str
     for cells in &table {
         line(cells.each_ref().map(String::as_str));
     }
+    let why: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            r.because
+                .as_ref()
+                .map(|b| format!("  {}: {b}\n", printable(&r.path)))
+        })
+        .collect();
+    if !why.is_empty() {
+        out.push_str("\nfrom the tree:\n");
+        out.extend(why);
+    }
     let count = |v| rows.iter().filter(|r| r.verdict == v).count();
     let overall = rows
         .iter()
@@ -504,8 +743,12 @@ fn render_table(rows: &[ClassifyRow], policy_name: &str, policy: &Policy) -> Str
 }
 
 #[cfg(test)]
+#[path = "classify_corpus_tests.rs"]
+mod corpus_tests;
+
+#[cfg(test)]
 mod tests {
-    use super::table::{ContentTest, RULES};
+    use super::table::RULES;
     use super::*;
     use std::collections::{BTreeSet, HashSet};
 
@@ -585,27 +828,11 @@ mod tests {
     }
 
     #[test]
-    fn glob_table_reads_every_table_glob_like_globset() {
-        // The reference: each anchored table glob compiled by globset, as the docs say. Ours
-        // reads the table's own text, anchoring as it adds (what the gate runs), and the
-        // anchored text (what `add` takes).
-        let mut raw: Vec<&'static str> = Vec::new();
+    fn brace_expansion_matches_what_globset_reads_in_the_unexpanded_glob() {
+        let mut globs: Vec<String> = Vec::new();
         for r in RULES {
-            raw.extend(r.globs);
-            raw.extend(r.exact_globs);
+            globs.extend(r.globs.iter().chain(r.exact_globs).map(|g| anchor(g)));
         }
-        let globs: Vec<String> = raw.iter().map(|g| anchor(g)).collect();
-        let reference: Vec<globset::GlobMatcher> = globs
-            .iter()
-            .map(|g| compile_glob(g, false).unwrap().compile_matcher())
-            .collect();
-        let mut ours = GlobTableBuilder::new();
-        let mut ours_from_text = GlobTableBuilder::new();
-        for (i, (g, anchored)) in raw.iter().zip(&globs).enumerate() {
-            ours.add_anchored(g, i).unwrap();
-            ours_from_text.add(anchored, i).unwrap();
-        }
-        let (ours, ours_from_text) = (ours.build(), ours_from_text.build());
         let mut paths: BTreeSet<String> = rows()
             .into_iter()
             .map(|r| normalize_path(&r.path))
@@ -615,19 +842,19 @@ mod tests {
         }
         assert!(paths.len() > 5_000, "only {} sample paths", paths.len());
         let mut positives = 0;
-        for path in &paths {
-            let expected: Vec<usize> = reference
+        for g in &globs {
+            let whole = build_glob(g, false).unwrap().compile_matcher();
+            let parts: Vec<globset::GlobMatcher> = expand_braces(g)
                 .iter()
-                .enumerate()
-                .filter(|(_, m)| m.is_match(path))
-                .map(|(i, _)| i)
+                .map(|e| build_glob(e, false).unwrap().compile_matcher())
                 .collect();
-            positives += expected.len();
-            assert_eq!(ours.matches(path), expected, "{path:?}");
-            assert_eq!(ours_from_text.matches(path), expected, "{path:?}");
+            for path in &paths {
+                let want = whole.is_match(path);
+                positives += usize::from(want);
+                assert_eq!(parts.iter().any(|m| m.is_match(path)), want, "{g} {path:?}");
+            }
         }
-        // The samples exercise matches, not only misses.
-        assert!(positives > paths.len() / 2, "{positives} matches");
+        assert!(positives > 1_000, "{positives} matches");
     }
 
     #[test]
@@ -675,7 +902,7 @@ mod tests {
     #[test]
     fn rule_table_compiles_and_ids_are_unique_and_prefixed_by_bucket() {
         let compiled = compile_table();
-        assert!(compiled.is_ok(), "{:?}", compiled.err());
+        assert!(compiled.is_ok(), "{:?}", compiled.err().unwrap_or_default());
         let mut seen = HashSet::new();
         for r in RULES {
             assert!(seen.insert(r.id), "duplicate rule id {}", r.id);
@@ -769,13 +996,18 @@ mod tests {
     #[test]
     fn content_can_raise_a_yaml_file_into_iac_but_never_lower_a_name_rule() {
         let pod = b"apiVersion: v1\nkind: Pod\n".as_slice();
+        // A fixture stays a test: only reachability can raise it.
         assert_eq!(
             classify_path("tests/fixtures/pod.yaml", Some(pod)).rule,
+            "tests.fixture-dir"
+        );
+        assert_eq!(
+            classify_path("src/pod.yaml", Some(pod)).rule,
             "iac.k8s-content"
         );
         assert_eq!(
             classify_path("tests/fixtures/pod.yaml", None).rule,
-            "tests.dir"
+            "tests.fixture-dir"
         );
         assert_eq!(
             classify_path(".github/workflows/x.yml", Some(pod)).bucket,
@@ -810,14 +1042,16 @@ mod tests {
             "",
         ];
         for c in yes {
-            assert!(
-                content_matches(ContentTest::Kubernetes, c.as_bytes()),
+            assert_eq!(
+                content::detect("x.yaml", c.as_bytes(), false).map(|h| h.rule),
+                Some("iac.k8s-content"),
                 "{c:?}"
             );
         }
         for c in no {
-            assert!(
-                !content_matches(ContentTest::Kubernetes, c.as_bytes()),
+            assert_eq!(
+                content::detect("x.yaml", c.as_bytes(), false),
+                None,
                 "{c:?}"
             );
         }
@@ -848,31 +1082,30 @@ mod tests {
             Bucket::Other
         );
         assert_eq!(
-            classify_path("tools/fmt", Some(b"#!/usr/bin/env python3\n")).rule,
+            classify_path("utils/fmt", Some(b"#!/usr/bin/env python3\n")).rule,
+            "build.tooling-script"
+        );
+        assert_eq!(
+            classify_path("lib/fmt", Some(b"#!/usr/bin/env python3\n")).rule,
             "src.shebang"
         );
         assert_eq!(
-            classify_path("tools/fmt", Some(b"# not a script\n")).bucket,
+            classify_path("utils/fmt", Some(b"# not a script\n")).bucket,
             Bucket::Other
         );
     }
 
     #[test]
     fn needs_content_only_where_a_content_rule_could_win() {
-        for p in [
-            "config.yaml",
-            "x/pod.json",
-            "bin/tool",
-            "tests/fixtures/pod.yml",
-        ] {
+        for p in ["config.yaml", "x/pod.json", "lib/helper", "src/main.rs"] {
             assert!(needs_content(p), "{p}");
         }
         for p in [
             ".github/workflows/ci.yml",
             "deploy/k8s/app.yaml",
-            "src/main.rs",
             "Makefile",
             "README.md",
+            "tests/fixtures/pod.yml",
         ] {
             assert!(!needs_content(p), "{p}");
         }
@@ -889,7 +1122,7 @@ mod tests {
         assert_eq!(classify_path(".circleci", None).rule, "ci.circleci");
         assert_eq!(classify_path("vendor", None).rule, "deps.vendored");
         // Only the directory name itself, not a longer name.
-        assert_eq!(classify_path(".vscodex", None).bucket, Bucket::Other);
+        assert_ne!(classify_path(".vscodex", None).bucket, Bucket::Agent);
         assert_eq!(anchor("ci/**"), "ci{,/**}");
         assert_eq!(anchor("**/.husky/**"), "**/.husky{,/**}");
         assert_eq!(anchor("makefile"), "**/makefile");
@@ -1005,62 +1238,43 @@ mod tests {
         out
     }
 
-    /// `classify_globs.rs` as the rule table builds it.
-    fn generated_globs() -> String {
-        let (folded, exact) = compile_table().unwrap();
-        format!(
-            "// @generated from classify_table.rs by the unit test \
-             `classify::tests::generated_globs_are_the_rule_tables`.\n\
-             // Do not edit: change the rules, run that test, and copy the file it names.\n\
-             // The layout is glob_table.rs's.\n\n{}{}{}",
-            glob_table::RUST_PRELUDE,
-            folded.to_rust("FOLDED", "Globs matched against the folded path."),
-            exact.to_rust(
-                "EXACT",
-                "Globs matched case-sensitively against the normalised path."
-            ),
-        )
-    }
-
-    #[test]
-    fn generated_globs_are_the_rule_tables() {
-        let (folded, exact) = compile_table().unwrap();
-        let expected = generated_globs();
-        let have = include_str!("classify_globs.rs");
-        if have != expected {
-            let out = std::env::temp_dir().join("classify_globs.rs");
-            std::fs::write(&out, &expected).unwrap();
-            panic!(
-                "trusted-side/src/gate/classify_globs.rs is stale (the rule table changed); \
-                 the generated file is in {0}: cp {0} trusted-side/src/gate/",
-                out.display()
-            );
-        }
-        // And the statics compiled from it are the tables the builder made.
-        assert_eq!(globs::FOLDED, folded);
-        assert_eq!(globs::EXACT, exact);
-    }
-
     #[test]
     fn docs_list_every_rule_in_evaluation_order() {
-        let begin = "<!-- rules:begin -->\n";
-        let end = "<!-- rules:end -->";
-        let start = DOC
-            .find(begin)
-            .expect("docs/CLASSIFY.md: rules:begin marker")
-            + begin.len();
-        let stop = DOC[start..]
-            .find(end)
-            .expect("docs/CLASSIFY.md: rules:end marker")
-            + start;
-        let expected = rules_markdown();
-        if DOC[start..stop] != expected {
-            let out = std::env::temp_dir().join("CLASSIFY.rules.md");
-            std::fs::write(&out, &expected).unwrap();
-            panic!(
-                "docs/CLASSIFY.md rule table is stale; the generated table is in {}",
-                out.display()
-            );
+        let rules_table = |rules: &[(&str, &str)]| {
+            let mut out = String::from("| Rule id | Bucket | Matches |\n|---|---|---|\n");
+            for (id, what) in rules {
+                let bucket = id.split('.').next().unwrap_or_default();
+                out.push_str(&format!("| `{id}` | {bucket} | {what} |\n"));
+            }
+            out
+        };
+        let mut name_rules: Vec<(&str, &str)> = Vec::new();
+        name_rules.push((ROOT_EXECUTABLE_RULE, "An extension-less file at the root whose name starts with a lowercase letter (`artisan`, `bootstrap`), after every glob rule"));
+        name_rules.push((TABLE_BROKEN_RULE, "Every path, if the built-in table failed to compile (cannot happen: a unit test compiles it; fail closed)"));
+        for (marker, expected) in [
+            ("rules", rules_markdown()),
+            ("content-rules", rules_table(content::RULES)),
+            ("tree-rules", rules_table(reach::RULES)),
+            ("code-rules", rules_table(&name_rules)),
+        ] {
+            let begin = format!("<!-- {marker}:begin -->\n");
+            let end = format!("<!-- {marker}:end -->");
+            let start = DOC
+                .find(&begin)
+                .unwrap_or_else(|| panic!("docs/CLASSIFY.md: {marker}:begin marker"))
+                + begin.len();
+            let stop = DOC[start..]
+                .find(&end)
+                .unwrap_or_else(|| panic!("docs/CLASSIFY.md: {marker}:end marker"))
+                + start;
+            if DOC[start..stop] != expected {
+                let out = std::env::temp_dir().join(format!("CLASSIFY.{marker}.md"));
+                std::fs::write(&out, &expected).unwrap();
+                panic!(
+                    "docs/CLASSIFY.md {marker} table is stale; the generated table is in {}",
+                    out.display()
+                );
+            }
         }
         let ids: BTreeSet<&str> = RULES.iter().map(|r| r.id).collect();
         for id in ids {

@@ -1,6 +1,6 @@
 //! The path classification rules, in evaluation order: the first rule that matches decides.
 //!
-//! Glob syntax (globset's with `literal_separator`, read by `glob_table.rs`): `*` and `?` stay inside one path component, `**`
+//! Glob syntax (globset's with `literal_separator`, compiled once per process by `globset`, braces expanded first): `*` and `?` stay inside one path component, `**`
 //! crosses components, `{a,b}` is an alternation. A glob without `/` matches the file name at
 //! any depth (it is read as `**/<glob>`); a glob with `/` is anchored at the repository root
 //! unless it starts with `**/`. A trailing `/**` also matches the directory's own path (a file
@@ -18,10 +18,6 @@ use super::Bucket;
 /// rule's bucket; a path rule earlier in the table can never be overridden by content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ContentTest {
-    /// Top-level `apiVersion:` and `kind:` keys (YAML), or `"apiVersion"` and `"kind"` (JSON).
-    Kubernetes,
-    /// `AWSTemplateFormatVersion`, or `Resources` together with an `AWS::` resource type.
-    CloudFormation,
     /// The file starts with `#!`.
     Shebang,
 }
@@ -34,12 +30,6 @@ impl ContentTest {
     )]
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            ContentTest::Kubernetes => {
-                "content: top-level `apiVersion:` and `kind:` keys (YAML) or `\"apiVersion\"` and `\"kind\"` (JSON)"
-            }
-            ContentTest::CloudFormation => {
-                "content: `AWSTemplateFormatVersion`, or `Resources` with an `AWS::` type"
-            }
             ContentTest::Shebang => "content: starts with `#!`",
         }
     }
@@ -60,19 +50,13 @@ pub(crate) struct Rule {
     /// Lowercase globs matched against the folded path.
     #[cfg_attr(
         not(test),
-        allow(
-            dead_code,
-            reason = "read by the test that generates classify_globs.rs"
-        )
+        allow(dead_code, reason = "compiled by classify::compile_table")
     )]
     pub globs: &'static [&'static str],
     /// Case-sensitive globs matched against the normalised path.
     #[cfg_attr(
         not(test),
-        allow(
-            dead_code,
-            reason = "read by the test that generates classify_globs.rs"
-        )
+        allow(dead_code, reason = "compiled by classify::compile_table")
     )]
     pub exact_globs: &'static [&'static str],
     /// Content test required in addition to a glob match.
@@ -192,6 +176,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/.amazonq/**",
             "**/.openhands/**",
             "**/.opencode/**",
+            "**/.agents/**",
             "**/.aider*/**",
             ".aider*",
             ".cursorignore",
@@ -234,6 +219,17 @@ pub(crate) static RULES: &[Rule] = &[
     ),
     // ---------------------------------------------------------------- governance
     rule(
+        "docs.community-health",
+        Bucket::Docs,
+        "GitHub/GitLab community-health documents (issue and PR templates, code of conduct, contributing, support, funding, security policy) and prose (`*.md`, `*.rst`, `*.adoc`, `*.txt` that is not a requirements list) inside CI, forge, packaging and tooling folders",
+        &[
+            "**/{.github,.gitlab,.gitea,.forgejo}/{issue_template,pull_request_template,discussion_template,merge_request_templates,issue_templates}/**",
+            "**/{.github,.gitlab,.gitea,.forgejo,docs,}/{pull_request_template,code_of_conduct,contributing,support,funding,security,governance,readme}.{md,rst,txt,yml,yaml,adoc}",
+            "security.{md,rst,txt,adoc}",
+            "**/{.github,.gitlab,.gitea,.forgejo,.circleci,.buildkite,.ci,ci,.azure-pipelines,.tekton,.woodpecker,workflows,debian,scripts,tools,hack,build}/**/{*.md,*.markdown,*.rst,*.adoc,readme,readme.*,*.1}",
+        ],
+    ),
+    rule(
         "governance.codeowners",
         Bucket::Governance,
         "CODEOWNERS in any of its locations (root, `.github/`, `docs/`, `.gitlab/`) or deeper",
@@ -268,14 +264,34 @@ pub(crate) static RULES: &[Rule] = &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
             "{license,licence}-*",
+            "dco",
             "**/{licenses,licences}/**",
         ],
     ),
     rule(
         "governance.security-policy",
         Bucket::Governance,
-        "Security policy and contact (where vulnerability reports go)",
-        &["security.{md,rst,txt,adoc}", "security", "security_contacts"],
+        "Security contacts of the project (who is told of vulnerabilities); `SECURITY.md` prose is `docs.community-health`",
+        &["security_contacts", "security-insights.{yml,yaml}"],
+    ),
+    rule(
+        "governance.bots",
+        Bucket::Governance,
+        "Merge, review-policy, coverage-gate and repository-settings bots (who may merge, which checks gate a merge)",
+        &[
+            ".mergify.yml",
+            "mergify.yml",
+            "**/.mergify/**",
+            ".kodiak.toml",
+            ".bulldozer.yml",
+            ".policy.yml",
+            ".asf.yaml",
+            "{.,}codecov.{yml,yaml}",
+            ".coveralls.yml",
+            "{.,}prow.yaml",
+            "**/.prow/**",
+            "triage-party.yaml",
+        ],
     ),
     rule(
         "governance.dependency-bots",
@@ -346,6 +362,14 @@ pub(crate) static RULES: &[Rule] = &[
         &["**/.airlock/**"],
     ),
     // ---------------------------------------------------------------- ci
+    rule(
+        "tests.fixture-dir",
+        Bucket::Tests,
+        "Test fixture directories (`testdata/`, `fixtures/`, `__fixtures__/`, `test-fixtures/`, `test_resources/`): manifests, lockfiles and scripts there are inputs of tests; only reachability (a CI or build entry point running them) raises them",
+        &[
+            "**/{testdata,test_data,test-data,__fixtures__,fixtures,fixture,test-fixtures,test_fixtures,test_resources,test-resources,__snapshots__,__snapshot__}/**",
+        ],
+    ),
     rule(
         "ci.github-workflow",
         Bucket::Ci,
@@ -457,6 +481,7 @@ pub(crate) static RULES: &[Rule] = &[
             "bitrise.{yml,yaml}",
             "codemagic.{yml,yaml}",
             "**/.harness/**",
+            "**/.bcr/**",
         ],
     ),
     rule(
@@ -494,6 +519,14 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     // ---------------------------------------------------------------- iac
+    rule(
+        "tests.iac-under-test-dir",
+        Bucket::Tests,
+        "Deployment descriptors inside test directories (`test/`, `tests/`, `e2e/`): what the tests apply to a test cluster or an emulator",
+        &[
+            "**/{test,tests,e2e,__tests__,testing}/**/*.{yaml,yml,json,tf,tfvars,hcl,tpl,j2}",
+        ],
+    ),
     rule(
         "iac.terraform",
         Bucket::Iac,
@@ -545,7 +578,8 @@ pub(crate) static RULES: &[Rule] = &[
             "helmfile.{yaml,yml}",
             "helmfile.yaml.gotmpl",
             "**/helmfile.d/**",
-            "**/{charts,chart,helm}/**/*.{yaml,yml,tpl,json,txt}",
+            "**/{charts,chart,helm}/**/*.{yaml,yml,tpl,json,txt,tgz,gz,bz2}",
+            "**/templates/**/*.{yaml,yml}",
         ],
     ),
     rule(
@@ -598,6 +632,8 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{inventory,inventories}/**/*.{yml,yaml,ini,cfg,json}",
             "**/{inventory,inventories}/**/hosts",
             "inventory.{ini,yml,yaml}",
+            "{tasks,handlers,defaults,vars,meta}/*.{yml,yaml}",
+            "hosts",
             "**/ansible/**/*.{yml,yaml,cfg,ini,j2}",
         ],
     ),
@@ -611,6 +647,7 @@ pub(crate) static RULES: &[Rule] = &[
             "hiera.yaml",
             "*.sls",
             "**/cookbooks/**",
+            "**/vagrant/**",
             "berksfile",
             "vagrantfile",
         ],
@@ -652,22 +689,6 @@ pub(crate) static RULES: &[Rule] = &[
             "**/.ebextensions/**",
         ],
     ),
-    Rule {
-        id: "iac.k8s-content",
-        bucket: Bucket::Iac,
-        what: "Kubernetes objects detected by content, wherever they are (YAML or JSON)",
-        globs: &["*.{yaml,yml,json}"],
-        exact_globs: &[],
-        content: Some(ContentTest::Kubernetes),
-    },
-    Rule {
-        id: "iac.cloudformation-content",
-        bucket: Bucket::Iac,
-        what: "CloudFormation/SAM templates detected by content",
-        globs: &["*.{yaml,yml,json,template}"],
-        exact_globs: &[],
-        content: Some(ContentTest::CloudFormation),
-    },
     // ---------------------------------------------------------------- build
     rule(
         "build.docker",
@@ -676,6 +697,7 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "{dockerfile,containerfile}",
             "{dockerfile,containerfile}.*",
+            "{dockerfile,containerfile}[-_]*",
             "*.{dockerfile,containerfile}",
             ".dockerignore",
             "*.dockerignore",
@@ -687,7 +709,7 @@ pub(crate) static RULES: &[Rule] = &[
         "build.make",
         Bucket::Build,
         "Make in all its spellings (`Makefile`, `makefile`, `GNUmakefile`, `Makefile.am`, `*.mk`)",
-        &["makefile", "gnumakefile", "makefile.*", "*.mk", "*.mak"],
+        &["makefile", "gnumakefile", "makefile.*", "*.mk", "*.mak", "make.bat"],
     ),
     rule(
         "build.autotools",
@@ -758,6 +780,10 @@ pub(crate) static RULES: &[Rule] = &[
             "wscript",
             "xmake.lua",
             "premake*.lua",
+            "emakefile",
+            "*.in",
+            "**/patches/**/*.{patch,diff}",
+            "*.{wxs,wxi,wixproj,nsi,nsh,iss}",
         ],
     ),
     rule(
@@ -820,7 +846,7 @@ pub(crate) static RULES: &[Rule] = &[
         Bucket::Build,
         "MSBuild solutions, targets and directory-wide props (`Directory.Packages.props` is `deps.manifest`)",
         &[
-            "*.{sln,slnx,proj,targets}",
+            "*.{sln,slnx,slnf,proj,targets,ruleset}",
             "*.vcxproj",
             "*.vcxproj.filters",
             "directory.build.{props,targets,rsp}",
@@ -844,6 +870,7 @@ pub(crate) static RULES: &[Rule] = &[
             "noxfile.py",
             "hatch.toml",
             "hatch_build.py",
+            "conf.py",
         ],
     ),
     rule(
@@ -938,6 +965,9 @@ pub(crate) static RULES: &[Rule] = &[
             ".npmignore",
             "snapcraft.yaml",
             "*.spec",
+            "*.spec.in",
+            "**/rpm/**",
+            "{preinst,postinst,prerm,postrm}",
             "debian/**",
             "{pkgbuild,apkbuild}",
             "*.ebuild",
@@ -1110,7 +1140,7 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "**/{test,tests,__tests__,__mocks__,__snapshots__,__fixtures__,spec,specs}/**",
             "**/{testdata,test_data,test-data,e2e,cypress,androidtest,unittests,unit_tests}/**",
-            "**/{integration_tests,integration-tests,testsuite}/**",
+            "**/{integration_tests,integration-tests,testsuite,molecule}/**",
             "t/**",
         ],
     ),
@@ -1129,7 +1159,6 @@ pub(crate) static RULES: &[Rule] = &[
             "*.tests.ps1",
             "*_spec.rb",
             "pytest.ini",
-            ".rspec",
             "phpunit.xml",
             "phpunit.xml.dist",
             "karma.conf.js",
@@ -1149,11 +1178,89 @@ pub(crate) static RULES: &[Rule] = &[
     },
     // ---------------------------------------------------------------- docs
     rule(
+        "src.groovy-source",
+        Bucket::Src,
+        "Groovy and Gradle-plugin source under a `src/` tree (outside one, Groovy is `build.executable-config`)",
+        &["**/src/**/*.{groovy,gvy}"],
+    ),
+    rule(
+        "build.executable-config",
+        Bucket::Build,
+        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon",
+        &[
+            "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist}",
+        ],
+    ),
+    rule(
+        "build.tool-config",
+        Bucket::Build,
+        "Lint, format and analysis tool configuration (an edit can silence a check): Checkstyle, PMD, SpotBugs, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell",
+        &[
+            "{checkstyle,pmd,spotbugs,findbugs}*.{xml,properties}",
+            "*[-_]suppressions.xml",
+            "{rustfmt,clippy,ruff,taplo,typos,_typos,stylua,selene}.toml",
+            "{biome,dprint,cspell,pyrightconfig,stylecop}.{json,jsonc}",
+            "mypy.ini",
+            "sonar-project.properties",
+            "{phpcs,psalm,phpmd}.xml{,.dist}",
+            "{rector,ecs}.php",
+        ],
+    ),
+    rule(
+        "build.docs-build",
+        Bucket::Build,
+        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, Sphinx `conf.py` (`build.python`)",
+        &["mkdocs.{yml,yaml}", "book.toml"],
+    ),
+    rule(
+        "build.tooling-dir",
+        Bucket::Build,
+        "Anything in a tooling directory (`scripts/`, `script/`, `tools/`, `tool/`, `hack/`, `build/`, `bin/`, `release/`, `packaging/`, `devtools/`, …) that no earlier rule claims: scripts developers, builds and releases run",
+        &[
+            "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker}/**",
+        ],
+    ),
+    rule(
+        "build.script-name",
+        Bucket::Build,
+        "Scripts named for a build, install, release or deploy step, or for a tool's hook, at any depth (`build.bat`, `release.sh`, `post_test_hook.sh`)",
+        &[
+            "{build,install,release,deploy,bootstrap,publish,package,compile,dist,make,setup}.{sh,bash,bat,cmd,ps1}",
+            "{build,install,release,deploy,publish,package}[-_]*.{sh,bash,bat,cmd,ps1}",
+            "*[-_]hook.{sh,bash,py}",
+            "hook.{sh,bash}",
+        ],
+    ),
+    rule(
+        "build.root-script",
+        Bucket::Build,
+        "Shell, PowerShell and batch scripts at the repository root (release, bootstrap and install scripts)",
+        &["/*.{sh,bash,zsh,ksh,ps1,psm1,bat,cmd,awk}"],
+    ),
+    rule(
+        "build.version-pin",
+        Bucket::Build,
+        "Version pins read by builds and CI (`VERSION`-style files: `GO_VERSION`, `.flux-version`)",
+        &["*[-_.]version", "*[-_.]version.txt"],
+    ),
+    rule(
+        "other.placeholder",
+        Bucket::Other,
+        "Placeholders and templates of local settings that no tool reads (`.gitkeep`, `.keep`, `.nojekyll`, `.env.example`)",
+        &[".gitkeep", ".keep", ".nojekyll", ".empty", ".ds_store", ".env.{example,sample,dist,template}"],
+    ),
+    rule(
+        "build.tool-dotfile",
+        Bucket::Build,
+        "Dotfiles of tools that no earlier rule claims (`.editorconfig`, `.prettierrc`, `.golangci.yml`, `.eslintrc`, `.env`, …): tools read them at build, lint or run time",
+        &[".*"],
+    ),
+    rule(
         "docs.dir",
         Bucket::Docs,
         "Documentation directories: `docs/`, `doc/`, `documentation/`, `man/`, changelog fragments",
         &[
-            "**/{docs,doc,documentation,man}/**",
+            "**/{docs,doc,documentation,man,website,site}/**",
             "**/{changelog.d,newsfragments,changes.d}/**",
         ],
     ),
@@ -1167,7 +1274,6 @@ pub(crate) static RULES: &[Rule] = &[
             "{changelog,changes,history,news,authors,contributors,contributing,code_of_conduct,code-of-conduct}",
             "{changelog,changes,history,news,authors,contributors,contributing,code_of_conduct,code-of-conduct}.*",
             "citation.cff",
-            "mkdocs.{yml,yaml}",
         ],
     ),
     rule(

@@ -2,44 +2,61 @@
 //! edits add.
 //!
 //! Guards against: a change to a risky path (CI, build, dependencies, agent instructions, …)
-//! slipping into the ordinary queue: every changed path is classified (by name, and by the
-//! content git produced when there is one) and the policy gives its verdict.
+//! slipping into the ordinary queue: every changed path is classified (by name, by the content
+//! git produced when there is one, and by what the packed tree's entry points run) and the
+//! policy gives its verdict.
 //! Does not check: what the code does; a `queue` decision means "ordinary review".
 
 use std::collections::BTreeMap;
 
-use airlock_core::diff::{FileKind, ParsedPatch};
+use airlock_core::diff::{FileKind, FileMode, ParsedPatch};
 
 use super::apply::AppliedFile;
-use super::classify::classify_path;
+use super::classify::classify_change;
 use super::deps;
 use super::policy::{Policy, Verdict};
+use super::reach::Change;
 use super::report::{ChangedFile, GateReport, Reason};
+use super::tree::Tree;
 use crate::reasons::ReasonCode;
 
-/// One policy reason per changed path, the changed-file table, new dependencies. The content
-/// hint is the new content (added, modified) or the old one (deleted), when the apply step
-/// produced them; for added files it can also be read from the patch itself.
+/// One policy reason per changed path, the changed-file table, new dependencies. Each path is
+/// classified by its name, its content (the new content for added and modified files, the old
+/// one for deleted files, when the apply step produced them; an added file's can also be read
+/// from the patch) and the packed `tree` (what its CI and build entry points run).
 pub fn decide_paths(
     patch: &ParsedPatch,
     files: &BTreeMap<String, AppliedFile>,
     policy: &Policy,
+    tree: &dyn Tree,
     report: &mut GateReport,
 ) {
-    for fp in &patch.files {
-        let applied = files.get(&fp.path);
-        let from_patch;
-        let hint: Option<&[u8]> = match (fp.kind, applied) {
-            (FileKind::Deleted, Some(a)) => a.old.as_deref(),
-            (_, Some(a)) => a.new.as_deref(),
-            (FileKind::Added, None) => {
-                from_patch = airlock_core::diff::apply_file(None, fp).ok().flatten();
-                from_patch.as_deref()
-            }
+    let hints: Vec<Option<Vec<u8>>> = patch
+        .files
+        .iter()
+        .map(|fp| match (fp.kind, files.get(&fp.path)) {
+            (FileKind::Deleted, Some(a)) => a.old.clone(),
+            (_, Some(a)) => a.new.clone(),
+            (FileKind::Added, None) => airlock_core::diff::apply_file(None, fp).ok().flatten(),
             _ => None,
-        };
-        let class = classify_path(&fp.path, hint);
-        let decided = policy.decide_path(&fp.path, &class);
+        })
+        .collect();
+    let changes: Vec<Change<'_>> = patch
+        .files
+        .iter()
+        .zip(&hints)
+        .map(|(fp, hint)| Change {
+            path: &fp.path,
+            new: hint.as_deref(),
+            executable: fp.new_mode == Some(FileMode::Executable),
+        })
+        .collect();
+    for (fp, c) in patch.files.iter().zip(classify_change(&changes, tree)) {
+        let class = c.class;
+        let mut decided = policy.decide_path(&fp.path, &class);
+        if let Some(why) = &c.because {
+            decided.detail = format!("{}: {why}; {}", fp.path, decided.detail);
+        }
         let verdict = decided.verdict;
         report.push(from_policy(decided, Some(class.rule)));
         report.files.push(ChangedFile {
@@ -52,7 +69,7 @@ pub fn decide_paths(
             lines_removed: fp.removed,
             new_mode: fp.new_mode.map(|m| m.as_str()),
         });
-        if let Some(a) = applied {
+        if let Some(a) = files.get(&fp.path) {
             match deps::new_dependencies(&fp.path, a.old.as_deref(), a.new.as_deref()) {
                 Ok(list) => report.new_dependencies.extend(list),
                 Err(e) => report.push(

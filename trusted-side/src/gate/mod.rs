@@ -5,15 +5,19 @@ pub mod apply;
 pub mod bundle;
 pub mod checks;
 pub mod classify;
+pub mod content;
 pub mod decide;
 pub mod deps;
 pub mod parse;
+pub mod placement;
 pub mod policy;
+pub mod reach;
 pub mod record;
 pub mod report;
 pub mod review;
 pub mod run;
 pub mod scan;
+pub mod tree;
 
 #[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use report::{print, GateReport};

@@ -102,6 +102,19 @@ impl fmt::Display for Verdict {
     }
 }
 
+/// The code given for a path classified as `class`: the bucket's, except for paths the tree
+/// layer reached from an entry point and for unknown executable configuration, which have
+/// codes of their own so that a report says why.
+pub fn code_for_class(class: &Classification) -> ReasonCode {
+    match class.rule {
+        "ci.reached" | "build.reached" => ReasonCode::EntryPointReachesPath,
+        "build.executable-config" | "build.tool-dotfile" | "build.root-executable" => {
+            ReasonCode::ExecutableConfigChanged
+        }
+        _ => code_for_bucket(class.bucket),
+    }
+}
+
 /// The code given when a path of `bucket` changed.
 pub const fn code_for_bucket(bucket: Bucket) -> ReasonCode {
     match bucket {
@@ -550,7 +563,7 @@ impl Policy {
         let verdict = self.bucket_verdict(class.bucket);
         Reason {
             verdict,
-            code: code_for_bucket(class.bucket),
+            code: code_for_class(class),
             path: Some(path.to_owned()),
             detail: format!(
                 "{} path (rule {}); policy [buckets] {} = {verdict}",

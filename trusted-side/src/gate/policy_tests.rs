@@ -140,7 +140,7 @@ fn path_rule_beats_bucket_and_first_match_wins() {
     assert_eq!(decide(&p, "secrets/prod.env").verdict, Verdict::Reject);
     // A link named `secrets` in place of the directory is caught too.
     assert_eq!(decide(&p, "secrets").verdict, Verdict::Reject);
-    assert_eq!(decide(&p, "secretsx").verdict, Verdict::Queue);
+    assert_eq!(decide(&p, "secretsx.txt").verdict, Verdict::Queue);
     let r = decide(&p, "README.md");
     assert_eq!((r.verdict, r.policy_rule), (Verdict::Human, Some(2)));
     // No `/`: the name at any depth.

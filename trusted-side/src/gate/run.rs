@@ -243,7 +243,14 @@ fn judge(
     // 9. secrets in added lines
     report.extend(scan::scan_added_lines(&scan::scanner()?, &patch));
     // 10. classification, policy, dependencies; policy rules that matched nothing
-    decide::decide_paths(&patch, &files, &opts.policy, report);
+    // The tree layers see the packed revision: the manifest's listing, blobs read from the
+    // local repository at that revision (`tree.rs`).
+    let listing = bundle.manifest.files.iter().map(|f| super::tree::TreeFile {
+        path: f.path.clone(),
+        executable: f.executable(),
+    });
+    let packed_tree = super::tree::GitTree::new(&opts.repo, &record.revision, listing.collect());
+    decide::decide_paths(&patch, &files, &opts.policy, &packed_tree, report);
     let packed = bundle.manifest.files.iter().map(|f| f.path.as_str());
     let seen = packed.chain(patch.files.iter().map(|f| f.path.as_str()));
     let unused = opts.policy.unused_rules(seen);

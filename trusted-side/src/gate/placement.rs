@@ -1,0 +1,127 @@
+//! The placement rules of the tree layer: where a changed file sits in the packed tree. A file
+//! under `templates/` beside a `Chart.yaml` is a Helm template, a `.tpl`/`.tmpl` beside a deploy
+//! descriptor is `iac`, any other file inside a deploy package (a Helm chart, a Nomad Pack)
+//! below the root is `iac` (weakly: only out of `src` and `other`).
+//!
+//! Guards against: a chart's template or value file hidden under a directory name no path rule
+//! knows. Reads only the tree's listing (no content), in time linear in the changed paths times
+//! their depth (each lookup is a `BTreeSet` probe or range).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::classify::Bucket;
+use super::reach::{dir_of, Change, Raised};
+
+/// Helm templates and deploy templates, by where they sit in the tree.
+pub(crate) fn placement(
+    changes: &[Change<'_>],
+    all: &BTreeSet<String>,
+) -> BTreeMap<String, Raised> {
+    let mut out = BTreeMap::new();
+    let has = |dir: &str, names: &[&str]| {
+        names.iter().any(|n| {
+            let p = if dir.is_empty() {
+                (*n).to_owned()
+            } else {
+                format!("{dir}/{n}")
+            };
+            all.contains(&p)
+        })
+    };
+    let descriptor = |dir: &str| {
+        has(
+            dir,
+            &[
+                "Chart.yaml",
+                "kustomization.yaml",
+                "kustomization.yml",
+                "docker-compose.yml",
+                "compose.yaml",
+                "main.tf",
+                "helmfile.yaml",
+            ],
+        ) || {
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            all.range(prefix.clone()..)
+                .take_while(|f| f.starts_with(&prefix))
+                .filter(|f| !f[prefix.len()..].contains('/'))
+                .any(|f| f.ends_with(".tf") || f.ends_with(".nomad") || f.ends_with(".nomad.hcl"))
+        }
+    };
+    for c in changes {
+        let comps: Vec<&str> = c.path.split('/').collect();
+        if let Some(i) = comps[..comps.len().saturating_sub(1)]
+            .iter()
+            .position(|d| *d == "templates")
+        {
+            let chart = comps[..i].join("/");
+            if has(&chart, &["Chart.yaml", "Chart.yml"]) {
+                let at = if chart.is_empty() {
+                    "Chart.yaml".to_owned()
+                } else {
+                    format!("{chart}/Chart.yaml")
+                };
+                out.insert(
+                    c.path.to_owned(),
+                    Raised {
+                        bucket: Bucket::Iac,
+                        rule: "iac.helm-template",
+                        because: format!("a template of the chart {at}"),
+                        weak: false,
+                    },
+                );
+                continue;
+            }
+        }
+        let package = (1..comps.len())
+            .rev()
+            .map(|n| comps[..n].join("/"))
+            .find(|d| {
+                has(d, &["Chart.yaml", "Chart.yml"])
+                    || (has(d, &["metadata.hcl"]) && has(d, &["variables.hcl"]))
+            });
+        let media = [
+            ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".log", ".md",
+        ]
+        .iter()
+        .any(|e| c.path.to_ascii_lowercase().ends_with(e));
+        if let Some(root) = package.filter(|_| !media) {
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Iac,
+                    rule: "iac.package-file",
+                    because: format!("inside the deploy package {root}/"),
+                    weak: true,
+                },
+            );
+        }
+        let lower = c.path.to_ascii_lowercase();
+        if [".tpl", ".tmpl", ".gotmpl"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+            && !lower.contains(".md.")
+        {
+            let dir = dir_of(c.path);
+            if descriptor(dir) || descriptor(dir_of(dir)) {
+                out.insert(
+                    c.path.to_owned(),
+                    Raised {
+                        bucket: Bucket::Iac,
+                        rule: "iac.deploy-template",
+                        because: format!(
+                            "beside a deploy descriptor in {}/",
+                            if dir.is_empty() { "." } else { dir }
+                        ),
+                        weak: false,
+                    },
+                );
+            }
+        }
+    }
+    out
+}

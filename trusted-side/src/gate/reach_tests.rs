@@ -1,0 +1,169 @@
+use super::*;
+use crate::gate::classify::{classify_change, Layer};
+
+const FIXTURES: &str = include_str!("../../tests/data/classify/trees.txt");
+
+/// A fixture tree and its expectations: (path, bucket, rule, evidence).
+struct Fixture {
+    name: String,
+    tree: MemTree,
+    expect: Vec<(String, String, String, String)>,
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let mut out: Vec<Fixture> = Vec::new();
+    let mut file: Option<(String, bool, String)> = None;
+    let mut in_expect = false;
+    let flush = |file: &mut Option<(String, bool, String)>, out: &mut Vec<Fixture>| {
+        if let (Some((p, x, c)), Some(f)) = (file.take(), out.last_mut()) {
+            f.tree.add(&p, x, c.as_bytes());
+        }
+    };
+    for line in FIXTURES.lines() {
+        if let Some(name) = line.strip_prefix("=== tree ") {
+            flush(&mut file, &mut out);
+            in_expect = false;
+            out.push(Fixture {
+                name: name.to_owned(),
+                tree: MemTree::new(),
+                expect: Vec::new(),
+            });
+        } else if line == "=== expect" {
+            flush(&mut file, &mut out);
+            in_expect = true;
+        } else if in_expect {
+            let mut parts = line.splitn(4, ' ');
+            let (p, b, r) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
+            let why = parts.next().unwrap_or_default();
+            if let Some(f) = out.last_mut() {
+                f.expect
+                    .push((p.to_owned(), b.to_owned(), r.to_owned(), why.to_owned()));
+            }
+        } else if let Some(path) = line.strip_prefix("--- ") {
+            flush(&mut file, &mut out);
+            file = Some(match path.strip_suffix(" [x]") {
+                Some(p) => (p.to_owned(), true, String::new()),
+                None => (path.to_owned(), false, String::new()),
+            });
+        } else if let Some((_, _, c)) = file.as_mut() {
+            c.push_str(line);
+            c.push('\n');
+        } else if !line.starts_with('#') && !line.is_empty() {
+            panic!("trees.txt: stray line {line:?}");
+        }
+    }
+    flush(&mut file, &mut out);
+    out
+}
+
+#[test]
+fn fixture_trees_classify_each_change_with_the_entry_point_named() {
+    let fx = fixtures();
+    assert!(fx.len() >= 5);
+    for f in &fx {
+        for (path, bucket, rule, why) in &f.expect {
+            let content = f.tree.read(&[path.as_str()]).remove(0).unwrap_or_default();
+            let exec = f
+                .tree
+                .files()
+                .iter()
+                .any(|t| &t.path == path && t.executable);
+            let change = Change {
+                path,
+                new: Some(&content),
+                executable: exec,
+            };
+            let got = classify_change(&[change], &f.tree).remove(0);
+            assert_eq!(
+                (got.class.bucket.as_str(), got.class.rule),
+                (bucket.as_str(), rule.as_str()),
+                "{}: {path}",
+                f.name
+            );
+            if !why.is_empty() {
+                assert_eq!(
+                    got.because.as_deref(),
+                    Some(why.as_str()),
+                    "{}: {path}",
+                    f.name
+                );
+                assert_eq!(got.layer, Layer::Tree);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_change_that_adds_a_workflow_makes_the_script_it_runs_ci() {
+    // Neither file is in the packed tree: the overlay of the change is read too.
+    let wf = b"jobs:\n  x:\n    steps:\n      - run: python3 src/exfil.py\n";
+    let script = b"import os\n";
+    let changes = [
+        Change {
+            path: ".github/workflows/new.yml",
+            new: Some(wf),
+            executable: false,
+        },
+        Change {
+            path: "src/exfil.py",
+            new: Some(script),
+            executable: false,
+        },
+    ];
+    let got = classify_change(&changes, &MemTree::new());
+    assert_eq!(got[1].class.rule, "ci.reached");
+    assert_eq!(
+        got[1].because.as_deref(),
+        Some("run by .github/workflows/new.yml")
+    );
+}
+
+#[test]
+fn tokens_read_paths_not_globs_variables_or_urls() {
+    let all: BTreeSet<String> = ["a/b.sh", "c.py", "x/y/z.sh"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let exec = BTreeSet::new();
+    let named = |text: &str| {
+        named_by(
+            ".github/workflows/w.yml",
+            text.as_bytes(),
+            &all,
+            &exec,
+            true,
+        )
+    };
+    assert_eq!(
+        named("run: ./a/b.sh && ${{ github.workspace }}/c.py"),
+        ["a/b.sh", "c.py"]
+    );
+    assert_eq!(named("run: $ROOT/x/y/z.sh"), ["x/y/z.sh"]);
+    assert!(named("paths: ['a/b.sh']\nrun: curl https://a/b.sh\nrun: a/*.sh").is_empty());
+    assert_eq!(named("run: ../../a/b.sh"), ["a/b.sh"]);
+    assert!(named("run: ../../../a/b.sh").is_empty());
+    assert_eq!(normalise("a/../../b"), None);
+}
+
+#[test]
+fn entry_points_are_capped_and_unreadable_ones_skipped() {
+    let mut tree = MemTree::new();
+    for i in 0..(MAX_ENTRY_POINTS + 10) {
+        tree.add(&format!("p{i}/Makefile"), false, b"all:\n\t./run.sh\n");
+    }
+    tree.add("p0/run.sh", false, b"echo\n");
+    let changes = [Change {
+        path: "p0/run.sh",
+        new: None,
+        executable: false,
+    }];
+    let raised = raise_by_tree(&changes, &tree);
+    assert_eq!(
+        raised.get("p0/run.sh").map(|r| r.rule),
+        Some("build.reached")
+    );
+}

@@ -1,0 +1,212 @@
+//! The tree the classification's tree layers read: the [`Tree`] trait, [`MemTree`] (in memory,
+//! for tests and callers that hold the bytes) and [`GitTree`], a committed revision of a local
+//! repository: the listing comes from the signed bundle's manifest (the gate already holds it) or
+//! from `git ls-tree` (`airlock classify --repo`), contents from one `git cat-file --batch`
+//! process per read, `<commit>:<path>` requests on stdin.
+//!
+//! Guards against: reading the working tree instead of the committed revision, option injection
+//! through the revision or a path (both go in on stdin, never as arguments), a path that names
+//! something else than a file (a tree, a submodule: not read), and large blobs (each read is
+//! capped at [`MAX_READ_BYTES`]; the size git announces is checked before anything is kept).
+//! On failure to run git, reads give `None`: the tree layers then see less, and the name and
+//! content layers still decide.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use std::collections::BTreeMap;
+
+use super::reach::MAX_READ_BYTES;
+
+/// One file of a tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeFile {
+    /// Repository-relative path, `/`-separated.
+    pub path: String,
+    /// Whether the file is executable.
+    pub executable: bool,
+}
+
+/// A read-only view of the packed revision.
+pub trait Tree {
+    /// Every file of the tree.
+    fn files(&self) -> &[TreeFile];
+    /// The first [`MAX_READ_BYTES`] of each of `paths` (`None`: missing or unreadable).
+    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>>;
+}
+
+/// A tree held in memory: for tests and for callers that already have the bytes.
+#[derive(Default, Debug)]
+pub struct MemTree {
+    files: Vec<TreeFile>,
+    content: BTreeMap<String, Vec<u8>>,
+}
+
+impl MemTree {
+    /// An empty tree.
+    pub fn new() -> MemTree {
+        MemTree::default()
+    }
+
+    /// Adds a file with its content.
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "read by tests and the documentation test")
+    )]
+    pub fn add(&mut self, path: &str, executable: bool, content: &[u8]) -> &mut MemTree {
+        self.files.push(TreeFile {
+            path: path.to_owned(),
+            executable,
+        });
+        self.content.insert(path.to_owned(), content.to_vec());
+        self
+    }
+}
+
+impl Tree for MemTree {
+    fn files(&self) -> &[TreeFile] {
+        &self.files
+    }
+
+    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
+        paths
+            .iter()
+            .map(|p| {
+                self.content
+                    .get(*p)
+                    .map(|c| c[..c.len().min(MAX_READ_BYTES)].to_vec())
+            })
+            .collect()
+    }
+}
+
+/// Largest number of paths asked of one `git cat-file` process: the requests must fit the pipe
+/// (they are written before the answers are read).
+const MAX_BATCH: usize = 512;
+
+/// A committed revision as the tree layers read it.
+pub struct GitTree {
+    repo: PathBuf,
+    commit: String,
+    files: Vec<TreeFile>,
+}
+
+impl GitTree {
+    /// A tree listed by `files` (path, executable), read from `commit` in `repo`.
+    pub fn new(repo: &Path, commit: &str, files: Vec<TreeFile>) -> GitTree {
+        GitTree {
+            repo: repo.to_owned(),
+            commit: commit.to_owned(),
+            files,
+        }
+    }
+
+    /// The tree of `rev` in `repo`, listed with `git ls-tree`.
+    pub fn list(repo: &Path, rev: &str) -> anyhow::Result<GitTree> {
+        let git = crate::git::Repo::open(repo)?;
+        let (commit, _) = git.resolve(rev)?;
+        let files = git
+            .list_tree(&commit)?
+            .into_iter()
+            .filter(|e| e.kind == "blob")
+            .filter_map(|e| {
+                Some(TreeFile {
+                    path: String::from_utf8(e.path).ok()?,
+                    executable: e.mode == "100755",
+                })
+            })
+            .collect();
+        Ok(GitTree::new(repo, &commit, files))
+    }
+
+    fn read_batch(&self, paths: &[&str]) -> Option<Vec<Option<Vec<u8>>>> {
+        let mut child = Command::new("git")
+            .arg("-C")
+            .arg(&self.repo)
+            .args(["cat-file", "--batch"])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut requests = String::new();
+        for p in paths {
+            // A path with a newline cannot be asked for; it reads as missing.
+            let p = if p.contains('\n') { "\u{0}" } else { p };
+            requests.push_str(&format!("{}:{p}\n", self.commit));
+        }
+        let mut stdin = child.stdin.take()?;
+        stdin.write_all(requests.as_bytes()).ok()?;
+        drop(stdin);
+        let mut out = BufReader::new(child.stdout.take()?);
+        let mut answers = Vec::with_capacity(paths.len());
+        for _ in paths {
+            let mut header = String::new();
+            out.read_line(&mut header).ok()?;
+            let fields: Vec<&str> = header.split_whitespace().collect();
+            let [_, kind, size] = fields.as_slice() else {
+                answers.push(None); // `<request> missing`
+                continue;
+            };
+            let size: u64 = size.parse().ok()?;
+            // Keep at most MAX_READ_BYTES; the rest (and the record's newline) is skipped, never
+            // held in memory whatever size git announces.
+            let keep = size.min(MAX_READ_BYTES as u64);
+            let mut body = Vec::with_capacity(keep as usize);
+            (&mut out).take(keep).read_to_end(&mut body).ok()?;
+            std::io::copy(&mut (&mut out).take(size - keep + 1), &mut std::io::sink()).ok()?;
+            answers.push((*kind == "blob").then_some(body));
+        }
+        let _ = child.wait();
+        Some(answers)
+    }
+}
+
+impl Tree for GitTree {
+    fn files(&self) -> &[TreeFile] {
+        &self.files
+    }
+
+    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
+        let mut out = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(MAX_BATCH) {
+            match self.read_batch(chunk) {
+                Some(a) => out.extend(a),
+                None => out.extend(chunk.iter().map(|_| None)),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::test_git::git;
+
+    #[test]
+    fn reads_the_committed_revision_not_the_work_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q"]);
+        std::fs::create_dir_all(d.join("scripts")).unwrap();
+        std::fs::write(d.join("scripts/a.sh"), "committed\n").unwrap();
+        std::fs::write(d.join("big.txt"), vec![b'x'; MAX_READ_BYTES + 10]).unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-qm", "x"]);
+        std::fs::write(d.join("scripts/a.sh"), "edited\n").unwrap();
+        let tree = GitTree::list(d, "HEAD").unwrap();
+        assert_eq!(tree.files().len(), 2);
+        // A blob over the cap is cut, and the stream stays in step for the next one.
+        let got = tree.read(&["big.txt", "scripts/a.sh"]);
+        assert_eq!(got[0].as_ref().map(Vec::len), Some(MAX_READ_BYTES));
+        assert_eq!(got[1].as_deref(), Some(&b"committed\n"[..]));
+        let got = tree.read(&["scripts/a.sh", "missing.sh", "scripts", "--help"]);
+        assert_eq!(got[0].as_deref(), Some(&b"committed\n"[..]));
+        assert_eq!(got[1], None);
+        assert_eq!(got[2], None, "a directory is not read");
+        assert_eq!(got[3], None);
+    }
+}
