@@ -31,6 +31,11 @@ pub struct Repo {
     dir: PathBuf,
 }
 
+/// A `git -C dir` command with the environment every read here uses.
+pub fn command(dir: &Path) -> Command {
+    git(dir)
+}
+
 fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
     c.arg("-C").arg(dir);

@@ -299,10 +299,19 @@ pub fn generate(seed: u64) -> Vec<EvalFile> {
         if !value.contains(['\n', '"', '\'', '\\', '`']) && value.len() >= 16 {
             let (path, text, pieces, range) = split_literal(&mut rng, i, name, value);
             let mut p = parts.clone();
+            // A piece is secret if it holds part of a random part (not `postgresql://app:`).
+            let secret_piece = |x: &&String| {
+                x.len() >= 8
+                    && x.as_bytes().windows(6).any(|w| {
+                        s.parts
+                            .iter()
+                            .any(|sp| sp.as_bytes().windows(6).any(|v| v == w))
+                    })
+            };
             p.extend(
                 pieces
                     .iter()
-                    .filter(|x| x.len() >= 8)
+                    .filter(secret_piece)
                     .map(|x| x.as_bytes().to_vec()),
             );
             // A random part cut in two is no longer in the file whole: keep the pieces.

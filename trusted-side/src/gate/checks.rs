@@ -603,6 +603,7 @@ mod tests {
             files,
             redactions: Vec::<Redaction>::new(),
             skipped: BTreeMap::new(),
+            omitted: Vec::new(),
         }
     }
 
