@@ -124,8 +124,10 @@ pub fn is_placeholder(secret: &[u8]) -> bool {
     {
         return true;
     }
-    // One character repeated, or almost no variety.
-    if longest_repeat(secret) >= 8 {
+    // One character repeated over a good part of the value (not a run of `A`s inside a
+    // key blob: the OpenSSH key header has eleven), or almost no variety.
+    let run = longest_repeat(secret);
+    if run >= 8 && run * 3 >= secret.len() {
         return true;
     }
     if secret.len() >= 8 && distinct(secret) <= 3 {

@@ -59,7 +59,8 @@ macro_rules! assign {
         concat!(
             "(?i)",
             $name,
-            r#"[\w.\-]*["']?[ \t]*(?:=|:=|:|=>|\?=)[ \t]*["'`]?("#,
+            // An optional type annotation: Rust `: &str`, TypeScript `: string`.
+            r#"[\w.\-]*["']?[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_]\w*[ \t]*)?(?:=|:=|:|=>|\?=)[ \t]*["'`]?("#,
             $value,
             r#")(?:["'`,;&)\]}>\s]|$)"#
         )
@@ -1484,7 +1485,9 @@ static DEFS: &[Def] = &[
         id: "netrc-credentials",
         description: ".netrc machine password",
         keywords: &["machine"],
-        regex: r#"(?:^|\s)machine[ \t\r\n]+\S+[ \t\r\n]+(?:login[ \t\r\n]+\S+[ \t\r\n]+)?password[ \t\r\n]+"?([^\s"]+)"?"#,
+        // No word boundary before `machine`: in a binary's printable runs a stray byte
+        // often precedes it; the login/password structure that follows is specific enough.
+        regex: r#"machine[ \t\r\n]+\S+[ \t\r\n]+(?:login[ \t\r\n]+\S+[ \t\r\n]+)?password[ \t\r\n]+"?([^\s"]+)"?"#,
         span: Span::Block,
         allow: &[(Target::Secret, PLACEHOLDER_PASSWORDS)],
         examples: &[
@@ -1577,6 +1580,166 @@ static DEFS: &[Def] = &[
         examples: &["Authorization: Basic {{b64:32}}\n"],
         false_positives: &["Authorization: Basic <base64 user:pass>\n", "auth_type = \"basic\"\n"],
         sample: S::Assign("proxy_headers", "Authorization: Basic {{b64:32}}"),
+        ..BASE
+    },
+    // ---------------------------------------------------------------- frameworks, keystores
+    Def {
+        id: "private-key-ssh1",
+        description: "SSH protocol 1 private key file (binary; found in its printable runs)",
+        keywords: &["ssh private key file format 1.1"],
+        regex: r"SSH PRIVATE KEY FILE FORMAT 1\.1",
+        examples: &["SSH PRIVATE KEY FILE FORMAT 1.1\n"],
+        false_positives: &["SSH PRIVATE KEY FILE FORMAT 2\n"],
+        sample: S::File("legacy/identity", "SSH PRIVATE KEY FILE FORMAT 1.1\n{{~a:40}}\n"),
+        ..BASE
+    },
+    Def {
+        id: "django-secret-key",
+        description: "Django SECRET_KEY (django-insecure- prefix, or get_random_secret_key's alphabet with its punctuation)",
+        keywords: &["secret_key"],
+        regex: r#"(?i)secret_key["']?[ \t]*(?:=|:|=>)[ \t]*(?:os\.environ\.get\([^,]{1,40},[ \t]*|env\([^,]{1,40},[ \t]*(?:default=)?)?["'](django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{32,}|[a-z0-9!@#$%^&*(\-_=+)]{0,80}[!@#$%^&*(=+)][a-z0-9!@#$%^&*(\-_=+)]{0,80})["']"#,
+        entropy: 3.5,
+        examples: &[
+            "@path=mysite/settings.py\nSECRET_KEY = 'django-insecure-{{dj:50}}'\n",
+            "@path=mysite/settings.py\nSECRET_KEY = os.environ.get(\"DJANGO_SECRET_KEY\", \"{{dj:50}}\")\n",
+        ],
+        false_positives: &[
+            "@path=mysite/settings.py\nSECRET_KEY = os.environ[\"DJANGO_SECRET_KEY\"]\n",
+            "@path=mysite/settings.py\nSECRET_KEY = 'django-insecure-change-me-in-production-please-xxxxxxxx'\n",
+        ],
+        sample: S::File(
+            "mysite/settings.py",
+            "from pathlib import Path\n\nBASE_DIR = Path(__file__).resolve().parent.parent\n\n# SECURITY WARNING: keep the secret key used in production secret!\nSECRET_KEY = 'django-insecure-{{dj:50}}'\n\nDEBUG = True\nALLOWED_HOSTS = []\n",
+        ),
+        ..BASE
+    },
+    Def {
+        id: "flask-secret-key",
+        description: "Flask secret_key / SECRET_KEY, incl. a bytes literal with \\x escapes (entropy ≥ 3.5)",
+        keywords: &["secret_key"],
+        regex: r#"(?i)(?:(?:\.secret_key|\[["']secret_key["']\])[ \t]*=[ \t]*b?["']((?:\\x[0-9a-fA-F]{2}|[^"'\\\s]){16,})["']|secret_key[ \t]*=[ \t]*b["']((?:\\x[0-9a-fA-F]{2}|[^"'\\\s]){12,})["'])"#,
+        entropy: 3.5,
+        examples: &[
+            "@path=app/__init__.py\napp.secret_key = b'{{a:8}}\\x8f\\x1c{{a:8}}\\xe2'\n",
+            "@path=app/config.py\napp.config['SECRET_KEY'] = '{{h:48}}'\n",
+        ],
+        false_positives: &[
+            "@path=app/config.py\napp.config['SECRET_KEY'] = os.urandom(24)\n",
+            "@path=app/config.py\napp.secret_key = 'dev'\n",
+        ],
+        sample: S::File(
+            "app/__init__.py",
+            "from flask import Flask\n\napp = Flask(__name__)\napp.config['SECRET_KEY'] = '{{u64:43}}'\n\n@app.route('/')\ndef index():\n    return 'ok'\n",
+        ),
+        ..BASE
+    },
+    Def {
+        id: "rails-secret-key-base",
+        description: "Rails secret_key_base (128 hex) (entropy ≥ 3)",
+        keywords: &["secret_key_base", "secretkeybase"],
+        regex: assign!("secret_?key_?base", "[0-9a-f]{64,}"),
+        entropy: 3.0,
+        examples: &["production:\n  secret_key_base: {{h:128}}\n", "SECRET_KEY_BASE={{h:128}}\n"],
+        false_positives: &["secret_key_base: <%= ENV[\"SECRET_KEY_BASE\"] %>\n"],
+        sample: S::Assign("secret_key_base", "{{h:128}}"),
+        ..BASE
+    },
+    Def {
+        id: "rails-master-key",
+        description: "Rails master key (RAILS_MASTER_KEY, or the whole of config/master.key or config/credentials/*.key)",
+        keywords: &["master_key", "masterkey"],
+        regex: assign!("(?:rails_?)?master_?key", "[0-9a-f]{32}"),
+        entropy: 3.0,
+        examples: &["RAILS_MASTER_KEY={{h:32}}\n"],
+        false_positives: &["RAILS_MASTER_KEY=${{ secrets.RAILS_MASTER_KEY }}\n"],
+        sample: S::Assign("rails_master_key", "{{h:32}}"),
+        ..BASE
+    },
+    Def {
+        id: "rails-master-key-file",
+        description: "Rails config/master.key or config/credentials/<env>.key (32 hex, the whole file)",
+        keywords: &[],
+        regex: r"\A[ \t\r\n]*([0-9a-f]{32})[ \t\r\n]*\z",
+        path: Some(r"(?:^|/)config/(?:master|credentials/[\w.\-]+)\.key$"),
+        entropy: 3.0,
+        examples: &["@path=config/master.key\n{{h:32}}"],
+        false_positives: &["@path=config/other.key\n{{~h:32}}"],
+        sample: S::File("config/credentials/production.key", "{{h:32}}"),
+        ..BASE
+    },
+    Def {
+        id: "laravel-app-key",
+        description: "Laravel APP_KEY (base64: + a 32-byte key) (entropy ≥ 4)",
+        keywords: &["base64:"],
+        regex: r"(?:^|[^A-Za-z0-9+/])(base64:[A-Za-z0-9+/]{43}=)",
+        entropy: 4.0,
+        examples: &["APP_KEY=base64:{{b64:43}}=\n", "'key' => env('APP_KEY', 'base64:{{b64:43}}='),\n"],
+        false_positives: &["APP_KEY=\n", "<img src=\"data:image/png;base64,{{~b64:60}}\">\n"],
+        sample: S::Assign("app_key", "base64:{{b64:43}}="),
+        ..BASE
+    },
+    Def {
+        id: "symfony-app-secret",
+        description: "Symfony APP_SECRET / framework.secret (entropy ≥ 3)",
+        keywords: &["app_secret", "appsecret"],
+        regex: assign!("app_?secret", r"[0-9a-fA-F]{32,}|[A-Za-z0-9+/=_\-]{20,}"),
+        entropy: 3.0,
+        examples: &["APP_SECRET={{h:32}}\n", "    APP_SECRET: '{{h:40}}'\n"],
+        false_positives: &["APP_SECRET=\n", "secret: '%env(APP_SECRET)%'\n"],
+        sample: S::Assign("app_secret", "{{h:32}}"),
+        ..BASE
+    },
+    Def {
+        id: "jwt-signing-secret",
+        description: "JWT / session signing secret: a JWT_SECRET-like name, or the key argument of jwt.sign(...) (entropy ≥ 3.3)",
+        keywords: &["jwt", ".sign("],
+        regex: r#"(?i)(?:jwt[\w.\-]*?(?:secret|key|signing)[\w.\-]*["']?[ \t]*(?:=|:=|:|=>)[ \t]*["'`]?([^\s"'`,;)]{12,})|\.sign\([^,()\r\n]{1,100},[ \t]*["'`]([^"'`\s]{12,})["'`])"#,
+        entropy: 3.3,
+        examples: &[
+            "JWT_SECRET={{a:32}}\n",
+            "@path=src/auth.js\nconst token = jwt.sign({ sub: user.id }, '{{a:24}}', { expiresIn: '1h' });\n",
+        ],
+        false_positives: &[
+            "JWT_SECRET=${JWT_SECRET}\n",
+            "@path=src/auth.js\nconst token = jwt.sign(payload, process.env.JWT_SECRET);\n",
+            "jwt_signing_algorithm: RS256\n",
+        ],
+        sample: S::Assign("jwt_secret", "{{a:32}}"),
+        ..BASE
+    },
+    Def {
+        id: "express-session-secret",
+        description: "Express / Koa session or cookie secret (secret: '...' passed to session(), cookieParser(...)) (entropy ≥ 3.3)",
+        keywords: &["session(", "cookieparser(", "cookie-session"],
+        regex: r#"(?i)(?:session\(\s*\{[^}]{0,200}?\bsecret[ \t]*:[ \t]*["'`]([^"'`\s]{12,})["'`]|cookieParser\([ \t]*["'`]([^"'`\s]{12,})["'`])"#,
+        entropy: 3.3,
+        span: Span::Block,
+        examples: &[
+            "@path=server.js\napp.use(session({\n  secret: '{{a:32}}',\n  resave: false,\n}));\n",
+            "@path=server.js\napp.use(cookieParser('{{a:24}}'));\n",
+        ],
+        false_positives: &["@path=server.js\napp.use(session({ secret: process.env.SESSION_SECRET }));\n"],
+        sample: S::File(
+            "server.js",
+            "const express = require('express');\nconst session = require('express-session');\nconst app = express();\napp.use(session({\n  secret: '{{a:32}}',\n  resave: false,\n  saveUninitialized: true,\n}));\napp.listen(3000);\n",
+        ),
+        ..BASE
+    },
+    Def {
+        id: "kubeconfig-user-credential",
+        description: "kubeconfig user credential (token, id-token, refresh-token, client-secret, password) (entropy ≥ 3.3)",
+        keywords: &["token:", "client-secret:", "password:"],
+        regex: r#"(?m)^[ \t]+(?:-[ \t]+)?(?:token|id-token|refresh-token|access-token|client-secret|password):[ \t]*["']?([A-Za-z0-9._~+/=:\-]{12,})["']?[ \t]*\r?$"#,
+        context: Some(r"(?m)^(?:kind:[ \t]*Config|users:|contexts:)"),
+        entropy: 3.3,
+        examples: &[
+            "apiVersion: v1\nkind: Config\nusers:\n- name: ci\n  user:\n    token: {{u64:40}}\n",
+        ],
+        false_positives: &["apiVersion: v1\nkind: Config\nusers:\n- name: ci\n  user:\n    token: ${KUBE_TOKEN}\n"],
+        sample: S::File(
+            "deploy/ci.kubeconfig.yaml",
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n  name: prod\ncontexts:\n- context:\n    cluster: prod\n    user: deployer\n  name: prod\ncurrent-context: prod\nusers:\n- name: deployer\n  user:\n    token: {{a:12}}.{{u64:40}}\n",
+        ),
         ..BASE
     },
     // ---------------------------------------------------------------- fallbacks (last)

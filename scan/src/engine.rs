@@ -1,7 +1,7 @@
 //! The scanner: checks rules once, compiles each regex on first use (`lazy_regex.rs`), then
 //! finds secrets in file contents.
 //!
-//! Scanning one file: (1) binary content (a NUL byte in the first 8 KiB) and allowlisted
+//! Scanning one text (`deep.rs` decides which texts a file holds): (1) allowlisted
 //! paths are skipped; (2) one Aho-Corasick pass over the bytes finds every rule keyword
 //! (ASCII case-insensitive); (3) each rule with a keyword hit runs its regex only over the
 //! windows around its hits (the hit's line, or a 64 KiB block for key blocks, or the whole
@@ -16,9 +16,8 @@
 //! are size-capped at compile time, and no index into the content is unchecked.
 //! On return: findings are sorted by position, carry the secret's byte range, line and
 //! column, and a fingerprint, never the value.
-//! Does not check: files over the size cap or binary files (they are reported as skipped
-//! by [`Scanner::scan_files_parallel`]); encodings other than ASCII-compatible ones
-//! (UTF-16 text has NUL bytes and counts as binary).
+//! Does not check: files over the size cap (reported as skipped by
+//! [`Scanner::scan_files_parallel`]); encodings (`deep.rs` decodes before calling here).
 
 use std::fmt;
 use std::io::Read;
@@ -35,7 +34,6 @@ use sha2::{Digest, Sha256};
 
 use crate::allow;
 use crate::error::ScanError;
-use crate::keywords::KeywordIndex;
 use crate::lazy_regex::{Checks, LazyRegex};
 use crate::rule::{check_rule_id, Allowlist, Check, Condition, Rule, Span, Target};
 
@@ -97,8 +95,6 @@ impl fmt::Display for Finding {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "reason")]
 pub enum SkipReason {
-    /// NUL byte in the first 8 KiB.
-    Binary,
     /// Larger than the per-file cap.
     TooLarge {
         /// Size seen (at least `limit + 1` if the file grew while read).
@@ -125,7 +121,6 @@ pub struct SkippedFile {
 impl fmt::Display for SkippedFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.reason {
-            SkipReason::Binary => write!(f, "{}: skipped: binary", self.path),
             SkipReason::TooLarge { size, limit } => {
                 write!(
                     f,
@@ -177,8 +172,6 @@ enum Prefilter {
     /// No rule has keywords.
     Empty,
     Ready(AhoCorasick),
-    /// For small inputs ([`Scanner::with_small_inputs`]): no automaton.
-    Small(KeywordIndex),
     /// Could not be built (cannot happen: the same keywords built at load time); every
     /// keyword rule then runs on the whole file.
     Broken,
@@ -192,8 +185,8 @@ pub struct Scanner {
     keywords: Vec<String>,
     /// The keyword search, built on first use (see [`Scanner::with_small_inputs`]).
     prefilter: std::sync::OnceLock<Prefilter>,
-    /// Search keywords with [`KeywordIndex`] (quick to build, slower per byte) instead of
-    /// an automaton.
+    /// Search keywords with Aho-Corasick's noncontiguous NFA (quick to build, slower per
+    /// byte) instead of its DFA.
     small_inputs: bool,
     /// Pattern id of the prefilter -> rules that have that keyword.
     keyword_rules: Vec<Vec<usize>>,
@@ -634,9 +627,9 @@ impl Scanner {
     }
 
     /// Searches keywords for small inputs (a diff's added lines, a prompt, a manifest
-    /// rather than a tree): with a [`KeywordIndex`] built in a few thousand instructions
-    /// instead of an automaton (2.3 M for the built-in keywords), a little slower per byte.
-    /// Same matches either way (a test compares them).
+    /// rather than a tree) with the automaton that is quick to build (a noncontiguous NFA)
+    /// rather than the one that is quick to run (a DFA). Same matches either way (a test
+    /// compares them).
     pub fn with_small_inputs(mut self) -> Scanner {
         self.small_inputs = true;
         self
@@ -648,15 +641,12 @@ impl Scanner {
         &self.keywords
     }
 
-    /// The keyword search, built on first use: a DFA for trees, a [`KeywordIndex`] with
-    /// [`Scanner::with_small_inputs`]; the noncontiguous NFA if the DFA cannot be built.
+    /// The keyword search, built on first use: a DFA for trees, the noncontiguous NFA with
+    /// [`Scanner::with_small_inputs`] or if the DFA cannot be built.
     fn prefilter(&self) -> &Prefilter {
         self.prefilter.get_or_init(|| {
             if self.keywords.is_empty() {
                 return Prefilter::Empty;
-            }
-            if self.small_inputs {
-                return Prefilter::Small(KeywordIndex::new(&self.keywords));
             }
             let builder = |kind: AhoCorasickKind| {
                 AhoCorasick::builder()
@@ -667,7 +657,12 @@ impl Scanner {
                     .prefilter(false)
                     .build(&self.keywords)
             };
-            builder(AhoCorasickKind::DFA)
+            let first = if self.small_inputs {
+                AhoCorasickKind::NoncontiguousNFA
+            } else {
+                AhoCorasickKind::DFA
+            };
+            builder(first)
                 .or_else(|_| builder(AhoCorasickKind::NoncontiguousNFA))
                 .map_or(Prefilter::Broken, Prefilter::Ready)
         })
@@ -766,7 +761,7 @@ impl Scanner {
         self.global.iter().any(|g| g.allows_whole_path(path))
     }
 
-    fn fingerprint(&self, rule_id: &str, secret: &[u8]) -> String {
+    pub(crate) fn fingerprint(&self, rule_id: &str, secret: &[u8]) -> String {
         let mut h = Sha256::new();
         h.update(b"airlock-scan fingerprint v1\0");
         h.update((self.fingerprint_salt.len() as u64).to_be_bytes());
@@ -778,16 +773,14 @@ impl Scanner {
         hex::encode(d.get(..8).unwrap_or_default())
     }
 
-    /// Scans one file's bytes (the caller caps the size). Returns no finding for binary
-    /// content (see [`is_binary`]) or an allowlisted path.
+    /// Scans one file's bytes in every form (the caller caps the size): the findings of
+    /// [`Scanner::scan_content`]. Returns nothing for an allowlisted path.
     pub fn scan(&self, path: &str, content: &[u8]) -> Vec<Finding> {
-        if is_binary(content) || self.is_path_allowlisted(path) {
-            return Vec::new();
-        }
-        self.scan_text(path, content)
+        self.scan_content(path, content).findings
     }
 
-    fn scan_text(&self, path: &str, content: &[u8]) -> Vec<Finding> {
+    /// The patterns over `content` as it is (no decoding, no joining).
+    pub(crate) fn scan_text(&self, path: &str, content: &[u8]) -> Vec<Finding> {
         let n = self.rules.len();
         // Which rules apply to this path: None = not yet computed.
         let mut applies: Vec<Option<bool>> = vec![None; n];
@@ -878,7 +871,6 @@ impl Scanner {
                         on_hit(hit.pattern().as_usize(), hit.start(), hit.end());
                     }
                 }
-                Prefilter::Small(index) => index.for_each_hit(content, on_hit),
                 Prefilter::Empty | Prefilter::Broken => {}
             }
         }
@@ -1060,7 +1052,7 @@ impl Scanner {
 
     /// Scans files from disk on `threads` worker threads (0: one per core). Each file is
     /// read whole into a per-thread buffer if it is a regular file of at most
-    /// [`Scanner::max_file_bytes`]; binary files, oversize files, non-regular files and
+    /// [`Scanner::max_file_bytes`]; oversize files, non-regular files and
     /// globally allowlisted paths are reported in [`ScanReport::skipped`], never silently
     /// dropped. An unreadable file is an error (the scan would be incomplete).
     /// Paths are opened as given (symlinks followed); `files` carries (display path,
@@ -1171,11 +1163,8 @@ impl Scanner {
         if size > limit {
             return skipped(SkipReason::TooLarge { size, limit });
         }
-        if is_binary(buf) {
-            return skipped(SkipReason::Binary);
-        }
         Outcome::Scanned {
-            findings: self.scan_text(display, buf),
+            findings: self.scan(display, buf),
             bytes: size,
         }
     }

@@ -4,9 +4,9 @@
 //!
 //! A [`Scanner`] is a compiled rule set: built-in detectors ([`Scanner::with_default_rules`]),
 //! optionally extended by an airlock TOML config or an imported gitleaks config. Each file
-//! is scanned with one keyword pass (an Aho-Corasick automaton; for small inputs, with
-//! [`Scanner::with_small_inputs`], an index that finds the same hits without building one)
-//! and regexes only around keyword hits; [`Scanner::scan_files_parallel`] spreads files over
+//! is scanned with one keyword pass (an Aho-Corasick automaton: a DFA, or for small inputs,
+//! with [`Scanner::with_small_inputs`], an NFA that is quicker to build) and regexes only
+//! around keyword hits; [`Scanner::scan_files_parallel`] spreads files over
 //! all cores.
 //!
 //! Modules: [`rule`] (what a detector is), [`config`] (airlock's TOML), [`gitleaks`]
@@ -22,13 +22,15 @@
 //! - Every search is linear in the bytes searched (finite automata, capped regex sizes; the
 //!   small-input keyword index compares at most the keywords sharing the input's next two
 //!   bytes); hostile content cannot make a scan quadratic.
-//! - Binary files and files over the size cap are reported as skipped, never silently
-//!   passed.
+//! - Every byte is scanned whatever its form ([`Scanner::scan_content`]): text, then one
+//!   level of decoded base64/percent-encoding and joined string literals; UTF-16 decoded;
+//!   binary files and archives by their printable runs and their DER/keystore structure.
+//!   Files over the size cap are reported as skipped, never silently passed.
 //!
 //! # Not guaranteed
 //! - Detection is pattern-based: a secret of an unknown format with low entropy can be
 //!   missed. No value is ever checked against a live service.
-//! - Only ASCII-compatible text is scanned (UTF-16 files count as binary).
+//! - The compressed members of an archive are not decompressed (see `scan/RULES.md`).
 //!
 //! # Example
 //! ```
@@ -51,17 +53,24 @@
 pub mod allow;
 mod builtin;
 pub mod config;
+pub mod content;
+mod decode;
+mod deep;
+pub mod der;
 mod engine;
 mod error;
+pub mod eval;
 pub mod gitleaks;
-mod keywords;
 mod lazy_regex;
 mod redact;
 pub mod rule;
 pub mod sarif;
+mod split;
 pub mod testgen;
 
 pub use config::MAX_CONFIG_BYTES;
+pub use content::Form;
+pub use deep::Scanned;
 pub use engine::{
     is_binary, Finding, ScanReport, Scanner, SkipReason, SkippedFile, BINARY_SNIFF_BYTES,
     DEFAULT_MAX_FILE_BYTES, INLINE_ALLOW, MAX_REGEX_LEN, REGEX_SIZE_LIMIT, WINDOW_BACK,

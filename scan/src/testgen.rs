@@ -23,6 +23,7 @@
 //! | `b64`| `A-Za-z0-9+/` |
 //! | `u64`| `A-Za-z0-9_-` |
 //! | `bech`| bech32 upper-case alphabet |
+//! | `dj` | Django's secret key alphabet (`a-z0-9!@#$%^&*(-_=+)`) |
 //! | `pem`| N lines of 64 `b64` characters, joined by `\n` |
 //!
 //! Anything else between `{{` and `}}` (a Helm `{{ .Values.x }}`) is literal text. A first
@@ -93,6 +94,8 @@ const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const BASE64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
 const BECH32: &[u8] = b"QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L";
+/// Django's `get_random_secret_key()` alphabet.
+const DJANGO: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)";
 
 fn alphabet(kind: &str) -> Option<&'static [u8]> {
     Some(match kind {
@@ -109,6 +112,7 @@ fn alphabet(kind: &str) -> Option<&'static [u8]> {
         "b64" | "pem" => BASE64,
         "u64" => BASE64URL,
         "bech" => BECH32,
+        "dj" => DJANGO,
         _ => return None,
     })
 }

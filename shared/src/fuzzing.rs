@@ -549,6 +549,7 @@ mod seeds {
             skipped: [("deny:.env*".to_owned(), 2), ("pack.symlink".to_owned(), 1)]
                 .into_iter()
                 .collect(),
+            omitted: Vec::new(),
         }
     }
 

@@ -11,6 +11,9 @@ mod gate;
 mod hostile_worker;
 /// `airlock init` and `airlock pack`: selection, scanning, redaction, determinism, bad input.
 mod pack;
+/// The scanner's evaluation corpus through `airlock pack`: refused with a line per secret,
+/// and with `--redact` no secret byte in the bundle; the trusted home never ships.
+mod pack_corpus;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
 /// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.

@@ -111,12 +111,17 @@ pub fn check_store_url(raw: &str) -> Result<url::Url> {
 pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<Outcome> {
     let created = create_home(&global.home, args.store.as_deref())?;
     let (abs_home, store, key_id) = (&created.dir, &created.store, &created.key_id);
+    let excluded = exclude_from_git(abs_home)?;
     if args.json {
         crate::output::print_json(&serde_json::json!({
             "home": abs_home,
             "store": store,
             "trusted_pub": abs_home.join(TRUSTED_PUB_FILE),
             "key_id": key_id,
+            "git_exclude": excluded.as_ref().map(|(file, line)| serde_json::json!({
+                "file": file,
+                "pattern": line,
+            })),
         }))?;
     } else {
         println!("initialised {}", abs_home.display());
@@ -130,8 +135,79 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<Outcome> {
             abs_home.join(TRUSTED_PUB_FILE).display()
         );
         println!("  key id       {key_id}");
+        if let Some((file, line)) = &excluded {
+            println!(
+                "  git          {line} added to {} (never committed)",
+                file.display()
+            );
+        }
     }
     Ok(Outcome::Ok)
+}
+
+/// If `home` lies inside a git work tree, adds it (as `/<path from the top>/`) to that
+/// repository's `info/exclude`, so the home is never committed by `git add -A`. Returns the
+/// exclude file and the pattern, also when the pattern was already there; `None` outside a
+/// work tree.
+pub fn exclude_from_git(home: &Path) -> Result<Option<(PathBuf, String)>> {
+    let Some(parent) = home.parent() else {
+        return Ok(None);
+    };
+    let out = crate::git::Git::new(parent)
+        .command()
+        .args(["rev-parse", "--is-inside-work-tree", "--show-toplevel"])
+        .args(["--git-path", "info/exclude"])
+        .stderr(std::process::Stdio::null())
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        // Not a repository, or no git: nothing to keep the home out of.
+        _ => return Ok(None),
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let (Some("true"), Some(top), Some(exclude)) = (lines.next(), lines.next(), lines.next())
+    else {
+        return Ok(None);
+    };
+    let top = std::fs::canonicalize(top).with_context(|| format!("{top}: cannot resolve"))?;
+    let real_home = std::fs::canonicalize(home)
+        .with_context(|| format!("{}: cannot resolve", home.display()))?;
+    let Ok(rel) = real_home.strip_prefix(&top) else {
+        return Ok(None);
+    };
+    // Git-path answers relative to the directory git ran in.
+    let exclude = parent.join(exclude);
+    // Glob characters in the name are escaped so the pattern names exactly this directory.
+    let mut pattern = String::from("/");
+    for c in rel.to_string_lossy().chars() {
+        if matches!(c, '*' | '?' | '[' | '\\' | '!' | '#') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('/');
+    let existing = match std::fs::read_to_string(&exclude) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", exclude.display())),
+    };
+    if !existing.lines().any(|l| l.trim_end() == pattern) {
+        if let Some(dir) = exclude.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create", dir.display()))?;
+        }
+        let mut text = existing;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# the airlock home (trusted key, ledger, store): never commit it\n");
+        text.push_str(&pattern);
+        text.push('\n');
+        std::fs::write(&exclude, text)
+            .with_context(|| format!("{}: cannot write", exclude.display()))?;
+    }
+    Ok(Some((exclude, pattern)))
 }
 
 /// A home directory made by [`create_home`].

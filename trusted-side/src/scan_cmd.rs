@@ -133,13 +133,6 @@ fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
                         let next = rx.lock().map(|r| r.recv());
                         let Ok(Ok((i, content))) = next else { break };
                         let path = &blobs[i].0;
-                        if airlock_scan::is_binary(&content) {
-                            part.skipped.push(SkippedFile {
-                                path: path.clone(),
-                                reason: SkipReason::Binary,
-                            });
-                            continue;
-                        }
                         part.files_scanned += 1;
                         part.bytes_scanned += content.len() as u64;
                         part.findings.extend(scanner.scan(path, &content));
@@ -216,21 +209,14 @@ fn print_human(report: &ScanReport, quiet: bool) {
     if quiet {
         return;
     }
-    let mut binary = 0;
-    let mut other = 0;
     for s in &report.skipped {
         tracing::info!("{s}");
-        match s.reason {
-            SkipReason::Binary => binary += 1,
-            _ => other += 1,
-        }
     }
     eprintln!(
-        "{} finding(s); scanned {} file(s), {:.1} MiB; skipped {} binary and {} other file(s) (-v lists them)",
+        "{} finding(s); scanned {} file(s), {:.1} MiB (binaries by their printable runs); skipped {} file(s) (-v lists them)",
         report.findings.len(),
         report.files_scanned,
         report.bytes_scanned as f64 / (1024.0 * 1024.0),
-        binary,
-        other
+        report.skipped.len()
     );
 }

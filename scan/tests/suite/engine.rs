@@ -24,8 +24,13 @@ fn parallel_scan_matches_sequential_and_reports_skips_in_order() {
         expected.extend(scanner().scan(&format!("f{i:02}.txt"), text.as_bytes()));
         files.push((format!("f{i:02}.txt"), p));
     }
+    // A binary file is scanned by its printable runs (and counted as scanned).
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0tEXtComment\0".to_vec();
+    png.extend(render("token=ghp_{{a:36}}", &mut rng).text.as_bytes());
+    png.extend(b"\0\0\0\0IEND");
     let bin = dir.path().join("image.png");
-    std::fs::write(&bin, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR ghp_0123456789").unwrap();
+    std::fs::write(&bin, &png).unwrap();
+    expected.extend(scanner().scan("image.png", &png));
     files.push(("image.png".into(), bin));
     let big = dir.path().join("big.txt");
     std::fs::write(&big, vec![b'a'; 5000]).unwrap();
@@ -38,7 +43,8 @@ fn parallel_scan_matches_sequential_and_reports_skips_in_order() {
     for threads in [1, 2, 0] {
         let report = s.scan_files_parallel(files.clone(), threads).unwrap();
         assert_eq!(report.findings, expected, "threads={threads}");
-        assert_eq!(report.files_scanned, 40);
+        assert!(report.findings.iter().any(|f| f.path == "image.png"));
+        assert_eq!(report.files_scanned, 41);
         let reasons: Vec<_> = report
             .skipped
             .iter()
@@ -47,7 +53,6 @@ fn parallel_scan_matches_sequential_and_reports_skips_in_order() {
         assert_eq!(
             reasons,
             vec![
-                ("image.png", SkipReason::Binary),
                 (
                     "big.txt",
                     SkipReason::TooLarge {
@@ -126,10 +131,50 @@ fn positions_are_one_based_code_points() {
 }
 
 #[test]
-fn binary_content_is_not_scanned() {
-    let r = rendered("\0\0ghp_{{a:36}}", 4);
-    assert!(scanner().scan("x.bin", r.text.as_bytes()).is_empty());
+fn binary_content_is_scanned_by_its_printable_runs() {
+    let r = rendered("\0\0ghp_{{a:36}}\0\x01", 4);
     assert!(airlock_scan::is_binary(r.text.as_bytes()));
+    let s = scanner().scan_content("x.bin", r.text.as_bytes());
+    assert_eq!(s.form, airlock_scan::Form::Binary);
+    assert!(!s.form.redactable());
+    assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
+    assert_eq!(s.findings[0].start, 2);
+    assert_eq!(s.findings[0].rule_id, "github-pat-classic");
+}
+
+#[test]
+fn utf16_text_is_decoded_and_scanned() {
+    let r = rendered("# settings\ntoken = \"ghp_{{a:36}}\"\n", 5);
+    for le in [true, false] {
+        let mut bytes = Vec::new();
+        for u in r.text.encode_utf16() {
+            bytes.extend(if le { u.to_le_bytes() } else { u.to_be_bytes() });
+        }
+        let s = scanner().scan_content("x.txt", &bytes);
+        assert_eq!(s.form, airlock_scan::Form::Utf16);
+        assert_eq!(s.findings.len(), 1);
+        assert_eq!(s.findings[0].line, 2);
+    }
+}
+
+#[test]
+fn encoded_and_split_secrets_are_found_at_the_encoded_bytes() {
+    let r = rendered("ghp_{{a:36}}", 6);
+    let b64 = airlock_scan::eval::keys::base64(format!("GITHUB_TOKEN={}\n", r.text).as_bytes());
+    let text = format!("a: 1\nconfig: {b64}\n");
+    let f = scanner().scan("x.yaml", text.as_bytes());
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(&text[f[0].start..f[0].end], b64);
+    let clean = airlock_scan::redact(text.as_bytes(), &f);
+    assert!(scanner().scan("x.yaml", &clean).is_empty());
+    let (a, b) = r.text.split_at(17);
+    let js = format!("// x\nconst token = \"{a}\" +\n  \"{b}\";\n");
+    let f = scanner().scan("x.js", js.as_bytes());
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].line, 2);
+    let clean = String::from_utf8(airlock_scan::redact(js.as_bytes(), &f)).unwrap();
+    assert!(!clean.contains(a) && !clean.contains(b), "{clean}");
+    assert_eq!(clean.lines().count(), 3);
 }
 
 #[test]

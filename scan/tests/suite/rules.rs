@@ -19,8 +19,8 @@ fn every_rule_has_examples_and_false_positives() {
         );
         assert!(rule.sample.is_some(), "{}: no corpus sample", rule.id);
         assert!(
-            !rule.keywords.is_empty(),
-            "{}: no keyword (would run on every file)",
+            !rule.keywords.is_empty() || rule.path.is_some(),
+            "{}: neither a keyword nor a path (would run on every file)",
             rule.id
         );
     }

@@ -29,6 +29,11 @@ pub struct Manifest {
     pub redactions: Vec<Redaction>,
     /// Paths left out, counted per rule id (paths are not listed).
     pub skipped: BTreeMap<String, u64>,
+    /// Files left out because of what they hold (an archive, or a finding that could not be
+    /// redacted in place), sorted by path then rule. Absent when empty, so a manifest
+    /// without omissions reads as it did before the field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub omitted: Vec<Omission>,
 }
 
 /// The packer's name and version.
@@ -86,6 +91,21 @@ pub struct Redaction {
     pub rule: String,
     /// Short fingerprint of the value (not reversible for a real secret).
     pub fingerprint: String,
+}
+
+/// One file left out for its content: which rule, and the finding's fingerprint (never the
+/// value). A file with several findings has one entry per finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Omission {
+    /// File path.
+    pub path: String,
+    /// `pack.archive` (archives are never packed), or the id of the rule whose finding
+    /// could not be redacted in place (a binary or UTF-16 file).
+    pub rule: String,
+    /// Short fingerprint of the finding's value; absent for `pack.archive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 impl Manifest {

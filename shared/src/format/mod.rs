@@ -12,7 +12,7 @@ mod packet;
 mod record;
 mod request;
 
-pub use manifest::{FileEntry, Manifest, Packer, Redaction, Source, MANIFEST_FORMAT};
+pub use manifest::{FileEntry, Manifest, Omission, Packer, Redaction, Source, MANIFEST_FORMAT};
 pub use packet::{
     EgressAttempt, ExitInfo, ExitKind, Packet, RefusedPath, Timings, MODEL_UNREPORTED,
     PACKET_FORMAT,

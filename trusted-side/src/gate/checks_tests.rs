@@ -30,6 +30,7 @@ fn manifest(files: &[(&str, &str)]) -> Manifest {
         files,
         redactions: Vec::<Redaction>::new(),
         skipped: BTreeMap::new(),
+        omitted: Vec::new(),
     }
 }
 

@@ -92,6 +92,9 @@ pub struct Meta {
     pub files: Vec<FileEntry>,
     /// Redactions made in the files.
     pub redactions: Vec<Redaction>,
+    /// Files left out for their content.
+    #[serde(default)]
+    pub omitted: Vec<airlock_core::format::Omission>,
     /// Paths left out, per rule.
     pub skipped: BTreeMap<String, u64>,
     /// Bytes of file content packed.
@@ -133,6 +136,8 @@ impl PackCache {
         let key_doc = serde_json::json!({
             "cache": "airlock-pack-cache/v1",
             "packer": env!("CARGO_PKG_VERSION"),
+            // Entries packed before every byte was scanned must not be reused.
+            "scan": "every-byte-v1",
             "binary": [m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()],
             "tree": tree,
             "include": opts.include,

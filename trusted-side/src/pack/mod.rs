@@ -3,13 +3,17 @@
 //! Stages, in order (the body of [`pack_bundle`] is these calls):
 //! 1. resolve the revision and list its tree (never the working tree);
 //! 2. select paths: deny-list, `--include`, `--exclude`, links, submodules, size, bad names;
-//! 3. stream each selected blob from one `git cat-file --batch`, scan it, refuse or redact;
+//! 3. stream each selected blob from one `git cat-file --batch`, scan every byte of it
+//!    (text, UTF-16, printable runs of binaries, one level of decoding, joined literals),
+//!    refuse, redact in place, or (binary/UTF-16 with a finding, under `--redact`) omit it
+//!    with a manifest entry; archives are always omitted with a manifest entry;
 //! 4. write `files/…`, `manifest.json`, `request.json` into a deterministic tar.gz (temp file);
 //! 5. scan the finished bundle again, member by member (second line of defense);
 //! 6. sign the statement over the bundle digest with the trusted key;
 //! 7. move bundle and envelope into place (temp then rename; nothing half-written on error).
 //!
-//! Guards against: secrets leaving trusted ground (deny-list + scan + rescan), links and
+//! Guards against: secrets leaving trusted ground (deny-list + scan + rescan), the trusted
+//! home (`.airlock/`, any directory holding a `trusted.key`), links and
 //! submodules smuggled in the tree, names that collide by case or normalisation on the worker,
 //! and a bundle held in memory (one file at a time, bounded queues between threads).
 
@@ -25,7 +29,7 @@ use std::sync::mpsc::sync_channel;
 use airlock_core::digest::{HashingWriter, Sha256Digest};
 use airlock_core::dsse::{self, Statement};
 use airlock_core::format::{
-    self, BundlePredicate, FileEntry, Manifest, Packer, Redaction, Request, Source,
+    self, BundlePredicate, FileEntry, Manifest, Omission, Packer, Redaction, Request, Source,
     MANIFEST_FORMAT, PREDICATE_BUNDLE,
 };
 use airlock_core::jobid::JobId;
@@ -49,6 +53,10 @@ pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
 pub const BUNDLE_FILE: &str = "bundle.tar.gz";
 /// Name of the bundle's envelope.
 pub const ENVELOPE_FILE: &str = "bundle.dsse.json";
+/// Manifest rule of an archive left out (zip, jar, whl, gzip, tar...).
+pub const ARCHIVE_RULE: &str = "pack.archive";
+/// Skip count of files left out for a finding that could not be redacted in place.
+pub const UNREDACTABLE_RULE: &str = "pack.unredactable";
 
 /// What to pack.
 pub struct PackOptions<'a> {
@@ -248,6 +256,7 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
                 tar,
                 findings: Vec::new(),
                 redactions: hit.meta.redactions,
+                omitted: hit.meta.omitted,
                 bytes: hit.meta.bytes,
                 cut: hit.meta.cut.into(),
             };
@@ -263,7 +272,19 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
                 &scanner,
                 tmp_bundle.as_file().try_clone()?,
             )?;
-            (part, selection.skipped)
+            let mut skipped = selection.skipped;
+            let mut paths = HashSet::new();
+            for o in &part.omitted {
+                if paths.insert(&o.path) {
+                    let rule = if o.rule == ARCHIVE_RULE {
+                        ARCHIVE_RULE
+                    } else {
+                        UNREDACTABLE_RULE
+                    };
+                    *skipped.entry(rule.to_owned()).or_insert(0) += 1;
+                }
+            }
+            (part, skipped)
         }
     };
     findings.extend(part.findings);
@@ -284,6 +305,7 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
         prefix_sha256: None,
         files: part.files,
         redactions: part.redactions,
+        omitted: part.omitted,
         skipped,
         bytes: part.bytes,
     };
@@ -394,11 +416,17 @@ struct Selection {
 
 fn select_entries(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Selection> {
     let selector = Selector::new(opts.include, opts.exclude)?;
+    let homes = select::home_dirs(entries.iter().map(|e| e.path.as_slice()));
     let mut skipped = BTreeMap::new();
     let mut skip = |rule: &str| *skipped.entry(rule.to_owned()).or_insert(0u64) += 1;
     let mut keep = Vec::new();
     let mut seen = HashSet::new();
     for e in entries {
+        // Whatever --include says: a directory holding a trusted key is a home.
+        if homes.iter().any(|d| e.path.starts_with(d)) {
+            skip(select::DENY_HOME);
+            continue;
+        }
         let Ok(path) = String::from_utf8(e.path.clone()) else {
             skip("pack.non-utf8-path");
             continue;
@@ -463,6 +491,7 @@ struct FilesPart {
     tar: Tar,
     findings: Vec<Finding>,
     redactions: Vec<Redaction>,
+    omitted: Vec<Omission>,
     bytes: u64,
     cut: Cut,
 }
@@ -547,6 +576,7 @@ fn write_files(
 
         let mut findings = Vec::new();
         let mut redactions = Vec::new();
+        let mut omitted = Vec::new();
         let mut bytes = 0u64;
         let mut receive_error = None;
         for blob in blob_rx {
@@ -558,15 +588,34 @@ fn write_files(
                 }
             };
             bar.inc(1);
-            let found = scanner.scan(&blob.path, &blob.content);
+            // Archives never ship: their compressed members cannot be scanned byte for byte
+            // (see scan/RULES.md), so they are not scanned either.
+            if airlock_scan::content::archive_kind(&blob.content).is_some() {
+                omitted.push(Omission {
+                    path: blob.path,
+                    rule: ARCHIVE_RULE.to_owned(),
+                    fingerprint: None,
+                });
+                continue;
+            }
+            let scanned = scanner.scan_content(&blob.path, &blob.content);
+            let found = scanned.findings;
             if !found.is_empty() {
-                if opts.redact {
-                    blob.content = airlock_scan::redact(&blob.content, &found);
-                    redactions.extend(found.iter().map(redaction_of));
-                } else {
+                if !opts.redact {
                     findings.extend(found);
                     continue;
                 }
+                if !scanned.form.redactable() {
+                    // Binary or UTF-16: the finding cannot be cut out in place; the file stays.
+                    omitted.extend(found.iter().map(|f| Omission {
+                        path: f.path.clone(),
+                        rule: f.rule_id.clone(),
+                        fingerprint: Some(f.fingerprint.clone()),
+                    }));
+                    continue;
+                }
+                blob.content = airlock_scan::redact(&blob.content, &found);
+                redactions.extend(found.iter().map(redaction_of));
             }
             bytes += blob.content.len() as u64;
             if !findings.is_empty() {
@@ -591,6 +640,7 @@ fn write_files(
             tar,
             findings,
             redactions,
+            omitted,
             bytes,
             cut,
         })
@@ -621,6 +671,11 @@ fn finish_bundle(
             r
         },
         skipped: part.skipped.clone(),
+        omitted: {
+            let mut o = part.omitted.clone();
+            o.sort_by(|a, b| (&a.path, &a.rule).cmp(&(&b.path, &b.rule)));
+            o
+        },
     };
     let manifest_bytes = format::to_json_bytes(&manifest);
     let manifest_sha256 = Sha256Digest::of_bytes(&manifest_bytes);

@@ -1,8 +1,10 @@
 //! Which tree paths may be packed: the built-in deny-list (always applied, case-insensitive),
 //! then `--include` (narrows) and `--exclude`.
 //!
-//! Guards against: credentials and private material leaving trusted ground by path, and an
-//! `--include` that tries to re-admit a denied path (the deny-list is checked first and wins).
+//! Guards against: credentials and private material leaving trusted ground by path, the
+//! trusted home itself (`.airlock/`, or any directory holding a `trusted.key`, committed by
+//! mistake: store, ledger, records, earlier bundles), and an `--include` that tries to
+//! re-admit a denied path (the deny-list is checked first and wins).
 
 use anyhow::{Context, Result};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -10,6 +12,7 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 /// The deny-list, in the order reported. Each entry is (rule shown to users, globs).
 pub const DENY_LIST: &[(&str, &[&str])] = &[
     (".git/", &["**/.git", "**/.git/**"]),
+    (".airlock/", &["**/.airlock", "**/.airlock/**"]),
     (".env*", &["**/.env*"]),
     ("*.pem", &["**/*.pem"]),
     ("*.key", &["**/*.key"]),
@@ -28,6 +31,27 @@ pub const DENY_LIST: &[(&str, &[&str])] = &[
     ("*.tfstate*", &["**/*.tfstate*"]),
     ("credentials*.json", &["**/credentials*.json"]),
 ];
+
+/// The deny-list rule for a directory that holds a trusted key (an airlock home by another
+/// name).
+pub const DENY_HOME: &str = "deny:trusted-home";
+
+/// Directories of the tree (with a trailing `/`; empty for the root) that hold a file named
+/// `trusted.key`, in any case: every path under one is left out with [`DENY_HOME`].
+pub fn home_dirs<'a>(paths: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {
+    let key = crate::config::TRUSTED_KEY_FILE.as_bytes();
+    let mut dirs: Vec<Vec<u8>> = paths
+        .filter_map(|p| {
+            let name_at = p.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+            let name = p.get(name_at..)?;
+            name.eq_ignore_ascii_case(key)
+                .then(|| p.get(..name_at).unwrap_or_default().to_vec())
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
 
 /// Why a path is left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +186,23 @@ mod tests {
         ] {
             assert_eq!(s.verdict(p), Verdict::Keep, "{p} denied");
         }
+    }
+
+    #[test]
+    fn the_home_is_denied_by_name_and_by_its_key() {
+        let s = Selector::new(&["**".into()], &[]).unwrap();
+        for p in [
+            ".airlock/config.toml",
+            "ops/.airlock/ledger/0001.json",
+            ".AIRLOCK/store/x",
+        ] {
+            assert_eq!(s.verdict(p), Verdict::Skip("deny:.airlock/".into()), "{p}");
+        }
+        let paths: Vec<&[u8]> = vec![b"src/a.rs", b"keys/home/trusted.key", b"TRUSTED.KEY"];
+        assert_eq!(
+            home_dirs(paths.into_iter()),
+            vec![b"".to_vec(), b"keys/home/".to_vec()]
+        );
     }
 
     #[test]

@@ -1,0 +1,231 @@
+//! Split strings: adjacent string literals joined the way the language would join them,
+//! for a second scan. Covers `"a" + "b"` (JS/TS/Java/Go/C#/Kotlin), `"a" . "b"` (PHP),
+//! `"a" "b"` (Python, C implicit concatenation, across lines inside parentheses),
+//! `concat!("a", "b")` (Rust) and `["a", "b"].join("")` (a separator of `,`), and
+//! backslash-newline inside a quoted string (shell continuations, YAML double-quoted
+//! escaped line breaks), whose following indentation is dropped.
+//!
+//! Guards against: a token assembled from pieces that no single-literal pattern sees.
+//! A cheap lexical pass, not a parser per language: one walk over the bytes finding quoted
+//! literals (`"`, `'`, `` ` ``; a backslash escapes the next byte; a literal ends at its
+//! quote or, unescaped, at the line end, where it is dropped), then groups of two or more
+//! literals separated only by whitespace and at most one connector. Each group becomes a
+//! [`Piece`]: the line's text before the first literal, then the joined value in quotes.
+//! Findings map back to the group's bytes (first literal to last), so the first line.
+//! Does not check: variables, escapes other than line continuations, heredocs.
+
+use crate::decode::{Piece, MAX_PREFIX};
+
+/// Longest gap (whitespace and connector) between two literals of one group.
+const MAX_GAP: usize = 64;
+/// Longest literal taken into a group.
+const MAX_LITERAL: usize = 4096;
+/// Shortest joined value worth a scan.
+const MIN_JOINED: usize = 12;
+
+struct Literal {
+    start: usize,
+    end: usize,
+    value: Vec<u8>,
+}
+
+/// Reads the literal opening at `open`; `None` if it runs to the line end unclosed.
+fn literal(content: &[u8], open: usize) -> Option<Literal> {
+    let q = *content.get(open)?;
+    let mut value = Vec::new();
+    let mut i = open + 1;
+    loop {
+        let c = *content.get(i)?;
+        if c == q {
+            return Some(Literal {
+                start: open,
+                end: i + 1,
+                value,
+            });
+        }
+        if value.len() > MAX_LITERAL || (c == b'\n' && q != b'`') {
+            return None;
+        }
+        if c == b'\\' {
+            match content.get(i + 1) {
+                Some(b'\n') => {
+                    // A continuation: the line break and the next line's indentation go.
+                    i += 2;
+                    while content.get(i).is_some_and(|&c| c == b' ' || c == b'\t') {
+                        i += 1;
+                    }
+                    continue;
+                }
+                Some(&e) => {
+                    value.push(c);
+                    value.push(e);
+                    i += 2;
+                    continue;
+                }
+                None => return None,
+            }
+        }
+        value.push(c);
+        i += 1;
+    }
+}
+
+/// True if a `,` between literals joins them: the first literal opens an array (`[`, for
+/// `.join('')`) or `concat!(`. Elsewhere a comma separates unrelated strings (JSON).
+fn comma_joins(content: &[u8], first: usize) -> bool {
+    let head = content.get(..first).unwrap_or_default();
+    let head = head.trim_ascii_end();
+    head.ends_with(b"[") || head.ends_with(b"concat!(")
+}
+
+/// True if the bytes between two literals join them: whitespace with at most one `+`,
+/// `.`, `,` (where `comma` allows) or a shell `\` line continuation.
+fn joins(gap: &[u8], comma: bool) -> bool {
+    if gap.len() > MAX_GAP {
+        return false;
+    }
+    let mut connectors = 0;
+    let mut k = 0;
+    while let Some(&c) = gap.get(k) {
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'+' | b'.' => connectors += 1,
+            b',' if comma => connectors += 1,
+            b'\\' if gap.get(k + 1) == Some(&b'\n') => {}
+            _ => return false,
+        }
+        k += 1;
+    }
+    connectors <= 1
+}
+
+fn line_start(content: &[u8], at: usize) -> usize {
+    let lo = at.saturating_sub(MAX_PREFIX);
+    let before = content.get(lo..at).unwrap_or_default();
+    memchr::memrchr(b'\n', before).map_or(lo, |i| lo + i + 1)
+}
+
+/// The text before a group, as an assignment of the joined value would read: the line
+/// before the first literal (the line above if that one is blank: Python's `X = (` then
+/// the literals), without the opening `(`, `[` or `concat!(`.
+fn assignment_prefix(content: &[u8], first: usize) -> Vec<u8> {
+    let mut ls = line_start(content, first);
+    let mut head = content.get(ls..first).unwrap_or_default();
+    if head.trim_ascii().is_empty() && ls > 0 {
+        ls = line_start(content, ls - 1);
+        head = content.get(ls..first).unwrap_or_default();
+    }
+    let trimmed = head.trim_ascii_end();
+    let Some(open) = [&b"("[..], b"["]
+        .iter()
+        .find_map(|o| trimmed.strip_suffix(*o))
+    else {
+        return head.to_vec();
+    };
+    let open = open.trim_ascii_end();
+    let open = open
+        .strip_suffix(b"concat!")
+        .unwrap_or(open)
+        .trim_ascii_end();
+    let mut out = open.to_vec();
+    out.push(b' ');
+    out
+}
+
+fn flush(content: &[u8], group: &mut Vec<Literal>, pieces: &mut Vec<Piece>) {
+    let joined: usize = group.iter().map(|l| l.value.len()).sum();
+    let split = group.len() >= 2
+        || group
+            .first()
+            .is_some_and(|l| l.end - l.start > l.value.len() + 2);
+    if let (true, true, Some(first), Some(last)) =
+        (split, joined >= MIN_JOINED, group.first(), group.last())
+    {
+        let q = content.get(first.start).copied().unwrap_or(b'"');
+        let mut text = assignment_prefix(content, first.start);
+        let value_at = text.len();
+        text.push(q);
+        for l in group.iter() {
+            text.extend_from_slice(&l.value);
+        }
+        text.push(q);
+        pieces.push(Piece {
+            text,
+            value_at,
+            span: (first.start, last.end),
+        });
+    }
+    group.clear();
+}
+
+/// Every group of joined literals (or single literal with a line continuation).
+pub fn joined_pieces(content: &[u8], pieces: &mut Vec<Piece>) {
+    let mut group: Vec<Literal> = Vec::new();
+    let mut i = 0;
+    while i < content.len() {
+        let Some(k) = memchr::memchr3(b'"', b'\'', b'`', content.get(i..).unwrap_or_default())
+        else {
+            break;
+        };
+        let open = i + k;
+        let Some(lit) = literal(content, open) else {
+            flush(content, &mut group, pieces);
+            i = open + 1;
+            continue;
+        };
+        let comma = group
+            .first()
+            .is_some_and(|first| comma_joins(content, first.start));
+        let continues = group.last().is_some_and(|prev| {
+            content
+                .get(prev.end..lit.start)
+                .is_some_and(|gap| joins(gap, comma))
+        });
+        if !continues {
+            flush(content, &mut group, pieces);
+        }
+        i = lit.end;
+        group.push(lit);
+    }
+    flush(content, &mut group, pieces);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn joined(text: &str) -> Vec<String> {
+        let mut p = Vec::new();
+        joined_pieces(text.as_bytes(), &mut p);
+        p.iter()
+            .map(|p| String::from_utf8_lossy(&p.text).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn joins_language_concatenations() {
+        assert_eq!(
+            joined("const t = \"abcdef\" +\n  \"ghijkl\";\n"),
+            ["const t = \"abcdefghijkl\""]
+        );
+        assert_eq!(
+            joined("TOKEN = (\"abcdef\"\n         'ghijkl')\n"),
+            ["TOKEN = \"abcdefghijkl\""]
+        );
+        assert_eq!(
+            joined("let k = concat!(\"abcdef\", \"ghijkl\");"),
+            ["let k = \"abcdefghijkl\""]
+        );
+        assert_eq!(
+            joined("export K=\"abcdef\\\n    ghijkl\"\n"),
+            ["export K=\"abcdefghijkl\""]
+        );
+    }
+
+    #[test]
+    fn unrelated_literals_stay_apart() {
+        assert!(joined("f(\"abcdefgh\", x, \"ijklmnop\")\nit's a word's end\n").is_empty());
+        assert!(joined("a = \"short\"\n").is_empty());
+        assert!(joined("{\"a\": \"abcdefgh\",\n \"ijklmnop\": 1}\n").is_empty());
+    }
+}
