@@ -138,7 +138,7 @@ mod linux;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
 
-pub use egress::{EgressLog, EgressProxy, EgressRule, ProxyConfig};
+pub use egress::{EgressLog, EgressProxy, EgressRule, LocalGrant, ProxyConfig};
 pub use error::SandboxError;
 pub use outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
 pub use spec::{
