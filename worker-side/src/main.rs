@@ -21,6 +21,8 @@
 mod artifact;
 mod cli;
 mod generate;
+mod home;
+mod readable;
 mod run;
 mod transfer;
 mod tree;

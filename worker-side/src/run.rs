@@ -156,6 +156,25 @@ pub fn run_job(
     let claims = verify_token(token, &trusted, now_unix())
         .map_err(|e| anyhow::anyhow!("refused before running anything: {e}"))?;
     step(&mut t, "token");
+    // The generator's readable roots, its home template and local grants, before anything
+    // is fetched.
+    let mut secret_paths = secret_paths(args);
+    secret_paths.extend(
+        origin
+            .paths
+            .iter()
+            .filter_map(|p| std::path::absolute(p).ok()),
+    );
+    let readable = crate::readable::check_roots(&args.readable, &secret_paths)?;
+    let local = generate::check_allow_local(&args.allow_local)?;
+    let home_template = match &args.home_template {
+        Some(dir) => {
+            let key = key_body(&args.trusted_pub);
+            let secrets: [&[u8]; 2] = [token.as_bytes(), key.as_bytes()];
+            Some(crate::home::check(dir, &secrets, &secret_paths)?)
+        }
+        None => None,
+    };
     // 2. A fresh run directory.
     // Absolute before anything is fetched: the sandbox takes absolute paths only, and a
     // relative root would otherwise fail only after the bundle was downloaded and unpacked.
@@ -180,6 +199,7 @@ pub fn run_job(
     std::fs::create_dir(&tmp)?;
     let prompt_file = tmp.join("prompt.txt");
     std::fs::write(&prompt_file, &job.request.prompt)?;
+    let home = crate::home::make(&tmp, home_template.as_ref())?;
     let job_key = job.claims.job_key.signing_key()?;
 
     // 7. The generator, checkpointing.
@@ -192,13 +212,6 @@ pub fn run_job(
         started_at_ms,
         checkpoints: 0,
     };
-    let mut secret_paths = secret_paths(args);
-    secret_paths.extend(
-        origin
-            .paths
-            .iter()
-            .filter_map(|p| std::path::absolute(p).ok()),
-    );
     let gen = generate::run_generator(
         &generate::GeneratorSetup {
             command: &args.generator,
@@ -212,6 +225,9 @@ pub fn run_job(
             secret_paths,
             token_on_argv: origin.argv,
             egress: &job.request.egress,
+            readable: &readable,
+            home: &home,
+            local: &local,
         },
         term,
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
@@ -227,6 +243,15 @@ pub fn run_job(
         job: job.claims.job.to_string(),
         partial,
     })
+}
+
+/// The base64 body of a PEM key file (what a copy of the key would contain), or empty.
+fn key_body(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<String>()
 }
 
 /// Paths the generator must never reach besides the token's: the trusted key, this binary.
