@@ -398,6 +398,7 @@ impl RunContext<'_> {
             lines_added: patch.stats.lines_added,
             lines_removed: patch.stats.lines_removed,
             refused: patch.stats.refused.clone(),
+            ignored: patch.stats.ignored,
             limits_hit,
             exit,
             timings: Timings {
