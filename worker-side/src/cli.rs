@@ -10,7 +10,12 @@ use clap::{Args, Parser, Subcommand};
 /// public key, runs GENERATOR ARGS... in a sandbox (egress denied) with `{prompt_file}` and
 /// `{workdir}` substituted, and drops one signed artifact (diff + packet).
 ///
-/// Exit codes: 0 artifact dropped, 1 refused or failed (nothing dropped), 2 usage.
+/// Exit codes: 0 artifact dropped (the generator exited 0 and changed something), 1 error or
+/// refusal before the generator ran (nothing dropped), 2 usage, 3 the generator failed
+/// (exited non-zero, killed by a signal or at the wall clock; a partial artifact was
+/// dropped), 4 refused: the job already has a final artifact (nothing ran), 5 the generator
+/// exited 0 but changed nothing (an empty artifact was dropped). On 3 and 5 the last lines of
+/// generator.log are printed.
 #[derive(Debug, Parser)]
 #[command(name = "airlock-worker", version, about, long_about)]
 pub struct Cli {
