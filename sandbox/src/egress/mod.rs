@@ -499,4 +499,43 @@ mod tests {
             assert!(TestEndpoint::parse(bad).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn local_grant_takes_loopback_and_private_literals_only() {
+        for (good, addr) in [
+            ("127.0.0.1:18080", "127.0.0.1:18080"),
+            ("localhost:11434", "127.0.0.1:11434"),
+            ("[::1]:8000", "[::1]:8000"),
+            ("10.0.0.5:8000", "10.0.0.5:8000"),
+            ("192.168.1.20:11434", "192.168.1.20:11434"),
+            ("172.16.3.4:80", "172.16.3.4:80"),
+        ] {
+            let g = LocalGrant::parse(good).unwrap();
+            assert_eq!(g.addr, addr.parse().unwrap(), "{good}");
+            assert_eq!(g.to_string(), good);
+        }
+        for bad in [
+            "169.254.169.254:80",
+            "8.8.8.8:53",
+            "0.0.0.0:80",
+            "224.0.0.1:80",
+            "model.lan:8000",
+            "127.0.0.1",
+            "127.0.0.1:0",
+            "[fe80::1]:80",
+        ] {
+            let e = LocalGrant::parse(bad).unwrap_err();
+            assert_eq!(e.rule(), "sandbox.egress.local-grant", "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_proxy_with_only_local_grants_is_accepted() {
+        let c = ProxyConfig {
+            local_grants: vec![LocalGrant::parse("127.0.0.1:1").unwrap()],
+            ..ProxyConfig::default()
+        };
+        check_setup(&[], &c).unwrap();
+        assert!(check_setup(&[], &ProxyConfig::default()).is_err());
+    }
 }
