@@ -203,7 +203,13 @@ impl Env {
     }
 
     /// [`Env::worker`] with another `--work-root` (as given: it may be relative).
-    pub(super) fn worker_at(&self, root: &Path, job: &Job, flags: &[&str], generator: &[&str]) -> Command {
+    pub(super) fn worker_at(
+        &self,
+        root: &Path,
+        job: &Job,
+        flags: &[&str],
+        generator: &[&str],
+    ) -> Command {
         let mut c = cmd(&bin("airlock-worker"));
         c.arg("run")
             .arg("--token-file")

@@ -21,7 +21,11 @@ use super::worker::{chmod, marker_dir, Env, Job};
 fn marker_worker(env: &Env, job: &Job, flags: &[&str], markers: &Path) -> Output {
     let mut flags = flags.to_vec();
     flags.push("--unsafe-no-sandbox");
-    let mut c = env.worker(job, &flags, &[&env.gen("marker.sh"), markers.to_str().unwrap()]);
+    let mut c = env.worker(
+        job,
+        &flags,
+        &[&env.gen("marker.sh"), markers.to_str().unwrap()],
+    );
     c.env("AIRLOCK_SANDBOX_FORCE", "none");
     run(&mut c)
 }
@@ -235,8 +239,14 @@ fn home_is_private_seeded_from_the_template_and_a_template_with_the_token_is_ref
     let t = template.display().to_string();
     let out = run(&mut env.worker(&job, &["--home-template", &t], &[&env.gen("home_probe.sh")]));
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    assert!(env.artifact(&job).patch().contains("+{\"model\": \"from-template\"}"));
-    assert!(!template.join(".claude/state").exists(), "the template was written");
+    assert!(env
+        .artifact(&job)
+        .patch()
+        .contains("+{\"model\": \"from-template\"}"));
+    assert!(
+        !template.join(".claude/state").exists(),
+        "the template was written"
+    );
 
     // A template holding the token (or the trusted key) never reaches a generator.
     let markers = marker_dir(&env);
@@ -245,7 +255,10 @@ fn home_is_private_seeded_from_the_template_and_a_template_with_the_token_is_ref
     let out = marker_worker(&env, &job, &["--home-template", &t], &markers);
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let err = stderr(&out);
-    assert!(err.contains("worker.home-template") && err.contains(".credentials"), "{err}");
+    assert!(
+        err.contains("worker.home-template") && err.contains(".credentials"),
+        "{err}"
+    );
     assert!(!err.contains(&job.token), "echoes the token");
     assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0);
 }
@@ -287,13 +300,21 @@ fn allow_local_reaches_a_loopback_model_server_through_the_proxy_and_is_logged()
     );
     let job = env.submit(&[]);
     let grant = format!("127.0.0.1:{port}");
-    let out = run(&mut env.worker(&job, &["--allow-local", &grant], &[&env.gen("local_model.py")]));
+    let out = run(&mut env.worker(
+        &job,
+        &["--allow-local", &grant],
+        &[&env.gen("local_model.py")],
+    ));
     if out.status.code() == Some(1) && stderr(&out).contains("sandbox.unavailable") {
         return skip("egress needs the namespace sandbox");
     }
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let art = env.artifact(&job);
-    assert!(art.patch().contains("+local model says hi"), "{}", art.patch());
+    assert!(
+        art.patch().contains("+local model says hi"),
+        "{}",
+        art.patch()
+    );
     let egress = art.packet["egress"].as_array().unwrap();
     assert_eq!(egress.len(), 1, "{}", art.packet);
     assert_eq!(egress[0]["destination"], grant.as_str());
@@ -305,17 +326,29 @@ fn allow_local_reaches_a_loopback_model_server_through_the_proxy_and_is_logged()
     let job = env.submit(&[]);
     let out = run(&mut env.worker(&job, &[], &[&env.gen("local_model.py")]));
     assert_eq!(out.status.code(), Some(3), "{}", show(&out));
-    assert!(env.artifact(&job).packet["egress"].as_array().unwrap().is_empty());
+    assert!(env.artifact(&job).packet["egress"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
 fn allow_local_refuses_metadata_and_public_addresses() {
     let env = Env::small();
     let job = env.submit(&[]);
-    for bad in ["169.254.169.254:80", "8.8.8.8:53", "example.com:80", "127.0.0.1"] {
+    for bad in [
+        "169.254.169.254:80",
+        "8.8.8.8:53",
+        "example.com:80",
+        "127.0.0.1",
+    ] {
         let out = run(&mut env.worker(&job, &["--allow-local", bad], &["/bin/true"]));
         assert_eq!(out.status.code(), Some(1), "{bad}: {}", show(&out));
-        assert!(stderr(&out).contains("worker.allow-local"), "{}", show(&out));
+        assert!(
+            stderr(&out).contains("worker.allow-local"),
+            "{}",
+            show(&out)
+        );
     }
     assert!(!env.drop_dir(&job).join("artifact.tar.gz").exists());
 }
@@ -324,7 +357,11 @@ fn allow_local_refuses_metadata_and_public_addresses() {
 fn gitignored_outputs_are_left_out_unread_and_counted() {
     let env = Env::new(&[
         ("src/lib.py", b"def f():\n    return 1\n", false),
-        (".gitignore", b"*.pyc\n__pycache__/\n.pytest_cache/\nbuild/\n*.log\n!keep.log\n", false),
+        (
+            ".gitignore",
+            b"*.pyc\n__pycache__/\n.pytest_cache/\nbuild/\n*.log\n!keep.log\n",
+            false,
+        ),
         ("pkg/.gitignore", b"generated/\n", false),
         ("pkg/mod.py", b"x = 1\n", false),
         ("build/tracked.txt", b"tracked\n", false),
@@ -349,15 +386,35 @@ fn gitignored_outputs_are_left_out_unread_and_counted() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let art = env.artifact(&job);
     let patch = art.patch();
-    for kept in ["src/lib.py", "build/tracked.txt", "keep.log", "pkg/.gitignore", ".gitignore.local"] {
-        assert!(patch.contains(&format!("+++ b/{kept}")), "{kept} missing: {patch}");
+    for kept in [
+        "src/lib.py",
+        "build/tracked.txt",
+        "keep.log",
+        "pkg/.gitignore",
+        ".gitignore.local",
+    ] {
+        assert!(
+            patch.contains(&format!("+++ b/{kept}")),
+            "{kept} missing: {patch}"
+        );
     }
-    for left in [".pytest_cache", "__pycache__", ".pyc", "pkg/generated", "run.log", "never-opened"] {
+    for left in [
+        ".pytest_cache",
+        "__pycache__",
+        ".pyc",
+        "pkg/generated",
+        "run.log",
+        "never-opened",
+    ] {
         assert!(!patch.contains(left), "{left} in the patch: {patch}");
     }
     // .pytest_cache/, src/__pycache__/, pkg/generated/, build/obj/, run.log.
     assert_eq!(art.packet["ignored"], 5, "{}", art.packet);
-    assert!(art.refused().is_empty(), "an ignored path was looked into: {:?}", art.refused());
+    assert!(
+        art.refused().is_empty(),
+        "an ignored path was looked into: {:?}",
+        art.refused()
+    );
     env.fetch_ok(&job);
     // The gate judges what the generator meant: its .gitignore edit (governance, human), not
     // the test run's leftovers (no new-directory reason).
@@ -404,8 +461,14 @@ fn generator_that_changes_nothing_exits_5_with_the_log_tail() {
     let out = run(&mut env.worker(&job, &[], &[&env.gen("noop.sh")]));
     assert_eq!(out.status.code(), Some(5), "{}", show(&out));
     let err = stderr(&out);
-    assert!(err.contains("exited with status 0 but changed nothing"), "{err}");
-    assert!(err.contains("  | I looked and found nothing to do."), "{err}");
+    assert!(
+        err.contains("exited with status 0 but changed nothing"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  | I looked and found nothing to do."),
+        "{err}"
+    );
     assert_words(&err);
     assert!(env.artifact(&job).patch().is_empty());
 }
@@ -423,11 +486,14 @@ fn finished_job_is_refused_before_its_generator_starts() {
     let err = stderr(&out);
     assert!(err.contains("worker.finished"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0, "the generator ran");
+    assert_eq!(
+        std::fs::read_dir(&markers).unwrap().count(),
+        0,
+        "the generator ran"
+    );
     assert!(env.run_dirs().is_empty());
     assert_eq!(
         std::fs::read(env.drop_dir(&job).join("artifact.tar.gz")).unwrap(),
         before
     );
 }
-
