@@ -391,8 +391,10 @@ fn egress_proxy(rules: &[EgressRule], local: &[LocalGrant]) -> Result<Option<Egr
     if rules.is_empty() && local.is_empty() {
         return Ok(None);
     }
-    let mut config = ProxyConfig::default();
-    config.local_grants = local.to_vec();
+    let mut config = ProxyConfig {
+        local_grants: local.to_vec(),
+        ..ProxyConfig::default()
+    };
     for g in local {
         tracing::info!(grant = %g, "--allow-local: the generator may reach this local destination");
     }

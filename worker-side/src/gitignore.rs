@@ -52,7 +52,7 @@ impl Rules {
                 Err(e) => tracing::warn!(%path, "ignore rules left out: {e}"),
             }
         }
-        files.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        files.sort_by_key(|f| std::cmp::Reverse(f.0.len()));
         Ok(Rules { files })
     }
 
@@ -115,7 +115,7 @@ impl Rules {
             }
             out.push(((*dir).to_owned(), b.build().unwrap()));
         }
-        out.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        out.sort_by_key(|f| std::cmp::Reverse(f.0.len()));
         Rules { files: out }
     }
 }

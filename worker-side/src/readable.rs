@@ -114,14 +114,17 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let token = t.path().join("job.token");
         std::fs::write(&token, "x").unwrap();
-        let e = check_roots(&[t.path().to_owned()], &[token.clone()])
+        let e = check_roots(&[t.path().to_owned()], std::slice::from_ref(&token))
             .unwrap_err()
             .to_string();
         assert!(e.contains("sandbox.spec.secret-reachable"), "{e}");
         assert!(e.contains(&token.display().to_string()), "{e}");
         let sub = t.path().join("venv");
         std::fs::create_dir(&sub).unwrap();
-        assert_eq!(check_roots(&[sub.clone()], &[token]).unwrap(), vec![sub]);
+        assert_eq!(
+            check_roots(std::slice::from_ref(&sub), &[token]).unwrap(),
+            vec![sub]
+        );
     }
 
     #[test]

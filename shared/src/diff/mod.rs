@@ -566,10 +566,13 @@ pub struct DiffOptions {
     pub ignore_new: Option<IgnoreNew>,
 }
 
+/// The decision of an [`IgnoreNew`]: `(relative path, is a directory) -> left out`.
+pub type IgnoreFn = dyn Fn(&str, bool) -> bool + Send + Sync;
+
 /// Decides whether a new path (relative, `/`-separated; `true` for a directory) is left out
 /// of the diff. See [`DiffOptions::ignore_new`].
 #[derive(Clone)]
-pub struct IgnoreNew(pub std::sync::Arc<dyn Fn(&str, bool) -> bool + Send + Sync>);
+pub struct IgnoreNew(pub std::sync::Arc<IgnoreFn>);
 
 impl std::fmt::Debug for IgnoreNew {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
