@@ -2,14 +2,19 @@
 //!
 //! Steps, in order (the body of [`run_job`] is these calls):
 //! 1. verify the token against the pinned trusted key (signature, audience, expiry, claims);
+//!    refuse a job whose final artifact is already in the store (`worker.finished`); check
+//!    the `--readable` roots, `--allow-local` grants and `--home-template` (nothing fetched
+//!    yet);
 //! 2. make a fresh, locked run directory (leftovers of dead runs removed first);
 //! 3. fetch the bundle with the token's size cap; its SHA-256 must equal the token's;
 //! 4. fetch and verify `bundle.dsse.json` with the pinned key; it must name this bundle and job;
 //! 5. unpack the bundle straight into the workdir with the safe reader, checking every file
 //!    against the manifest; manifest and request must match the statement;
-//! 6. write the prompt;
+//! 6. write the prompt and make the generator's private HOME (from the template);
 //! 7. run the generator in the sandbox, checkpointing every N seconds;
-//! 8. diff the workdir against the pristine tree, build the packet, sign and drop the artifact;
+//! 8. diff the workdir against the pristine tree (new paths the packed `.gitignore` files
+//!    ignore left out unread), build the packet, sign and drop the artifact; say how the
+//!    generator ended (`outcome`);
 //! 9. remove the run directory (also on error and on SIGTERM/SIGINT).
 //!
 //! Guards against: running anything on unverified input (steps 1-5 all precede 7, and a
