@@ -748,3 +748,53 @@ fn random_edits_round_trip_through_parser_and_exact_apply() {
     }
     assert!(nonempty > 250, "too few non-empty cases: {nonempty}");
 }
+
+/// `ignore_new` leaves out new paths unread (a FIFO inside an ignored new directory is never
+/// even listed, so never refused), counts them once each, and never hides a path `before`
+/// has, whatever the filter says.
+#[test]
+fn ignore_new_leaves_out_new_paths_unread_and_never_a_tracked_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, a) = (dir.path().join("before"), dir.path().join("after"));
+    write_tree(
+        &b,
+        &tree(&[
+            ("src/lib.py", b"x = 1\n", false),
+            ("build/kept.txt", b"k\n", false),
+        ]),
+    );
+    write_tree(
+        &a,
+        &tree(&[
+            ("src/lib.py", b"x = 2\n", false),
+            ("src/m.pyc", b"bytecode\n", false),
+            ("build/kept.txt", b"k2\n", false),
+            ("build/new.o", b"obj\n", false),
+            ("cache/v/x", b"c\n", false),
+            ("notes.txt", b"new\n", false),
+        ]),
+    );
+    let fifo = a.join("cache/v/fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let rule = |p: &str, is_dir: bool| {
+        p.ends_with(".pyc") || (is_dir && p == "cache") || p.starts_with("build/") || p == "build"
+    };
+    let opts = DiffOptions {
+        ignore_new: Some(airlock_core::diff::IgnoreNew(std::sync::Arc::new(rule))),
+        ..DiffOptions::default()
+    };
+    let d = diff_trees(&b, &a, &opts).unwrap();
+    let patch = String::from_utf8(d.patch).unwrap();
+    for kept in ["src/lib.py", "build/kept.txt", "notes.txt"] {
+        assert!(patch.contains(&format!("+++ b/{kept}")), "{kept}: {patch}");
+    }
+    for left in ["m.pyc", "new.o", "cache"] {
+        assert!(!patch.contains(left), "{left}: {patch}");
+    }
+    assert_eq!(d.stats.ignored, 3, "src/m.pyc, build/new.o, cache/");
+    assert!(d.stats.refused.is_empty(), "{:?}", d.stats.refused);
+}
