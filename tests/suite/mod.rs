@@ -1,5 +1,7 @@
 //! Test modules (one line each on what they cover).
 
+/// Real agent CLIs (Claude Code, Codex CLI, aider) in the sandbox against stand-in model servers.
+mod agents;
 /// Egress: submit --egress -> worker's proxy -> the packet's egress log; the example
 /// OpenAI-compatible generator against a stand-in endpoint; refusals in the fallback.
 mod egress;
