@@ -474,3 +474,64 @@ input-history-file: /dev/null
     };
     run_recipe(recipe, &standin, &env);
 }
+
+/// The stand-in is a strict model server: it refuses what the real API would refuse (and
+/// logs why), so an agent that gets through it sent well-formed requests; a well-formed
+/// request of each API is answered, streamed when asked.
+#[test]
+fn standin_refuses_malformed_requests_of_each_api() {
+    use airlock_tests::s3::raw_request;
+    let dir = tempfile::tempdir().unwrap();
+    let bearer = format!("Bearer {KEY}");
+    let anthropic = [("x-api-key", KEY), ("anthropic-version", "2023-06-01")];
+    let openai = [("authorization", bearer.as_str())];
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let input = json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]);
+    let exec = json!([{"type": "function", "name": "exec_command", "parameters": {}}]);
+    #[rustfmt::skip]
+    let cases: &[(&str, &str, &[(&str, &str)], Value, u16, &str)] = &[
+        ("anthropic", "/v1/messages", &anthropic, json!({"model": "m", "max_tokens": 9, "messages": user, "stream": true}), 200, "side"),
+        ("anthropic", "/v1/messages", &anthropic, json!({"model": "m", "max_tokens": 9}), 400, "messages"),
+        ("anthropic", "/v1/messages", &anthropic, json!({"model": "m", "messages": user}), 400, "max_tokens"),
+        ("anthropic", "/v1/messages", &[("x-api-key", "sk-wrong"), ("anthropic-version", "2023-06-01")], json!({"model": "m", "max_tokens": 9, "messages": user}), 401, "x-api-key"),
+        ("anthropic", "/v1/messages", &[("x-api-key", KEY)], json!({"model": "m", "max_tokens": 9, "messages": user}), 400, "anthropic-version"),
+        ("responses", "/v1/responses", &openai, json!({"model": "m", "input": input, "tools": exec, "stream": true}), 200, "edit"),
+        ("responses", "/v1/responses", &openai, json!({"model": "m", "input": input, "tools": exec}), 400, "stream"),
+        ("responses", "/v1/responses", &openai, json!({"input": input, "stream": true}), 400, "model"),
+        ("responses", "/v1/responses", &[], json!({"model": "m", "input": input, "stream": true}), 401, "Authorization"),
+        ("chat", "/v1/chat/completions", &openai, json!({"model": "m", "messages": user, "stream": true}), 200, "edit"),
+        ("chat", "/v1/chat/completions", &openai, json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}), 400, "role"),
+        ("chat", "/v1/chat/completions", &openai, json!({"model": "", "messages": user}), 400, "model"),
+        ("chat", "/v1/completions", &openai, json!({"model": "m", "messages": user}), 404, "unknown path"),
+    ];
+    for api in ["anthropic", "responses", "chat"] {
+        let standin = StandIn::start(api, dir.path());
+        let mine: Vec<_> = cases.iter().filter(|c| c.0 == api).collect();
+        for (_, path, headers, body, status, what) in &mine {
+            let url = format!("http://127.0.0.1:{}{path}", standin.port);
+            let mut h = headers.to_vec();
+            h.push(("content-type", "application/json"));
+            let got = raw_request("POST", &url, &h, body.to_string().as_bytes());
+            assert_eq!(got.status, *status, "{api} {body}: {}", got.body);
+            if *status == 200 {
+                assert!(
+                    got.body.starts_with("event: ") || got.body.starts_with("data: "),
+                    "{api}: not SSE: {}",
+                    got.body
+                );
+            } else {
+                assert!(got.body.contains(what), "{api} {body}: {}", got.body);
+            }
+        }
+        let log = standin.requests();
+        assert_eq!(log.len(), mine.len(), "{log:#?}");
+        for ((_, _, _, _, status, what), entry) in mine.iter().zip(&log) {
+            if *status == 200 {
+                assert_eq!(entry["turn"], *what, "{entry}");
+                assert!(entry["error"].is_null(), "{entry}");
+            } else {
+                assert!(entry["error"].as_str().unwrap().contains(what), "{entry}");
+            }
+        }
+    }
+}
