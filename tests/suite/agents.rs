@@ -475,6 +475,16 @@ input-history-file: /dev/null
     run_recipe(recipe, &standin, &env);
 }
 
+/// (api, path, headers, body, expected status, expected turn or the refusal's words).
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    &'a [(&'a str, &'a str)],
+    Value,
+    u16,
+    &'a str,
+);
+
 /// The stand-in is a strict model server: it refuses what the real API would refuse (and
 /// logs why), so an agent that gets through it sent well-formed requests; a well-formed
 /// request of each API is answered, streamed when asked.
@@ -489,7 +499,7 @@ fn standin_refuses_malformed_requests_of_each_api() {
     let input = json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]);
     let exec = json!([{"type": "function", "name": "exec_command", "parameters": {}}]);
     #[rustfmt::skip]
-    let cases: &[(&str, &str, &[(&str, &str)], Value, u16, &str)] = &[
+    let cases: &[Case] = &[
         ("anthropic", "/v1/messages", &anthropic, json!({"model": "m", "max_tokens": 9, "messages": user, "stream": true}), 200, "side"),
         ("anthropic", "/v1/messages", &anthropic, json!({"model": "m", "max_tokens": 9}), 400, "messages"),
         ("anthropic", "/v1/messages", &anthropic, json!({"model": "m", "messages": user}), 400, "max_tokens"),
