@@ -45,6 +45,20 @@ pub enum SandboxError {
         /// The `execve` error.
         detail: String,
     },
+    /// The preflight found something the generator needs that its identity cannot read
+    /// inside the sandbox (outside the readable roots, or stopped by a file mode); nothing
+    /// was started.
+    #[error("{} ({what}): not readable inside the sandbox (sandbox.preflight.not-readable): {reason}{}", path.display(), grant.as_ref().map(|g| format!("; grant {} as a readable root", g.display())).unwrap_or_default())]
+    NotReadable {
+        /// The path the generator needs.
+        path: std::path::PathBuf,
+        /// What it is to the generator ("the program", "the #! interpreter of ...").
+        what: String,
+        /// Why it cannot be read.
+        reason: String,
+        /// The directory to add to the readable roots, when that is the fix.
+        grant: Option<std::path::PathBuf>,
+    },
     /// An I/O error in the supervising process.
     #[error("sandbox {what} (sandbox.io): {source}")]
     Io {
@@ -70,6 +84,7 @@ impl SandboxError {
             SandboxError::Unavailable { .. } => "sandbox.unavailable".into(),
             SandboxError::Layer { layer, .. } => format!("sandbox.layer.{layer}"),
             SandboxError::Exec { .. } => "sandbox.exec".into(),
+            SandboxError::NotReadable { .. } => "sandbox.preflight.not-readable".into(),
             SandboxError::Io { .. } => "sandbox.io".into(),
             SandboxError::Protocol { .. } => "sandbox.protocol".into(),
         }

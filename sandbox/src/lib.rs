@@ -11,7 +11,13 @@
 //!    into a capped log file.
 //! 2. **Identity.** A root worker hands the workdir and private tmp to an unprivileged uid
 //!    (default `nobody`) and the generator runs as it: the kernel never applies
-//!    `RLIMIT_NPROC` to root. Supplementary groups are dropped.
+//!    `RLIMIT_NPROC` to root. Supplementary groups are dropped. A readable root that
+//!    identity cannot reach (a virtualenv under a 0700 `/root`) is bound in at its own path,
+//!    in a mount namespace of the helper's own, under a tmpfs covering the blocking directory
+//!    (no host file changes). Before anything starts, a preflight checks that the identity
+//!    can read the program, its `#!` interpreter and a virtualenv's base interpreter
+//!    ([`SandboxError::NotReadable`]); a program inside `node_modules/<package>` gets its
+//!    whole package.
 //! 3. **Namespaces** (namespace mode): new user, mount, pid, ipc, uts and network
 //!    namespaces; the network namespace is empty (loopback down, no route anywhere); the uid
 //!    and gid maps contain only the sandbox identity; mounts are made private; the hostname
@@ -132,7 +138,7 @@ mod linux;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
 
-pub use egress::{EgressLog, EgressProxy, EgressRule, ProxyConfig};
+pub use egress::{EgressLog, EgressProxy, EgressRule, LocalGrant, ProxyConfig};
 pub use error::SandboxError;
 pub use outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
 pub use spec::{

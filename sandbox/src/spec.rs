@@ -334,6 +334,44 @@ impl SandboxSpec {
     }
 }
 
+/// `PATH` used to find a bare program name when the spec's environment has none.
+pub(crate) const DEFAULT_PATH: &str =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+impl SandboxSpec {
+    /// The generator's `PATH`: the spec's own, else [`DEFAULT_PATH`].
+    pub(crate) fn path_var(&self) -> &str {
+        self.env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map_or(DEFAULT_PATH, |(_, v)| v.as_str())
+    }
+
+    /// `name` looked up in the generator's `PATH` (absolute entries only): the first
+    /// executable regular file.
+    pub(crate) fn lookup(&self, name: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        self.path_var()
+            .split(':')
+            .filter(|d| d.starts_with('/'))
+            .map(|d| Path::new(d).join(name))
+            .find(|c| {
+                std::fs::metadata(c)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    }
+
+    /// The file to exec: a program with `/` as given (relative to the workdir), a bare name
+    /// looked up in the generator's `PATH`.
+    pub(crate) fn resolve_program(&self) -> Option<PathBuf> {
+        let p = &self.program;
+        if p.as_os_str().as_encoded_bytes().contains(&b'/') {
+            return Some(self.workdir.join(p));
+        }
+        self.lookup(&p.to_string_lossy())
+    }
+}
+
 fn spec_err(field: &str, rule: &'static str, reason: &str) -> SandboxError {
     SandboxError::Spec {
         field: field.to_owned(),

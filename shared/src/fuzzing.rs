@@ -583,6 +583,7 @@ mod seeds {
                 path: "link".into(),
                 reason: "diff.symlink".into(),
             }],
+            ignored: 0,
             limits_hit: vec!["wall-clock".into()],
             exit: ExitInfo {
                 kind: ExitKind::Exited,
@@ -685,6 +686,7 @@ mod seeds {
                 checkpoint_envelope: format!("{base}/drop/{job}/checkpoint.dsse.json"),
                 artifact: format!("{base}/drop/{job}/artifact.tar.gz"),
                 artifact_envelope: format!("{base}/drop/{job}/artifact.dsse.json"),
+                artifact_envelope_get: None,
             },
             job_key: JobKey::from_signing_key(&SigningKey::from_seed([0x02; 32])),
             limits: JobLimits::default(),

@@ -243,6 +243,11 @@ pub struct DropTargets {
     pub artifact: String,
     /// `drop/<job>/artifact.dsse.json`.
     pub artifact_envelope: String,
+    /// Presigned GET URL of `drop/<job>/artifact.dsse.json` (optional): lets the worker see
+    /// that the job is already finished before it starts the generator. Absent for
+    /// `file://` stores (the worker looks at the file) and from older submitters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_envelope_get: Option<String>,
 }
 
 /// The custom `airlock` claim of a job token.
@@ -710,6 +715,7 @@ mod tests {
                 checkpoint_envelope: format!("{base}/checkpoint.dsse.json"),
                 artifact: format!("{base}/artifact.tar.gz"),
                 artifact_envelope: format!("{base}/artifact.dsse.json"),
+                artifact_envelope_get: None,
             },
             job_key: JobKey::from_signing_key(&SigningKey::generate()),
             limits: JobLimits::default(),

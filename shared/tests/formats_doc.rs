@@ -296,6 +296,7 @@ fn worked_token_example_matches_the_code() {
             checkpoint_envelope: url(format!("drop/{job}/checkpoint.dsse.json")),
             artifact: url(format!("drop/{job}/artifact.tar.gz")),
             artifact_envelope: url(format!("drop/{job}/artifact.dsse.json")),
+            artifact_envelope_get: None,
         },
         job_key: JobKey::from_signing_key(&SigningKey::from_seed([0x02; 32])),
         limits: JobLimits::default(),

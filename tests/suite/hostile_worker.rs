@@ -231,6 +231,7 @@ pub fn packet(job: &Job, patch: &[u8]) -> Packet {
         lines_added: added,
         lines_removed: removed,
         refused: Vec::new(),
+        ignored: 0,
         limits_hit: Vec::new(),
         exit: ExitInfo {
             kind: ExitKind::Exited,

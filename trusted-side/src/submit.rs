@@ -203,6 +203,13 @@ pub fn submit_job_cached(
                 Access::PutNew,
                 ttl_d,
             )?,
+            // A finished job is refused before its generator starts (worker.finished).
+            artifact_envelope_get: Some(store.worker_url(
+                &layout::drop_artifact_envelope(&job),
+                Access::Get,
+                ttl_d,
+            )?)
+            .filter(|u| !u.starts_with("file://")),
         },
         job_key: JobKey::from_signing_key(&job_key),
         limits: request.limits.clone(),

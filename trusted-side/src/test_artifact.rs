@@ -28,6 +28,7 @@ pub fn packet(job: &JobId, bundle_sha256: Sha256Digest, patch: &[u8]) -> Packet 
         lines_added: added,
         lines_removed: removed,
         refused: Vec::new(),
+        ignored: 0,
         limits_hit: Vec::new(),
         exit: ExitInfo {
             kind: ExitKind::Exited,

@@ -10,7 +10,12 @@ use clap::{Args, Parser, Subcommand};
 /// public key, runs GENERATOR ARGS... in a sandbox (egress denied) with `{prompt_file}` and
 /// `{workdir}` substituted, and drops one signed artifact (diff + packet).
 ///
-/// Exit codes: 0 artifact dropped, 1 refused or failed (nothing dropped), 2 usage.
+/// Exit codes: 0 artifact dropped (the generator exited 0 and changed something), 1 error or
+/// refusal before the generator ran (nothing dropped), 2 usage, 3 the generator failed
+/// (exited non-zero, killed by a signal or at the wall clock; a partial artifact was
+/// dropped), 4 refused: the job already has a final artifact (nothing ran), 5 the generator
+/// exited 0 but changed nothing (an empty artifact was dropped). On 3 and 5 the last lines of
+/// generator.log are printed.
 #[derive(Debug, Parser)]
 #[command(name = "airlock-worker", version, about, long_about)]
 pub struct Cli {
@@ -44,6 +49,24 @@ pub struct JobArgs {
     /// Everything else is cleared.
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
+    /// Make DIR readable and executable inside the sandbox (repeatable): the generator's
+    /// install (a virtualenv, an npm prefix, a tool directory). DIR/bin, if any, is put on the
+    /// generator's PATH. A root worker's sandbox binds DIR in at the same path (the host's
+    /// modes are left alone). Refused if DIR holds the token file, the trusted key or this
+    /// binary.
+    #[arg(long = "readable", value_name = "DIR")]
+    pub readable: Vec<PathBuf>,
+    /// Copy DIR into the generator's HOME at start (agent settings such as
+    /// .claude/settings.json, .codex/config.toml, .aider.conf.yml). The HOME itself is new and
+    /// private for every run. Refused if DIR holds a link, the job token or the trusted key.
+    #[arg(long = "home-template", value_name = "DIR")]
+    pub home_template: Option<PathBuf>,
+    /// Let the generator reach a model server on this host or its private network
+    /// (repeatable): HOST is an IP address (loopback or RFC 1918) or `localhost`. Reached
+    /// through the egress proxy (CONNECT, or plain HTTP), logged in the packet like any
+    /// egress. Only this flag grants such a destination; a request never can.
+    #[arg(long = "allow-local", value_name = "HOST:PORT")]
+    pub allow_local: Vec<String>,
     /// Run the generator WITHOUT a sandbox when none can be had. The packet says
     /// `sandbox: none` and the default gate policy never queues such an artifact.
     #[arg(long)]

@@ -18,7 +18,7 @@ use airlock_core::format::{EgressAttempt, EgressRule, ExitInfo, ExitKind};
 use airlock_core::limits::JobLimits;
 use airlock_sandbox::egress::{EgressLog, ProxyConfig, TestEndpoint};
 use airlock_sandbox::{
-    EgressProxy, ExitStatus, LogSink, Mode, Network, Running, SandboxError, SandboxSpec,
+    EgressProxy, ExitStatus, LocalGrant, LogSink, Mode, Network, Running, SandboxError, SandboxSpec,
 };
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -105,6 +105,12 @@ pub struct GeneratorSetup<'a> {
     pub token_on_argv: bool,
     /// The request's egress allowlist (empty: no network).
     pub egress: &'a [EgressRule],
+    /// `--readable` roots (checked, absolute).
+    pub readable: &'a [PathBuf],
+    /// The generator's private HOME (inside `tmp`).
+    pub home: &'a Path,
+    /// `--allow-local` grants (checked).
+    pub local: &'a [LocalGrant],
 }
 
 /// How the generator run ended.
@@ -225,8 +231,11 @@ pub fn run_generator(
             setup.workdir.to_string_lossy().into_owned(),
         ),
         ("TMPDIR".into(), setup.tmp.to_string_lossy().into_owned()),
-        ("HOME".into(), setup.tmp.to_string_lossy().into_owned()),
-        ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+        ("HOME".into(), setup.home.to_string_lossy().into_owned()),
+        (
+            "PATH".into(),
+            crate::readable::generator_path(setup.readable),
+        ),
         ("LANG".into(), "C.UTF-8".into()),
     ];
     for name in setup.pass_env {
@@ -236,14 +245,18 @@ pub fn run_generator(
         }
     }
     let mut spec = SandboxSpec::new(substitute(program, setup), setup.workdir, setup.tmp);
-    spec.args = args.iter().map(|a| substitute(a, setup).into()).collect();
+    let mut args: Vec<String> = args.iter().map(|a| substitute(a, setup)).collect();
+    let scripts = crate::readable::script_grants(&mut args, setup.workdir);
+    spec.args = args.into_iter().map(Into::into).collect();
+    spec.readable.extend(setup.readable.iter().cloned());
+    spec.readable.extend(scripts);
     spec.env = env;
     spec.secret_paths = setup.secret_paths.clone();
     spec.rlimits.cpu_secs = Some(setup.limits.wall_clock_secs.saturating_add(5));
     let file_cap = file_size_cap(setup.limits);
     spec.rlimits.file_size_bytes = Some(file_cap);
     spec.mode = mode(setup)?;
-    let proxy = egress_proxy(setup.egress)?;
+    let proxy = egress_proxy(setup.egress, setup.local)?;
     if proxy.is_some() {
         spec.network = Network::Egress;
     }
@@ -267,7 +280,10 @@ pub fn run_generator(
         Err(e @ SandboxError::Unavailable { .. }) => {
             bail!("no sandbox can be had on this host ({e}); refusing to run the generator (pass --unsafe-no-sandbox to run it unconfined, loudly)")
         }
-        Err(e) => return Err(e).context("cannot start the generator"),
+        Err(e) => match crate::readable::refusal_line(&e) {
+            Some(line) => bail!("{line}"),
+            None => return Err(e).context("cannot start the generator"),
+        },
     };
 
     let start = Instant::now();
@@ -354,12 +370,32 @@ pub fn run_generator(
     })
 }
 
-/// The egress proxy for a request that allows egress (`None`: no network at all).
-fn egress_proxy(rules: &[EgressRule]) -> Result<Option<EgressProxy>> {
-    if rules.is_empty() {
+/// Parses the `--allow-local` grants (`worker.allow-local`), before anything runs.
+pub fn check_allow_local(items: &[String]) -> Result<Vec<LocalGrant>> {
+    items
+        .iter()
+        .map(|i| {
+            LocalGrant::parse(i).map_err(|e| match e {
+                SandboxError::Spec { reason, .. } => {
+                    anyhow::anyhow!("--allow-local {i} refused (worker.allow-local): {reason}")
+                }
+                other => anyhow::anyhow!("--allow-local {i} refused (worker.allow-local): {other}"),
+            })
+        })
+        .collect()
+}
+
+/// The egress proxy for a request that allows egress or an operator's local grant (`None`:
+/// no network at all).
+fn egress_proxy(rules: &[EgressRule], local: &[LocalGrant]) -> Result<Option<EgressProxy>> {
+    if rules.is_empty() && local.is_empty() {
         return Ok(None);
     }
     let mut config = ProxyConfig::default();
+    config.local_grants = local.to_vec();
+    for g in local {
+        tracing::info!(grant = %g, "--allow-local: the generator may reach this local destination");
+    }
     if let Ok(v) = std::env::var(EGRESS_TEST_ENDPOINT_ENV) {
         for item in v.split(',').filter(|i| !i.is_empty()) {
             let e = TestEndpoint::parse(item).context(EGRESS_TEST_ENDPOINT_ENV)?;
@@ -397,6 +433,8 @@ fn packet_egress(log: &EgressLog) -> Vec<EgressAttempt> {
             allowed: a.allowed,
             reason: if a.test_endpoint {
                 Some("egress.test-endpoint".to_owned())
+            } else if a.local_grant {
+                Some(airlock_sandbox::egress::LOCAL_GRANT.to_owned())
             } else {
                 a.reason.map(str::to_owned)
             },

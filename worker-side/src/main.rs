@@ -9,8 +9,9 @@
 //! - Nothing runs unless the token, the bundle digest and the bundle's signature verify.
 //! - The generator sees a cleared environment (explicit `--pass-env` allowlist only).
 //! - The per-run directory is removed on every exit path, including SIGTERM/SIGINT.
-//! - Exit codes: 0 artifact dropped (whatever the generator did), 1 refused or failed
-//!   (nothing dropped), 2 usage.
+//! - Exit codes (see `outcome`): 0 artifact dropped, 1 error or refusal (nothing dropped),
+//!   2 usage, 3 the generator failed (partial artifact dropped), 4 the job was already
+//!   finished (nothing ran), 5 the generator changed nothing (empty artifact dropped).
 //!
 //! # Not guaranteed
 //! - That a host compromised before the run did not tamper with the worker binary itself:
@@ -21,6 +22,10 @@
 mod artifact;
 mod cli;
 mod generate;
+mod gitignore;
+mod home;
+mod outcome;
+mod readable;
 mod run;
 mod transfer;
 mod tree;
@@ -39,18 +44,22 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
-        cli::Command::Run(args) => run::run_cli(&args).map(|_| ()),
-        cli::Command::Watch(args) => watch::watch(&args),
+        cli::Command::Run(args) => run::run_cli(&args).map(|o| o.code()),
+        cli::Command::Watch(args) => watch::watch(&args).map(|()| outcome::EXIT_OK),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
+        Err(err) if err.downcast_ref::<run::AlreadyFinished>().is_some() => {
+            eprintln!("error: {err}");
+            ExitCode::from(outcome::EXIT_FINISHED)
+        }
         Err(err) => {
             let mut msg = format!("error: {err}");
             for cause in err.chain().skip(1) {
                 msg.push_str(&format!(": {cause}"));
             }
             eprintln!("{msg}");
-            ExitCode::from(1)
+            ExitCode::from(outcome::EXIT_ERROR)
         }
     }
 }

@@ -36,19 +36,45 @@ use anyhow::{bail, Context, Result};
 use crate::artifact::{self, DropKind};
 use crate::cli::{JobArgs, RunArgs};
 use crate::generate::{self, GeneratorRun, Report};
+use crate::outcome::RunOutcome;
 use crate::tree::Base;
 use crate::workspace::{self, RunDir, Termination};
 
 /// Largest token file accepted.
 const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
 
-/// What a finished job dropped.
+/// Refusal: the job already has a final artifact (`worker.finished`; exit code 4).
 #[derive(Debug)]
-pub struct Dropped {
+pub struct AlreadyFinished {
     /// The job.
     pub job: String,
-    /// Whether the packet says partial.
-    pub partial: bool,
+}
+
+impl std::fmt::Display for AlreadyFinished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let job = &self.job;
+        write!(
+            f,
+            "job {job}: refused (worker.finished): the job already has a final artifact in the store; nothing was run. Fetch it with `airlock fetch {job}`, or re-dispatch the job to run it again"
+        )
+    }
+}
+
+impl std::error::Error for AlreadyFinished {}
+
+/// Whether the job's final artifact already landed (the envelope is written last; a
+/// `file://` store is also looked at for the tarball, which a write-once drop would refuse).
+fn already_finished(claims: &JobClaims) -> bool {
+    let d = &claims.drop;
+    let mut urls: Vec<&str> = Vec::new();
+    if d.artifact_envelope.starts_with("file://") {
+        urls.extend([d.artifact_envelope.as_str(), d.artifact.as_str()]);
+    }
+    if let Some(get) = &d.artifact_envelope_get {
+        urls.push(get);
+    }
+    urls.into_iter()
+        .any(|u| crate::transfer::exists(u) == Some(true))
 }
 
 /// Where the token came from: decides what the sandbox must keep out of reach.
@@ -61,7 +87,7 @@ pub struct TokenOrigin {
 }
 
 /// `airlock-worker run`: reads the token from `--token`, `--token-file` or `AIRLOCK_JOB_TOKEN`.
-pub fn run_cli(args: &RunArgs) -> Result<Dropped> {
+pub fn run_cli(args: &RunArgs) -> Result<RunOutcome> {
     generate::check_pass_env(&args.job.pass_env)?;
     let token = read_token(args.token.as_deref(), args.token_file.as_deref())?;
     let origin = TokenOrigin {
@@ -69,13 +95,9 @@ pub fn run_cli(args: &RunArgs) -> Result<Dropped> {
         paths: args.token_file.iter().cloned().collect(),
     };
     let term = Termination::install()?;
-    let dropped = run_job(&token, &origin, &args.job, &term)?;
-    eprintln!(
-        "job {}: artifact dropped{}",
-        dropped.job,
-        if dropped.partial { " (partial)" } else { "" }
-    );
-    Ok(dropped)
+    let outcome = run_job(&token, &origin, &args.job, &term)?;
+    eprintln!("{}", outcome.message());
+    Ok(outcome)
 }
 
 /// Reads the token from the flag, the file, or the environment, in that order.
@@ -148,7 +170,7 @@ pub fn run_job(
     origin: &TokenOrigin,
     args: &JobArgs,
     term: &Termination,
-) -> Result<Dropped> {
+) -> Result<RunOutcome> {
     let started_at_ms = now_ms();
     let mut t = Instant::now();
     // 1. The token, against the pinned key.
@@ -156,6 +178,33 @@ pub fn run_job(
     let claims = verify_token(token, &trusted, now_unix())
         .map_err(|e| anyhow::anyhow!("refused before running anything: {e}"))?;
     step(&mut t, "token");
+    // A finished job is never run again (its generator would spend model tokens for a drop
+    // that is write-once).
+    if already_finished(&claims) {
+        return Err(AlreadyFinished {
+            job: claims.job.to_string(),
+        }
+        .into());
+    }
+    // The generator's readable roots, its home template and local grants, before anything
+    // is fetched.
+    let mut secret_paths = secret_paths(args);
+    secret_paths.extend(
+        origin
+            .paths
+            .iter()
+            .filter_map(|p| std::path::absolute(p).ok()),
+    );
+    let readable = crate::readable::check_roots(&args.readable, &secret_paths)?;
+    let local = generate::check_allow_local(&args.allow_local)?;
+    let home_template = match &args.home_template {
+        Some(dir) => {
+            let key = key_body(&args.trusted_pub);
+            let secrets: [&[u8]; 2] = [token.as_bytes(), key.as_bytes()];
+            Some(crate::home::check(dir, &secrets, &secret_paths)?)
+        }
+        None => None,
+    };
     // 2. A fresh run directory.
     // Absolute before anything is fetched: the sandbox takes absolute paths only, and a
     // relative root would otherwise fail only after the bundle was downloaded and unpacked.
@@ -180,10 +229,13 @@ pub fn run_job(
     std::fs::create_dir(&tmp)?;
     let prompt_file = tmp.join("prompt.txt");
     std::fs::write(&prompt_file, &job.request.prompt)?;
+    let home = crate::home::make(&tmp, home_template.as_ref())?;
     let job_key = job.claims.job_key.signing_key()?;
 
     // 7. The generator, checkpointing.
+    let ignore_new = crate::gitignore::Rules::from_base(&job.base)?.into_filter();
     let mut ctx = RunContext {
+        ignore_new,
         job: &job,
         job_key: &job_key,
         run_id: &run_id,
@@ -192,13 +244,6 @@ pub fn run_job(
         started_at_ms,
         checkpoints: 0,
     };
-    let mut secret_paths = secret_paths(args);
-    secret_paths.extend(
-        origin
-            .paths
-            .iter()
-            .filter_map(|p| std::path::absolute(p).ok()),
-    );
     let gen = generate::run_generator(
         &generate::GeneratorSetup {
             command: &args.generator,
@@ -212,6 +257,9 @@ pub fn run_job(
             secret_paths,
             token_on_argv: origin.argv,
             egress: &job.request.egress,
+            readable: &readable,
+            home: &home,
+            local: &local,
         },
         term,
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
@@ -220,13 +268,29 @@ pub fn run_job(
     check_term(term)?;
     // 8. Diff, packet, sign, drop.
     let report = generate::read_report(&tmp);
-    let partial = ctx.finish(&gen, &report)?;
+    let packet = ctx.finish(&gen, &report)?;
     step(&mut t, "diff, pack, sign, drop");
+    let log_tail = crate::outcome::log_tail(&run_dir.path().join("generator.log"));
     // 9. `run_dir` is removed when dropped, here and on every early return.
-    Ok(Dropped {
+    Ok(RunOutcome {
         job: job.claims.job.to_string(),
-        partial,
+        exit: packet.exit,
+        wall_clock_secs: job.request.limits.wall_clock_secs,
+        limits_hit: packet.limits_hit,
+        files_changed: packet.files_changed,
+        ignored: packet.ignored,
+        partial: packet.partial,
+        log_tail,
     })
+}
+
+/// The base64 body of a PEM key file (what a copy of the key would contain), or empty.
+fn key_body(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<String>()
 }
 
 /// Paths the generator must never reach besides the token's: the trusted key, this binary.
@@ -337,6 +401,8 @@ struct RunFacts<'a> {
 }
 
 struct RunContext<'a> {
+    /// The packed revision's `.gitignore` rules, for new paths.
+    ignore_new: Option<airlock_core::diff::IgnoreNew>,
     job: &'a VerifiedJob,
     job_key: &'a airlock_core::keys::SigningKey,
     run_id: &'a str,
@@ -373,6 +439,7 @@ impl RunContext<'_> {
             lines_added: patch.stats.lines_added,
             lines_removed: patch.stats.lines_removed,
             refused: patch.stats.refused.clone(),
+            ignored: patch.stats.ignored,
             limits_hit,
             exit,
             timings: Timings {
@@ -399,6 +466,7 @@ impl RunContext<'_> {
         );
         let mut opts = DiffOptions::for_job(&self.job.request.limits);
         opts.ignore = made.unchanged_tops;
+        opts.ignore_new = self.ignore_new.clone();
         opts.max_diff_bytes = opts
             .max_diff_bytes
             .min(self.job.request.limits.max_artifact_bytes);
@@ -461,8 +529,8 @@ impl RunContext<'_> {
         Ok(())
     }
 
-    /// Builds, signs and drops the final artifact. Returns whether it is partial.
-    fn finish(&mut self, gen: &GeneratorRun, report: &Report) -> Result<bool> {
+    /// Builds, signs and drops the final artifact. Returns its packet.
+    fn finish(&mut self, gen: &GeneratorRun, report: &Report) -> Result<Packet> {
         let limits = &self.job.request.limits;
         let t = Instant::now();
         let mut patch = self.diff()?;
@@ -518,6 +586,6 @@ impl RunContext<'_> {
             &packet,
         )?;
         tracing::debug!(ms = t.elapsed().as_millis() as u64, "step sign and drop");
-        Ok(packet.partial)
+        Ok(packet)
     }
 }

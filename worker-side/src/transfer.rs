@@ -260,6 +260,22 @@ pub fn get_bytes(url: &str, what: &'static str, max_bytes: u64) -> Result<Vec<u8
     Ok(out)
 }
 
+/// Whether the object at `url` exists: `file://` by looking, `http(s)://` (a presigned GET)
+/// by one request: 200 yes, 404 no. `None` when it cannot be told (another status, a
+/// transport error): the caller goes on, and the write-once drop still holds at the end.
+pub fn exists(url: &str) -> Option<bool> {
+    if is_http(url) {
+        let resp = agent().get(url).call().ok()?;
+        return match resp.status().as_u16() {
+            200 => Some(true),
+            404 => Some(false),
+            _ => None,
+        };
+    }
+    let path = file_url_to_path(url).ok()?;
+    Some(std::fs::symlink_metadata(path).is_ok())
+}
+
 /// How a drop object may be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overwrite {

@@ -558,6 +558,37 @@ impl Base {
     }
 }
 
+impl Base {
+    /// The packed bytes of every file whose name is `name` (`.gitignore`), with its path, at
+    /// most `max_files` of them and `max_bytes` each (larger ones are skipped with a
+    /// warning). Read from the pack, never from the workdir the generator controlled.
+    pub fn packed_named(
+        &self,
+        name: &str,
+        max_files: usize,
+        max_bytes: u64,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        let pack = File::open(&self.pack)
+            .with_context(|| format!("{}: cannot open", self.pack.display()))?;
+        let mut out = Vec::new();
+        for (entry, span) in self.manifest.files.iter().zip(&self.spans) {
+            let base = entry.path.rsplit('/').next().unwrap_or(&entry.path);
+            if base != name {
+                continue;
+            }
+            if entry.size > max_bytes || out.len() >= max_files {
+                tracing::warn!(path = %entry.path, "{name} left out of the ignore rules (over the size or count cap)");
+                continue;
+            }
+            let mut bytes = vec![0u8; usize::try_from(entry.size).unwrap_or(0)];
+            pack.read_exact_at(&mut bytes, span.offset)
+                .with_context(|| format!("{}: pack is short", entry.path))?;
+            out.push((entry.path.clone(), bytes));
+        }
+        Ok(out)
+    }
+}
+
 fn copy_span(
     pack: &File,
     mut offset: u64,

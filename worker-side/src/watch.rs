@@ -167,7 +167,7 @@ fn handle(dirs: &Dirs, name: &str, args: &WatchArgs, term: &Termination) -> bool
     };
     match crate::run::run_job(&token, &origin, &args.job, term) {
         Ok(d) => {
-            eprintln!("ticket {name}: job {} artifact dropped", d.job);
+            eprintln!("ticket {name}: {}", d.message());
             let _ = std::fs::rename(&claimed, dirs.done.join(name));
         }
         Err(e) => dirs.reject(&claimed, name, &format!("{e:#}")),

@@ -142,6 +142,66 @@ pub(crate) fn parse_connect(head: &[u8]) -> Result<Target, Refused> {
     parse_authority(target, None).ok_or_else(bad)
 }
 
+/// A plain-HTTP request in absolute form (`GET http://host:port/path HTTP/1.1`), for a
+/// destination the worker's operator granted (`--allow-local`) and only there: the target
+/// and the head rewritten for the origin (origin-form request line; `Proxy-*`, `Connection`
+/// and `Keep-Alive` headers dropped; `Connection: close`, so that each request takes its own
+/// pass through the proxy and its own log entry). `None` for anything else (continuation
+/// lines, bytes outside printable ASCII, `https://`).
+pub(crate) fn parse_forward(head: &[u8]) -> Option<(Target, Vec<u8>)> {
+    let text = std::str::from_utf8(head).ok()?;
+    let body = text.strip_suffix("\r\n\r\n")?;
+    let mut lines = body.split("\r\n");
+    let line = lines.next()?;
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c))
+    };
+    if !token(method) || method == "CONNECT" || (version != "HTTP/1.1" && version != "HTTP/1.0") {
+        return None;
+    }
+    let rest = target.strip_prefix("http://")?;
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(split);
+    let t = parse_authority(authority, Some(80))?;
+    if !path.bytes().all(|c| (0x21..0x7f).contains(&c)) {
+        return None;
+    }
+    let path = match path.chars().next() {
+        None => "/".to_owned(),
+        Some('?') => format!("/{path}"),
+        Some(_) => path.to_owned(),
+    };
+    let mut out = format!("{method} {path} {version}\r\n");
+    for h in lines {
+        if h.starts_with([' ', '\t']) || !h.bytes().all(|c| c == b'\t' || (0x20..0x7f).contains(&c))
+        {
+            return None;
+        }
+        let (name, _) = h.split_once(':')?;
+        let lower = name.trim().to_ascii_lowercase();
+        if lower.starts_with("proxy-") || lower == "connection" || lower == "keep-alive" {
+            continue;
+        }
+        out.push_str(h);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    Some((t, out.into_bytes()))
+}
+
+/// `host:port` (or `[v6]:port`), the port required.
+pub(crate) fn parse_authority_strict(a: &str) -> Option<Target> {
+    parse_authority(a, None)
+}
+
 /// `host:port` (or `[v6]:port`); `default_port` when the port may be omitted.
 fn parse_authority(a: &str, default_port: Option<u16>) -> Option<Target> {
     let (host, port, ip) = if let Some(rest) = a.strip_prefix('[') {
@@ -197,6 +257,35 @@ fn absolute_form_destination(target: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forward_rewrites_an_absolute_form_request_for_the_origin() {
+        let (t, head) = parse_forward(
+            b"POST http://127.0.0.1:18080/v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:18080\r\nProxy-Connection: keep-alive\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(t.destination(), "127.0.0.1:18080");
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "POST /v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:18080\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+        );
+        let (t, head) = parse_forward(b"GET http://localhost HTTP/1.0\r\n\r\n").unwrap();
+        assert_eq!(t.destination(), "localhost:80");
+        assert!(head.starts_with(b"GET / HTTP/1.0\r\n"));
+    }
+
+    #[test]
+    fn forward_refuses_folds_https_and_connect() {
+        for bad in [
+            "GET https://a:443/ HTTP/1.1\r\n\r\n",
+            "CONNECT a:443 HTTP/1.1\r\n\r\n",
+            "GET http://a:1/ HTTP/1.1\r\nX: y\r\n folded\r\n\r\n",
+            "GET http://a:1/\x01 HTTP/1.1\r\n\r\n",
+            "GET /relative HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(parse_forward(bad.as_bytes()).is_none(), "{bad:?}");
+        }
+    }
 
     fn parse(s: &str) -> Result<Target, Refused> {
         parse_connect(s.as_bytes())

@@ -76,6 +76,9 @@ pub const UNFINISHED: &str = "egress.unfinished";
 pub const INTERNAL: &str = "egress.internal";
 /// Rule id: the log is full; the connection was refused and only counted.
 pub const LOG_FULL: &str = "egress.log-full";
+/// Marks an admitted attempt to a destination the worker's operator granted
+/// ([`LocalGrant`]): the allowlist and the address checks did not apply.
+pub const LOCAL_GRANT: &str = "egress.local-grant";
 
 /// Every rule id a refused attempt can carry.
 pub const RULE_IDS: &[&str] = &[
@@ -205,6 +208,71 @@ impl TestEndpoint {
     }
 }
 
+/// The worker operator's grant of one model server on the worker host or its private network
+/// (`airlock-worker run --allow-local HOST:PORT`): loopback or private addresses only (never
+/// link-local, where the metadata services live). A `CONNECT` to exactly `host:port` (or a
+/// plain-HTTP request in absolute form to it: local model servers speak plain HTTP) is
+/// connected to `addr` without the allowlist and without the address checks, and logged
+/// marked [`LOCAL_GRANT`]. Only the worker's own configuration creates one: nothing in a
+/// request can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalGrant {
+    /// The host as the generator asks for it: an IP literal's text, or `localhost`.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// Where the proxy connects.
+    pub addr: SocketAddr,
+}
+
+impl LocalGrant {
+    /// Parses `HOST:PORT`: HOST an IPv4 literal, `[IPv6]` or `localhost` (127.0.0.1), whose
+    /// address is loopback or private (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7).
+    pub fn parse(s: &str) -> Result<LocalGrant, SandboxError> {
+        let bad = |reason: &str| SandboxError::Spec {
+            field: format!("local grant {s:?}"),
+            rule: "sandbox.egress.local-grant",
+            reason: reason.to_owned(),
+        };
+        let t = head::parse_authority_strict(s)
+            .ok_or_else(|| bad("expected HOST:PORT with HOST an IP address or localhost"))?;
+        let ip = match t.ip {
+            Some(ip) => ip.to_canonical(),
+            None if t.host == "localhost" => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            None => {
+                return Err(bad(
+                    "HOST must be an IP address or localhost (no name is resolved)",
+                ))
+            }
+        };
+        match address::refusal(ip) {
+            Some(address::LOOPBACK) | Some(address::PRIVATE) => {}
+            _ => {
+                return Err(bad(
+                    "only a loopback or private (RFC 1918) address can be granted; public \
+                     destinations belong in the request's egress allowlist",
+                ))
+            }
+        }
+        Ok(LocalGrant {
+            host: t.host,
+            port: t.port,
+            addr: SocketAddr::new(ip, t.port),
+        })
+    }
+}
+
+impl fmt::Display for LocalGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.addr {
+            SocketAddr::V6(_) if self.host != "localhost" => {
+                write!(f, "[{}]:{}", self.host, self.port)
+            }
+            _ => write!(f, "{}:{}", self.host, self.port),
+        }
+    }
+}
+
 /// Limits and plumbing of an [`EgressProxy`].
 #[derive(Clone)]
 pub struct ProxyConfig {
@@ -225,6 +293,8 @@ pub struct ProxyConfig {
     pub resolver: Arc<dyn Resolve>,
     /// TEST ONLY; see [`TestEndpoint`]. Empty in production.
     pub unsafe_test_endpoints: Vec<TestEndpoint>,
+    /// The worker operator's grants of local destinations; see [`LocalGrant`].
+    pub local_grants: Vec<LocalGrant>,
 }
 
 impl Default for ProxyConfig {
@@ -240,6 +310,7 @@ impl Default for ProxyConfig {
             max_log_entries: 512,
             resolver: Arc::new(SystemResolver),
             unsafe_test_endpoints: Vec::new(),
+            local_grants: Vec::new(),
         }
     }
 }
@@ -254,6 +325,7 @@ impl fmt::Debug for ProxyConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_log_entries", &self.max_log_entries)
             .field("unsafe_test_endpoints", &self.unsafe_test_endpoints)
+            .field("local_grants", &self.local_grants)
             .finish_non_exhaustive()
     }
 }
@@ -289,12 +361,12 @@ impl ProxyConfig {
 
 /// Checks the allowlist and the config (shared by every platform's `EgressProxy::start`).
 pub(crate) fn check_setup(rules: &[EgressRule], config: &ProxyConfig) -> Result<(), SandboxError> {
-    if rules.is_empty() || rules.len() > MAX_RULES {
+    if (rules.is_empty() && config.local_grants.is_empty()) || rules.len() > MAX_RULES {
         return Err(SandboxError::Spec {
             field: "egress".into(),
             rule: "sandbox.egress.rules",
             reason: format!(
-                "{} rules: an egress proxy needs 1 to {MAX_RULES}",
+                "{} rules: an egress proxy needs 1 to {MAX_RULES} (or a local grant)",
                 rules.len()
             ),
         });
@@ -319,6 +391,8 @@ pub struct Attempt {
     pub address: Option<SocketAddr>,
     /// Allowed through a TEST-ONLY [`TestEndpoint`] (no resolution, no address checks).
     pub test_endpoint: bool,
+    /// Allowed through the operator's [`LocalGrant`] (no allowlist, no address checks).
+    pub local_grant: bool,
     /// Bytes from the generator to the destination.
     pub bytes_up: u64,
     /// Bytes from the destination to the generator.

@@ -155,6 +155,7 @@ impl Shared {
                 reason: Some(UNFINISHED),
                 address: None,
                 test_endpoint: false,
+                local_grant: false,
                 bytes_up: 0,
                 bytes_down: 0,
                 at_ms: now_ms(),
@@ -381,22 +382,32 @@ fn handle(shared: &Shared, conns: &Conns, id: u64, entry: usize, client: &TcpStr
         Ok(v) => v,
         Err(r) => return refuse(r),
     };
-    let target = match head::parse_connect(&head) {
-        Ok(t) => t,
+    // A plain-HTTP request is forwarded only to a destination the operator granted.
+    let (target, forward) = match head::parse_connect(&head) {
+        Ok(t) => (t, None),
+        Err(r) if r.rule == head::METHOD => match head::parse_forward(&head) {
+            Some((t, rewritten)) if local_grant(cfg, &t).is_some() => (t, Some(rewritten)),
+            _ => return refuse(r),
+        },
         Err(r) => return refuse(r),
     };
     let destination = target.destination();
     shared.update(entry, |a| a.destination = destination);
-    if !shared
-        .rules
-        .iter()
-        .any(|r| r.host == target.host && r.port == target.port)
+    let granted = local_grant(cfg, &target);
+    if granted.is_none()
+        && !shared
+            .rules
+            .iter()
+            .any(|r| r.host == target.host && r.port == target.port)
     {
         return shared.refuse(entry, client, NOT_ALLOWED, "403 Forbidden");
     }
-    let (addrs, test_endpoint) = match checked_addresses(cfg, &target) {
-        Ok(v) => v,
-        Err((rule, status)) => return shared.refuse(entry, client, rule, status),
+    let (addrs, test_endpoint) = match granted {
+        Some(addr) => (vec![addr], false),
+        None => match checked_addresses(cfg, &target) {
+            Ok(v) => v,
+            Err((rule, status)) => return shared.refuse(entry, client, rule, status),
+        },
     };
     let Some((upstream, addr)) = connect_first(&addrs, cfg.connect_timeout) else {
         return shared.refuse(entry, client, CONNECT_FAILED, "502 Bad Gateway");
@@ -412,14 +423,26 @@ fn handle(shared: &Shared, conns: &Conns, id: u64, entry: usize, client: &TcpStr
         a.reason = None;
         a.address = Some(addr);
         a.test_endpoint = test_endpoint;
+        a.local_grant = granted.is_some();
     });
     let _ = upstream.set_write_timeout(Some(cfg.idle_timeout));
     let _ = upstream.set_nodelay(true);
-    let mut c = client;
-    if c.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        .is_err()
-    {
-        return;
+    match forward {
+        // Plain HTTP: the origin answers the generator directly.
+        Some(h) => {
+            if (&upstream).write_all(&h).is_err() {
+                return;
+            }
+            up.fetch_add(h.len() as u64, Ordering::Relaxed);
+        }
+        None => {
+            let mut c = client;
+            if c.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .is_err()
+            {
+                return;
+            }
+        }
     }
     if !rest.is_empty() {
         if (&upstream).write_all(&rest).is_err() {
@@ -428,6 +451,21 @@ fn handle(shared: &Shared, conns: &Conns, id: u64, entry: usize, client: &TcpStr
         up.fetch_add(rest.len() as u64, Ordering::Relaxed);
     }
     relay(client, &upstream, &up, &down, cfg.idle_timeout);
+}
+
+/// The address of the operator's grant for `target`, if there is one: exactly its host (or
+/// its IP literal's address) and port.
+fn local_grant(cfg: &ProxyConfig, target: &Target) -> Option<SocketAddr> {
+    cfg.local_grants
+        .iter()
+        .find(|g| {
+            g.port == target.port
+                && match target.ip {
+                    Some(ip) => ip.to_canonical() == g.addr.ip(),
+                    None => g.host == target.host,
+                }
+        })
+        .map(|g| g.addr)
 }
 
 /// The addresses to connect to, each checked; or the refusing rule and status.

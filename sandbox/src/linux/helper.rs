@@ -30,21 +30,19 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
+use super::binds;
 use super::identity::{self, Identity};
 use super::landlock_layer::{self, LandlockFailure};
+use super::reach::Who;
 use super::runner::EGRESS_NEEDS_NAMESPACES;
 use super::seccomp::{self, FilterOptions};
 use super::sys::{self, ExecImage, Forked};
 use crate::outcome::SandboxKind;
 use crate::proto::{HelperInput, Report, MAX_SPEC_BYTES};
 use crate::spec::{Mode, Network, Rlimits, SandboxSpec, EGRESS_PROXY_PORT};
-
-/// `PATH` used to find a bare program name when the spec's environment has none.
-const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Helper processes counted by `RLIMIT_NPROC` in namespace mode (`ns` and `init`).
 const NS_HELPER_PROCESSES: u64 = 2;
@@ -173,12 +171,14 @@ fn run(chan: &Chan, input: HelperInput) -> Result<Infallible, Fail> {
         Mode::LandlockSeccomp => {
             let image = exec_image(&spec, &program, None)?;
             let id = identity::prepare(&spec).map_err(|d| Fail::new("identity", d))?;
+            bind_readable(&spec, id)?;
             chan.send(&kind(SandboxKind::LandlockSeccomp));
             fallback(chan, &spec, id, input.parent_pid, &program, &image)
         }
         Mode::Namespaces | Mode::Auto => {
             let image = exec_image(&spec, &program, egress.then_some(EGRESS_PROXY_PORT))?;
             let id = identity::prepare(&spec).map_err(|d| Fail::new("identity", d))?;
+            bind_readable(&spec, id)?;
             match namespaces(chan, &spec, id, &program, &image) {
                 Ok(never) => match never {},
                 Err(NsError::Fail(f)) => Err(f),
@@ -197,6 +197,23 @@ fn run(chan: &Chan, input: HelperInput) -> Result<Infallible, Fail> {
                 )),
             }
         }
+    }
+}
+
+/// A root worker's readable roots its generator's identity could not reach, bound in (see
+/// `binds`); nothing for another worker, whose generator keeps its uid.
+fn bind_readable(spec: &SandboxSpec, id: Identity) -> Result<(), Fail> {
+    if !id.switch_from_root {
+        return Ok(());
+    }
+    binds::apply(&binds::unreachable(spec, &who(id))).map_err(|d| Fail::new("readable", d))
+}
+
+fn who(id: Identity) -> Who {
+    Who {
+        uid: id.uid,
+        gid: id.gid,
+        groups: Vec::new(),
     }
 }
 
@@ -230,30 +247,14 @@ fn single_threaded() -> Result<(), Fail> {
     Ok(())
 }
 
-/// The file to exec: a path with `/` as given (relative to the workdir), a bare name looked
-/// up in the spec's `PATH`.
+/// The file to exec (see `SandboxSpec::resolve_program`).
 fn resolve_program(spec: &SandboxSpec) -> Result<PathBuf, Fail> {
-    let p = &spec.program;
-    if p.as_os_str().as_bytes().contains(&b'/') {
-        return Ok(spec.workdir.join(p));
-    }
-    let path_var = spec
-        .env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map_or(DEFAULT_PATH, |(_, v)| v.as_str());
-    for dir in path_var.split(':').filter(|d| d.starts_with('/')) {
-        let candidate = Path::new(dir).join(p);
-        if let Ok(m) = std::fs::metadata(&candidate) {
-            if m.is_file() && m.permissions().mode() & 0o111 != 0 {
-                return Ok(candidate);
-            }
-        }
-    }
-    Err(Fail::new(
-        "exec",
-        format!("{}: not found in PATH", p.display()),
-    ))
+    spec.resolve_program().ok_or_else(|| {
+        Fail::new(
+            "exec",
+            format!("{}: not found in PATH", spec.program.display()),
+        )
+    })
 }
 
 fn cstring(what: &str, bytes: Vec<u8>) -> Result<CString, Fail> {

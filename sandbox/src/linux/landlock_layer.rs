@@ -125,6 +125,14 @@ fn add(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing == Missing::Skip => {
             return Ok(rs)
         }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(LandlockFailure::Failed(format!(
+                "{}: the sandbox identity cannot reach it ({e}); without the namespace \
+                 sandbox nothing binds it in: make the directories above it searchable \
+                 (chmod o+x) or install it under a readable directory",
+                path.display()
+            )));
+        }
         Err(e) => {
             return Err(LandlockFailure::Failed(format!("{}: {e}", path.display())));
         }

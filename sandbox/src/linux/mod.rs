@@ -4,9 +4,12 @@
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 
+mod binds;
 mod helper;
 mod identity;
 mod landlock_layer;
+mod preflight;
+mod reach;
 mod runner;
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -161,6 +161,9 @@ fn spawn_inner(
 ) -> Result<Running, SandboxError> {
     spec.validate()?;
     check_network(spec, proxy.is_some())?;
+    // The preflight may widen a grant (a node package); the widened spec is validated again.
+    let spec = &super::preflight::preflight(spec)?;
+    spec.validate()?;
     let input = serde_json::to_vec(&HelperInput {
         spec: spec.clone(),
         parent_pid: std::process::id(),

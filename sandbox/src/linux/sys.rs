@@ -158,12 +158,23 @@ pub(crate) fn unshare(flags: libc::c_int) -> io::Result<()> {
     check(unsafe { libc::unshare(flags) }).map(drop)
 }
 
-/// `mount(2)` with optional source, filesystem type and data.
+/// `mount(2)` with optional source and filesystem type.
 pub(crate) fn mount(
     source: Option<&CStr>,
     target: &CStr,
     fstype: Option<&CStr>,
     flags: libc::c_ulong,
+) -> io::Result<()> {
+    mount_data(source, target, fstype, flags, None)
+}
+
+/// `mount(2)` with optional source, filesystem type and data (options such as `mode=0755`).
+pub(crate) fn mount_data(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
 ) -> io::Result<()> {
     let ptr = |c: Option<&CStr>| c.map_or(std::ptr::null(), CStr::as_ptr);
     // SAFETY: every pointer is either null or a NUL-terminated string borrowed for the call.
@@ -173,7 +184,7 @@ pub(crate) fn mount(
             target.as_ptr(),
             ptr(fstype),
             flags,
-            std::ptr::null(),
+            ptr(data).cast(),
         )
     })
     .map(drop)

@@ -19,5 +19,7 @@ mod modes;
 mod network;
 /// Privileges seen from inside: no_new_privs, capabilities, seccomp, identity, namespaces.
 mod privileges;
+/// Readable roots: installs outside the system roots, bound in for a root worker; preflight.
+mod readable;
 /// The runner: process group, cleared environment, capped log, exit statuses, wall clock.
 mod runner;

@@ -559,7 +559,31 @@ pub struct DiffOptions {
     pub max_depth: usize,
     /// Top-level names skipped in both trees (the worker's own files in the workdir).
     pub ignore: Vec<String>,
+    /// Which NEW paths of `after` (absent from `before`) to leave out unread: the worker's
+    /// `.gitignore` matcher. A path present in `before` is never left out (git tracks it).
+    /// Counted in [`DiffStats::ignored`]; an ignored directory counts once and is never
+    /// listed.
+    pub ignore_new: Option<IgnoreNew>,
 }
+
+/// Decides whether a new path (relative, `/`-separated; `true` for a directory) is left out
+/// of the diff. See [`DiffOptions::ignore_new`].
+#[derive(Clone)]
+pub struct IgnoreNew(pub std::sync::Arc<dyn Fn(&str, bool) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for IgnoreNew {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IgnoreNew(..)")
+    }
+}
+
+impl PartialEq for IgnoreNew {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for IgnoreNew {}
 
 impl Default for DiffOptions {
     fn default() -> Self {
@@ -574,6 +598,7 @@ impl Default for DiffOptions {
             max_path_bytes: 1024,
             max_depth: 64,
             ignore: Vec::new(),
+            ignore_new: None,
         }
     }
 }
@@ -639,6 +664,9 @@ pub struct DiffStats {
     pub diff_bytes: u64,
     /// Paths not included, with the rule id, in path order.
     pub refused: Vec<RefusedPath>,
+    /// New paths left out by [`DiffOptions::ignore_new`] (never read; a directory counts
+    /// once).
+    pub ignored: u64,
     /// The limit that stopped the walk; the patch is then complete up to that point (whole
     /// sections only, in path order) and covers nothing after it.
     pub limit_hit: Option<DiffLimit>,

@@ -300,8 +300,18 @@ impl<W: Write> Walker<'_, W> {
             .collect();
         let mut refused_names: HashSet<OsString> = HashSet::new();
         let mut kept = Vec::with_capacity(al.len());
+        let before_names: HashSet<&OsStr> = bl.iter().map(|e| e.name.as_os_str()).collect();
         for e in al {
             let path = join(rel, &e.name.to_string_lossy());
+            // New and ignored by the packed revision's .gitignore files: left out, unread.
+            if let (Some(f), Some(name)) = (&self.opts.ignore_new, e.name.to_str()) {
+                if !before_names.contains(e.name.as_os_str())
+                    && (f.0)(&join(rel, name), e.kind == Kind::Dir)
+                {
+                    self.stats.ignored += 1;
+                    continue;
+                }
+            }
             let why = match (e.kind, e.name.to_str()) {
                 (Kind::Symlink, _) => Some(rule::SYMLINK),
                 (Kind::Special, _) => Some(rule::SPECIAL_FILE),

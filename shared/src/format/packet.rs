@@ -42,6 +42,9 @@ pub struct Packet {
     pub lines_removed: u64,
     /// Paths the generator produced that were not included (links, devices, binaries, ...).
     pub refused: Vec<RefusedPath>,
+    /// New paths left out, unread, because the packed revision's `.gitignore` files ignore
+    /// them (an ignored directory counts once).
+    pub ignored: u64,
     /// Limits hit (ids such as `wall-clock`, `changed-files`, `log-bytes`).
     pub limits_hit: Vec<String>,
     /// How the generator ended.

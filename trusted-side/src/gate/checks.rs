@@ -903,6 +903,7 @@ mod tests {
             lines_added: p.lines_added(),
             lines_removed: p.lines_removed(),
             refused: Vec::new(),
+            ignored: 0,
             limits_hit: Vec::new(),
             exit: airlock_core::format::ExitInfo {
                 kind: airlock_core::format::ExitKind::Exited,
