@@ -331,9 +331,14 @@ fn run_recipe(recipe: Recipe, standin: &StandIn, env: &Env) {
         .arg(&env.repo));
     assert_eq!(out.status.code(), Some(0), "gate: {}", show(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["verdict"], "queue", "{report}");
+    assert_eq!(report["decision"], "queue", "{report}");
+    let refused: Vec<&str> = egress
+        .iter()
+        .filter(|a| a["allowed"] == false)
+        .filter_map(|a| a["destination"].as_str())
+        .collect();
     eprintln!(
-        "{}: worker {worker_secs:.1} s (generator {} ms), {} model requests, end to end {:.1} s",
+        "{}: worker {worker_secs:.1} s (generator {} ms), {} model requests, refused egress {refused:?}, end to end {:.1} s",
         recipe.name,
         packet["timings"]["generator_ms"],
         requests.len(),
