@@ -550,3 +550,65 @@ fn standin_refuses_malformed_requests_of_each_api() {
         }
     }
 }
+
+/// Without `--readable`, a real install under a home the sandbox user cannot search (a root
+/// worker's `/root/...`) is refused before anything starts, in one line that names the path
+/// and the `--readable` that fixes it; nothing reaches the model server and nothing is
+/// dropped (before: a landlock "Permission denied", or a run that failed inside).
+#[test]
+fn real_installs_without_readable_are_refused_naming_the_flag() {
+    let dir = agents_dir();
+    let cases = [
+        ("aider", dir.join("aider/bin/aider"), "chat"),
+        ("Claude Code", dir.join("npm/bin/claude"), "anthropic"),
+    ];
+    for (name, program, api) in cases {
+        if !installed(name, &program) {
+            continue;
+        }
+        let env = Env::new();
+        let standin = StandIn::start(api, &env.root);
+        let (job, token) = env.submit();
+        let out = run(cmd(&bin("airlock-worker"))
+            .arg("run")
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--trusted-pub")
+            .arg(env.home.join("trusted.pub"))
+            .arg("--work-root")
+            .arg(env.root.join("work"))
+            .args(["--allow-local", &format!("127.0.0.1:{}", standin.port)])
+            .arg("--")
+            .arg(&program)
+            .arg("--version"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let searchable = !program
+            .ancestors()
+            .skip(1)
+            .any(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
+        if searchable {
+            // An install the sandbox user can reach anyway (not under a 0700 home): the
+            // refusal cannot happen here, and the recipe test covers the run.
+            eprintln!(
+                "SKIP: {name}: {} is reachable without --readable",
+                program.display()
+            );
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", show(&out));
+        assert!(
+            err.contains("sandbox.preflight.not-readable"),
+            "{name}: {err}"
+        );
+        assert!(
+            err.contains(&format!("pass --readable {}", dir.display())),
+            "{name}: {err}"
+        );
+        assert!(standin.requests().is_empty(), "{name}: the generator ran");
+        eprintln!("{name} without --readable: {}", err.trim());
+        assert!(
+            !env.home.join("store/drop").join(&job).exists(),
+            "{name}: something was dropped"
+        );
+    }
+}
