@@ -80,6 +80,7 @@ pub(crate) fn preflight(spec: &SandboxSpec) -> Result<SandboxSpec, SandboxError>
         spec: &spec,
         who: &who,
         binds,
+        program: canonical.clone(),
     };
     for r in &spec.readable {
         check.root(r)?;
@@ -135,6 +136,8 @@ struct Check<'a> {
     spec: &'a SandboxSpec,
     who: &'a Who,
     binds: bool,
+    /// The resolved program file: landlock grants it (the file alone), never binds it.
+    program: PathBuf,
 }
 
 impl Check<'_> {
@@ -196,7 +199,7 @@ impl Check<'_> {
         let canonical = std::fs::canonicalize(path)
             .map_err(|e| self.err(path, what, format!("cannot be resolved: {e}"), None))?;
         let roots = self.roots();
-        if !roots.iter().any(|(_, c)| canonical.starts_with(c)) {
+        if canonical != self.program && !roots.iter().any(|(_, c)| canonical.starts_with(c)) {
             let reason = if canonical == path {
                 "is outside the sandbox's readable roots".to_owned()
             } else {
