@@ -551,17 +551,16 @@ fn standin_refuses_malformed_requests_of_each_api() {
     }
 }
 
-/// Without `--readable`, a real install under a home the sandbox user cannot search (a root
-/// worker's `/root/...`) is refused before anything starts, in one line that names the path
-/// and the `--readable` that fixes it; nothing reaches the model server and nothing is
-/// dropped (before: a landlock "Permission denied", or a run that failed inside).
+/// Without `--readable`, a real virtualenv under a home the sandbox user cannot search (a
+/// root worker's `/root/...`) is refused before anything starts, in one line that names the
+/// path and the `--readable` that fixes it; nothing reaches the model server and nothing is
+/// dropped (before: a landlock "Permission denied", or a run that failed inside). (A native
+/// binary such as Claude Code's, or an npm package's own files, need no flag: the worker
+/// grants the program and its package.)
 #[test]
-fn real_installs_without_readable_are_refused_naming_the_flag() {
+fn real_virtualenv_without_readable_is_refused_naming_the_flag() {
     let dir = agents_dir();
-    let cases = [
-        ("aider", dir.join("aider/bin/aider"), "chat"),
-        ("Claude Code", dir.join("npm/bin/claude"), "anthropic"),
-    ];
+    let cases = [("aider", dir.join("aider/bin/aider"), "chat")];
     for (name, program, api) in cases {
         if !installed(name, &program) {
             continue;
