@@ -117,7 +117,8 @@ impl Drop for StandIn {
     }
 }
 
-/// How one agent is installed, configured and started.
+/// How one agent is installed, configured and started: the docs/GENERATORS.md recipe (the
+/// agent named bare: each `--readable DIR`'s `bin/` is on the generator's `PATH`).
 struct Recipe {
     name: &'static str,
     /// `--readable` directories.
@@ -387,10 +388,9 @@ fn claude_code_from_npm_edits_in_the_sandbox_and_the_gate_queues_it() {
         readable: vec![npm],
         home: vec![(".claude/settings.json", settings.to_string())],
         key_env: "ANTHROPIC_API_KEY",
-        command: shell(&format!(
-            r#"exec '{}' -p "$(cat "$AIRLOCK_PROMPT_FILE")" --permission-mode acceptEdits --max-turns 8"#,
-            program.display()
-        )),
+        command: shell(
+            r#"exec claude -p "$(cat "$AIRLOCK_PROMPT_FILE")" --permission-mode acceptEdits --max-turns 8"#,
+        ),
         turns: &["read", "edit", "done"],
     };
     run_recipe(recipe, &standin, &env);
@@ -424,10 +424,9 @@ enabled = false
         readable: vec![npm],
         home: vec![(".codex/config.toml", config.to_owned())],
         key_env: "OPENAI_API_KEY",
-        command: shell(&format!(
-            r#"exec '{}' exec --skip-git-repo-check --sandbox danger-full-access "$(cat "$AIRLOCK_PROMPT_FILE")""#,
-            program.display()
-        )),
+        command: shell(
+            r#"exec codex exec --skip-git-repo-check --sandbox danger-full-access "$(cat "$AIRLOCK_PROMPT_FILE")""#,
+        ),
         turns: &["edit", "done"],
     };
     run_recipe(recipe, &standin, &env);
@@ -471,7 +470,7 @@ input-history-file: /dev/null
         ],
         key_env: "OPENAI_API_KEY",
         command: vec![
-            program.display().to_string(),
+            "aider".into(),
             "--message-file".into(),
             "{prompt_file}".into(),
         ],
