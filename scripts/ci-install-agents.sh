@@ -12,6 +12,10 @@ claude_code="2.1.332"
 codex="0.171.0"
 aider="0.86.2"
 
+for tool in node npm python3; do
+  command -v "$tool" >/dev/null || { echo "ci-install-agents: $tool is missing (need node/npm >= 20, python3 >= 3.10 with venv)" >&2; exit 1; }
+done
+
 start=$SECONDS
 mkdir -p "$dir"
 
