@@ -238,8 +238,9 @@ fn prompt() -> String {
     format!("---\nbase_url: http://{API_HOST}:{API_PORT}/v1\nmodel: gpt-requested\n---\nAdd sub(a, b) next to add.\n")
 }
 
+/// The worker dropped an artifact: 0, or 5 when the probe changed nothing in the workdir.
 fn assert_ok(out: &Output) {
-    assert!(out.status.success(), "{}", show(out));
+    assert!(matches!(out.status.code(), Some(0 | 5)), "{}", show(out));
 }
 
 /// The example generator, sandboxed, talks to the stand-in through the proxy, applies the

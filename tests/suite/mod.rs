@@ -15,3 +15,6 @@ mod pack;
 mod store;
 /// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.
 mod worker;
+/// `airlock-worker` with installed agents: --readable, --home-template, --allow-local,
+/// .gitignore'd outputs, failures in words and their exit codes.
+mod worker_install;

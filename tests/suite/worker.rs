@@ -23,31 +23,31 @@ use serde_json::Value;
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/generators");
 
 /// A trusted home, a repository, a copy of the generators and a work root, in one temp dir.
-struct Env {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    repo: PathBuf,
-    gens: PathBuf,
-    work_root: PathBuf,
-    prompt: PathBuf,
+pub(super) struct Env {
+    pub(super) _tmp: tempfile::TempDir,
+    pub(super) root: PathBuf,
+    pub(super) home: PathBuf,
+    pub(super) repo: PathBuf,
+    pub(super) gens: PathBuf,
+    pub(super) work_root: PathBuf,
+    pub(super) prompt: PathBuf,
 }
 
 /// One submitted job.
-struct Job {
-    id: String,
-    token_file: PathBuf,
-    token: String,
+pub(super) struct Job {
+    pub(super) id: String,
+    pub(super) token_file: PathBuf,
+    pub(super) token: String,
 }
 
 /// An unpacked artifact (or checkpoint).
-struct Artifact {
-    members: BTreeMap<String, Vec<u8>>,
-    packet: Value,
+pub(super) struct Artifact {
+    pub(super) members: BTreeMap<String, Vec<u8>>,
+    pub(super) packet: Value,
 }
 
 impl Artifact {
-    fn read(path: &Path) -> Artifact {
+    pub(super) fn read(path: &Path) -> Artifact {
         let mut members = BTreeMap::new();
         let gz = flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap());
         let mut ar = tar::Archive::new(gz);
@@ -62,18 +62,18 @@ impl Artifact {
         Artifact { members, packet }
     }
 
-    fn patch(&self) -> String {
+    pub(super) fn patch(&self) -> String {
         String::from_utf8(self.members["patch.diff"].clone()).unwrap()
     }
 
-    fn log(&self) -> &[u8] {
+    pub(super) fn log(&self) -> &[u8] {
         self.members
             .get("generator.log")
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
 
-    fn limits_hit(&self) -> Vec<String> {
+    pub(super) fn limits_hit(&self) -> Vec<String> {
         self.packet["limits_hit"]
             .as_array()
             .unwrap()
@@ -83,7 +83,7 @@ impl Artifact {
     }
 
     /// `(path, rule)` of every refused path.
-    fn refused(&self) -> Vec<(String, String)> {
+    pub(super) fn refused(&self) -> Vec<(String, String)> {
         self.packet["refused"]
             .as_array()
             .unwrap()
@@ -98,13 +98,13 @@ impl Artifact {
     }
 }
 
-fn chmod(p: &Path, mode: u32) {
+pub(super) fn chmod(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 impl Env {
     /// A repository holding `files` (`(path, content, executable)`), committed with real git.
-    fn new(files: &[(&str, &[u8], bool)]) -> Env {
+    pub(super) fn new(files: &[(&str, &[u8], bool)]) -> Env {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_owned();
         chmod(&root, 0o755);
@@ -141,7 +141,7 @@ impl Env {
     }
 
     /// The small default repository.
-    fn small() -> Env {
+    pub(super) fn small() -> Env {
         Env::new(&[
             ("a.txt", b"hello\nworld\n", false),
             ("src/lib.py", b"def f():\n    return 1\n", false),
@@ -150,7 +150,7 @@ impl Env {
         ])
     }
 
-    fn airlock(&self) -> Command {
+    pub(super) fn airlock(&self) -> Command {
         let mut c = cmd(&bin("airlock"));
         c.arg("--home").arg(&self.home);
         c
@@ -158,7 +158,7 @@ impl Env {
 
     /// `airlock submit` with `extra` flags; the token goes to `token_out` (default
     /// `<root>/<n>.token`).
-    fn submit_to(&self, token_out: &Path, extra: &[&str]) -> Job {
+    pub(super) fn submit_to(&self, token_out: &Path, extra: &[&str]) -> Job {
         let out = run(self
             .airlock()
             .arg("submit")
@@ -179,7 +179,7 @@ impl Env {
         }
     }
 
-    fn submit(&self, extra: &[&str]) -> Job {
+    pub(super) fn submit(&self, extra: &[&str]) -> Job {
         let n = std::fs::read_dir(&self.root)
             .unwrap()
             .filter(|e| {
@@ -193,17 +193,17 @@ impl Env {
         self.submit_to(&self.root.join(format!("{n}.token")), extra)
     }
 
-    fn gen(&self, name: &str) -> String {
+    pub(super) fn gen(&self, name: &str) -> String {
         self.gens.join(name).to_string_lossy().into_owned()
     }
 
     /// `airlock-worker run --token-file ... --trusted-pub ... --work-root ... <flags> -- <gen>`.
-    fn worker(&self, job: &Job, flags: &[&str], generator: &[&str]) -> Command {
+    pub(super) fn worker(&self, job: &Job, flags: &[&str], generator: &[&str]) -> Command {
         self.worker_at(&self.work_root, job, flags, generator)
     }
 
     /// [`Env::worker`] with another `--work-root` (as given: it may be relative).
-    fn worker_at(&self, root: &Path, job: &Job, flags: &[&str], generator: &[&str]) -> Command {
+    pub(super) fn worker_at(&self, root: &Path, job: &Job, flags: &[&str], generator: &[&str]) -> Command {
         let mut c = cmd(&bin("airlock-worker"));
         c.arg("run")
             .arg("--token-file")
@@ -218,22 +218,22 @@ impl Env {
         c
     }
 
-    fn drop_dir(&self, job: &Job) -> PathBuf {
+    pub(super) fn drop_dir(&self, job: &Job) -> PathBuf {
         self.home.join("store/drop").join(&job.id)
     }
 
-    fn artifact(&self, job: &Job) -> Artifact {
+    pub(super) fn artifact(&self, job: &Job) -> Artifact {
         Artifact::read(&self.drop_dir(job).join("artifact.tar.gz"))
     }
 
     /// `airlock fetch JOB` must accept the artifact: ties the worker's output to the verifier.
-    fn fetch_ok(&self, job: &Job) {
+    pub(super) fn fetch_ok(&self, job: &Job) {
         let out = run(self.airlock().arg("fetch").arg(&job.id));
         assert!(out.status.success(), "fetch {}: {}", job.id, show(&out));
     }
 
     /// `run-*` directories under the work root.
-    fn run_dirs(&self) -> Vec<PathBuf> {
+    pub(super) fn run_dirs(&self) -> Vec<PathBuf> {
         let Ok(rd) = std::fs::read_dir(&self.work_root) else {
             return Vec::new();
         };
@@ -521,7 +521,10 @@ fn generator_past_the_wall_clock_is_killed_with_its_children_and_reported_as_tim
     let job = env.submit(&["--wall-clock-secs", "2"]);
     let tag = unique_tag("wall");
     let out = run(&mut env.worker(&job, &[], &[&env.gen("sleep_past_wall.sh"), &tag]));
-    assert!(out.status.success(), "worker: {}", show(&out));
+    // Exit 3: the generator failed, said in words; its partial artifact was dropped.
+    assert_eq!(out.status.code(), Some(3), "worker: {}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("was killed at the 2 s wall clock"), "{err}");
     // By the time the worker has dropped the artifact, nothing of the generator is left:
     // neither its main process nor the child that would write the marker.
     assert_eq!(
@@ -728,14 +731,14 @@ fn symlinks_fifos_and_binaries_are_refused_with_their_rule_and_never_followed() 
 /// `AIRLOCK_SANDBOX_FORCE=none`): a generator that started, however briefly, WOULD leave a
 /// marker here, which the sandbox would forbid. An empty directory therefore proves that no
 /// generator ran. `marker_generator_leaves_a_marker_when_the_job_is_good` is the control.
-fn marker_dir(env: &Env) -> PathBuf {
+pub(super) fn marker_dir(env: &Env) -> PathBuf {
     let d = env.root.join("markers");
     std::fs::create_dir_all(&d).unwrap();
     chmod(&d, 0o777);
     d
 }
 
-fn run_marker(env: &Env, job: &Job, trusted_pub: &Path, markers: &Path) -> Output {
+pub(super) fn run_marker(env: &Env, job: &Job, trusted_pub: &Path, markers: &Path) -> Output {
     let mut c = cmd(&bin("airlock-worker"));
     c.arg("run")
         .arg("--token-file")
@@ -785,7 +788,8 @@ fn marker_generator_leaves_a_marker_when_the_job_is_good() {
     let markers = marker_dir(&env);
     let job = env.submit(&[]);
     let out = run_marker(&env, &job, &env.home.join("trusted.pub"), &markers);
-    assert!(out.status.success(), "{}", show(&out));
+    // Exit 5: the marker is outside the workdir, so the generator changed nothing there.
+    assert_eq!(out.status.code(), Some(5), "{}", show(&out));
     assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 1);
     let art = env.artifact(&job);
     assert_eq!(art.packet["sandbox"], "none", "{}", art.packet);
@@ -942,7 +946,7 @@ fn kill_9_mid_run_leaves_a_verifiable_partial_checkpoint() {
     assert_eq!(env.run_dirs().len(), 1, "{:?}", env.run_dirs());
     let next = env.submit(&[]);
     let out = run(&mut env.worker(&next, &[], &["/bin/true"]));
-    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(5), "no change: {}", show(&out));
     assert!(env.run_dirs().is_empty(), "{:?}", env.run_dirs());
 }
 
@@ -1080,7 +1084,7 @@ fn stale_run_dir_of_a_dead_worker_is_removed_at_next_start() {
 
     let job = env.submit(&[]);
     let out = run(&mut env.worker(&job, &[], &["/bin/true"]));
-    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(5), "no change: {}", show(&out));
     assert!(!stale.exists(), "stale run dir kept");
     assert!(live.exists(), "a live run's dir was removed");
     assert!(other.exists());
