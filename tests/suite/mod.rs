@@ -2,6 +2,8 @@
 
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
+/// Real agent CLIs (Claude Code, Codex CLI, aider) in the sandbox against stand-in model servers.
+mod agents;
 /// Egress: submit --egress -> worker's proxy -> the packet's egress log; the example
 /// OpenAI-compatible generator against a stand-in endpoint; refusals in the fallback.
 mod egress;
