@@ -248,7 +248,9 @@ impl ModelKey {
 
     fn is_well_formed(&self) -> bool {
         let b = self.0.as_bytes();
-        !b.is_empty() && b.len() <= MAX_MODEL_KEY_BYTES && b.iter().all(|c| (b'!'..=b'~').contains(c))
+        !b.is_empty()
+            && b.len() <= MAX_MODEL_KEY_BYTES
+            && b.iter().all(|c| (b'!'..=b'~').contains(c))
     }
 }
 
@@ -847,12 +849,28 @@ mod tests {
         let plain = mint_token(&trusted, &claims(), T0, TTL).unwrap();
         let v = verify_token(plain.expose(), &trusted.public(), T0 + 1).unwrap();
         assert!(v.model_key.is_none());
-        for bad in ["", "has space", "tab\tkey", "é", &"k".repeat(MAX_MODEL_KEY_BYTES + 1)] {
-            assert!(matches!(ModelKey::new(bad.into()), Err(TokenError::ModelKey)), "{bad:?}");
+        for bad in [
+            "",
+            "has space",
+            "tab\tkey",
+            "é",
+            &"k".repeat(MAX_MODEL_KEY_BYTES + 1),
+        ] {
+            assert!(
+                matches!(ModelKey::new(bad.into()), Err(TokenError::ModelKey)),
+                "{bad:?}"
+            );
             let mut p = payload_value(&claims(), T0, T0 + TTL);
             p["airlock"]["model_key"] = json!(bad);
-            let e = err_of(verify_token(&sign_value(&trusted, &p), &trusted.public(), T0 + 1));
-            assert!(e.contains("token.model-key") && (bad.is_empty() || !e.contains(bad)), "{e}");
+            let e = err_of(verify_token(
+                &sign_value(&trusted, &p),
+                &trusted.public(),
+                T0 + 1,
+            ));
+            assert!(
+                e.contains("token.model-key") && (bad.is_empty() || !e.contains(bad)),
+                "{e}"
+            );
         }
     }
 

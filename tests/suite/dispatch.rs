@@ -281,13 +281,19 @@ fn scoped_model_key_reaches_the_generator_and_never_the_ledger_packet_logs_or_bu
     let out = env.run(env.airlock().args(["fetch", &job.id]));
     assert!(out.status.success(), "fetch: {}", show(&out));
     let out = env.gate(&job.id, &["--json"]);
-    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{}", show(&out));
+    assert!(
+        out.status.code().is_some_and(|c| c == 0 || c == 3),
+        "{}",
+        show(&out)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["stats"]["files_changed"], 1, "{report}");
     let mut patch = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(env.drop_dir(&job.id).join("artifact.tar.gz")).unwrap())
-        .read_to_end(&mut patch)
-        .unwrap();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(env.drop_dir(&job.id).join("artifact.tar.gz")).unwrap(),
+    )
+    .read_to_end(&mut patch)
+    .unwrap();
     assert!(
         contains(&patch, sha256_hex(key.as_bytes()).as_bytes()),
         "the generator saw another key (or none)"
@@ -325,8 +331,14 @@ fn scoped_model_key_reaches_the_generator_and_never_the_ledger_packet_logs_or_bu
     readable_bytes(&env.home.join("store"), &mut seen);
     readable_bytes(&env.home.join("jobs"), &mut seen);
     seen.extend_from_slice(&env.outputs.borrow());
-    assert!(contains(&seen, b"key variable set: yes"), "the grep reads the generator log");
-    assert!(contains(&seen, b"OPENAI_API_KEY"), "the grep reads the request");
+    assert!(
+        contains(&seen, b"key variable set: yes"),
+        "the grep reads the generator log"
+    );
+    assert!(
+        contains(&seen, b"OPENAI_API_KEY"),
+        "the grep reads the request"
+    );
     for needle in [key.as_str(), key2.as_str(), secret_part] {
         assert!(!contains(&seen, needle.as_bytes()), "{needle} leaked");
     }
@@ -359,7 +371,10 @@ fn gate_answers_an_empty_change_with_no_change_and_shows_the_log() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(reason_codes(&report), ["no-change"], "{report}");
     let detail = report["reasons"][0]["detail"].as_str().unwrap();
-    assert!(detail.contains("changed no file") && !detail.contains("git apply"), "{detail}");
+    assert!(
+        detail.contains("changed no file") && !detail.contains("git apply"),
+        "{detail}"
+    );
     assert!(
         report["failed_run"]["log_tail"]
             .to_string()
@@ -368,7 +383,10 @@ fn gate_answers_an_empty_change_with_no_change_and_shows_the_log() {
     );
     let out = env.gate(&job.id, &[]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("no-change") && !text.contains("No valid patches"), "{text}");
+    assert!(
+        text.contains("no-change") && !text.contains("No valid patches"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -399,20 +417,39 @@ exit 1",
         text.contains("exited with status 1") && text.contains("RateLimitError: 429"),
         "{text}"
     );
-    assert!(text.contains("example.org:443 refused (egress.not-allowed)"), "{text}");
+    assert!(
+        text.contains("example.org:443 refused (egress.not-allowed)"),
+        "{text}"
+    );
 
     let md = env.root.join("report.md");
     let out = env.gate(&job.id, &["--md", md.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("generator: exited with status 1"), "{}", show(&out));
+    assert!(
+        text.contains("generator: exited with status 1"),
+        "{}",
+        show(&out)
+    );
     assert!(text.contains("RateLimitError: 429"), "{text}");
-    assert!(text.contains("example.org:443 refused (egress.not-allowed)"), "{text}");
+    assert!(
+        text.contains("example.org:443 refused (egress.not-allowed)"),
+        "{text}"
+    );
     let md = std::fs::read_to_string(&md).unwrap();
-    assert!(md.contains("### Egress") && md.contains("example.org:443"), "{md}");
-    assert!(md.contains("### Generator") && md.contains("RateLimitError: 429"), "{md}");
+    assert!(
+        md.contains("### Egress") && md.contains("example.org:443"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### Generator") && md.contains("RateLimitError: 429"),
+        "{md}"
+    );
     let out = env.gate(&job.id, &["--json"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["egress"][0]["destination"], "example.org:443", "{report}");
+    assert_eq!(
+        report["egress"][0]["destination"], "example.org:443",
+        "{report}"
+    );
     assert_eq!(report["egress"][0]["reason"], "egress.not-allowed");
     assert_eq!(report["failed_run"]["exit"], "exited with status 1");
 }
@@ -460,15 +497,29 @@ fn a_checkpoint_after_kill_int_shows_in_status_fetches_as_partial_and_resubmit_r
     );
 
     // The checkpoint fetches and verifies, marked partial, kept apart from a final artifact.
-    let out = env.run(env.airlock().args(["fetch", &job.id, "--checkpoint", "--json"]));
+    let out = env.run(
+        env.airlock()
+            .args(["fetch", &job.id, "--checkpoint", "--json"]),
+    );
     assert!(out.status.success(), "fetch --checkpoint: {}", show(&out));
     let f: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((f["partial"].clone(), f["checkpoint"].clone()), (Value::Bool(true), Value::Bool(true)), "{f}");
+    assert_eq!(
+        (f["partial"].clone(), f["checkpoint"].clone()),
+        (Value::Bool(true), Value::Bool(true)),
+        "{f}"
+    );
     let out = env.run(env.airlock().args(["fetch", &job.id, "--checkpoint"]));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("PARTIAL"), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("PARTIAL"),
+        "{}",
+        show(&out)
+    );
     let jobdir = env.home.join("jobs").join(&job.id);
     assert!(jobdir.join("checkpoint.tar.gz").exists());
-    assert!(!jobdir.join("artifact.tar.gz").exists(), "never taken for the final artifact");
+    assert!(
+        !jobdir.join("artifact.tar.gz").exists(),
+        "never taken for the final artifact"
+    );
     // A tampered checkpoint is refused.
     let cp = drop_dir.join("checkpoint.tar.gz");
     let mut bytes = std::fs::read(&cp).unwrap();
@@ -477,7 +528,11 @@ fn a_checkpoint_after_kill_int_shows_in_status_fetches_as_partial_and_resubmit_r
     std::fs::write(&cp, bytes).unwrap();
     let out = env.run(env.airlock().args(["fetch", &job.id, "--checkpoint"]));
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("artifact-digest"), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("artifact-digest"),
+        "{}",
+        show(&out)
+    );
 
     // Re-dispatch: a new job, token and job key; the ledger says whose re-dispatch it is.
     let token2 = env.next_token();
@@ -504,11 +559,21 @@ fn a_checkpoint_after_kill_int_shows_in_status_fetches_as_partial_and_resubmit_r
     assert_eq!(bom["submit"]["redispatch_of"], job.id.as_str(), "{bom}");
 
     // The new job runs to the end on the same bundle and is gated on its own.
-    let edit = env.gen("edit.sh", "printf 'def sub(a, b):\\n    return a - b\\n' >> src/calc.py");
+    let edit = env.gen(
+        "edit.sh",
+        "printf 'def sub(a, b):\\n    return a - b\\n' >> src/calc.py",
+    );
     let out = env.run(&mut env.worker(&job2, &[&edit]));
     assert!(out.status.success(), "worker: {}", show(&out));
     let out = env.gate(&job2.id, &["--json"]);
-    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{}", show(&out));
+    assert!(
+        out.status.code().is_some_and(|c| c == 0 || c == 3),
+        "{}",
+        show(&out)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["bom"]["bundle_sha256"], bom["submit"]["bundle_sha256"]);
+    assert_eq!(
+        report["bom"]["bundle_sha256"],
+        bom["submit"]["bundle_sha256"]
+    );
 }

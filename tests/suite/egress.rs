@@ -364,7 +364,9 @@ sys.exit(0 if got == ["200", "403", "403"] else 1)
     let last = seen.pop().unwrap();
     assert_eq!((last.0, last.1), (format!("{this_host}:{lo_port}"), false));
     assert!(
-        last.2.as_deref().is_some_and(|r| r.starts_with("egress.address.")),
+        last.2
+            .as_deref()
+            .is_some_and(|r| r.starts_with("egress.address.")),
         "{:?}",
         last.2
     );

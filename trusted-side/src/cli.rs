@@ -533,6 +533,7 @@ mod tests {
             "Pack a git revision into a redacted, signed bundle",
         ),
         (&["submit"], "Pack, upload the bundle to the store's inbox"),
+        (&["resubmit"], "Dispatch a job's bundle and request again"),
         (&["fetch"], "Download a job's artifact and verify it"),
         (&["gate"], "Judge a job's artifact"),
         (

@@ -245,8 +245,14 @@ pub fn fetch_unclaimed(
     now: u64,
     keep_patch: bool,
 ) -> Result<(Fetched, Claim)> {
-    let (fetched, staging) =
-        verify_drop(store, trusted_key, home, job, keep_patch, DropObject::Artifact)?;
+    let (fetched, staging) = verify_drop(
+        store,
+        trusted_key,
+        home,
+        job,
+        keep_patch,
+        DropObject::Artifact,
+    )?;
     let claim = Claim {
         job: fetched.record.job.clone(),
         digest: fetched.artifact_sha256,
@@ -595,10 +601,9 @@ fn run_checkpoint(
         Ok(f) => f,
         Err(e) => {
             if let Some(r) = e.downcast_ref::<FetchRefused>() {
-                return Err(crate::exit::Refused(format!(
-                    "job {job}: checkpoint refused: {r}"
-                ))
-                .into());
+                return Err(
+                    crate::exit::Refused(format!("job {job}: checkpoint refused: {r}")).into(),
+                );
             }
             return Err(e);
         }
@@ -636,9 +641,11 @@ fn print_run(f: &Fetched) {
                 .map_or_else(String::new, |r| format!(" ({})", shown(r)))
         );
     }
-    if let Some(run) =
-        crate::run_account::of(&f.packet, f.log_tail.as_deref(), f.record.limits.wall_clock_secs)
-    {
+    if let Some(run) = crate::run_account::of(
+        &f.packet,
+        f.log_tail.as_deref(),
+        f.record.limits.wall_clock_secs,
+    ) {
         println!("  generator {}", run.exit);
         if run.log_tail.is_empty() {
             println!("  (no generator.log in the artifact)");

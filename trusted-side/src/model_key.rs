@@ -84,7 +84,9 @@ pub fn mint(config: &ModelKeyConfig, job: &MintFor<'_>) -> Result<ModelKey> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("model key command {program:?}: cannot start (submit.model-key)"))?;
+        .with_context(|| {
+            format!("model key command {program:?}: cannot start (submit.model-key)")
+        })?;
     let (Some(mut out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
         bail!("model key command {program:?}: no pipes (submit.model-key)");
     };
@@ -142,8 +144,11 @@ pub fn mint(config: &ModelKeyConfig, job: &MintFor<'_>) -> Result<ModelKey> {
     if extra > 0 || text.len() > MAX_MODEL_KEY_BYTES {
         bail!("model key command {program:?} printed more than {MAX_MODEL_KEY_BYTES} bytes (submit.model-key): expected one line, the key");
     }
-    let text = std::str::from_utf8(text)
-        .map_err(|_| anyhow::anyhow!("model key command {program:?} printed bytes that are not text (submit.model-key)"))?;
+    let text = std::str::from_utf8(text).map_err(|_| {
+        anyhow::anyhow!(
+            "model key command {program:?} printed bytes that are not text (submit.model-key)"
+        )
+    })?;
     ModelKey::new(text.to_owned()).map_err(|_| {
         anyhow::anyhow!("model key command {program:?} printed no key or a malformed one (submit.model-key): expected one line of 1 to {MAX_MODEL_KEY_BYTES} printable ASCII characters without spaces")
     })
@@ -209,10 +214,7 @@ mod tests {
             r#"echo "minting" >&2; echo "sk-$AIRLOCK_JOB-$AIRLOCK_TTL_SECS-$AIRLOCK_EGRESS""#,
         );
         let k = mint_with(&c).unwrap();
-        assert_eq!(
-            k.expose(),
-            format!("sk-{}-60-llm.example.com:443", job())
-        );
+        assert_eq!(k.expose(), format!("sk-{}-60-llm.example.com:443", job()));
     }
 
     #[test]
@@ -224,8 +226,14 @@ mod tests {
             ("echo 'two words'", "malformed"),
             ("head -c 5000 /dev/zero | tr '\\0' k", "more than"),
         ] {
-            let e = format!("{:#}", mint_with(&script(dir.path(), body)).unwrap_err());
-            assert!(e.contains("submit.model-key") && e.contains(want), "{body}: {e}");
+            let Err(e) = mint_with(&script(dir.path(), body)) else {
+                panic!("{body}: minted a key");
+            };
+            let e = format!("{e:#}");
+            assert!(
+                e.contains("submit.model-key") && e.contains(want),
+                "{body}: {e}"
+            );
             assert!(!e.contains("two words") && !e.contains("kkkk"), "{e}");
         }
     }

@@ -105,7 +105,10 @@ pub fn print_submitted(out: &Submitted, json: bool) -> Result<()> {
         println!("  re-dispatch of {of}");
     }
     match &out.pack {
-        Some(p) => println!("  bundle   sha256:{} ({} files)", out.bundle_sha256, p.files),
+        Some(p) => println!(
+            "  bundle   sha256:{} ({} files)",
+            out.bundle_sha256, p.files
+        ),
         None => println!("  bundle   sha256:{}", out.bundle_sha256),
     }
     if let Some(fp) = &out.model_key_fingerprint {
@@ -230,8 +233,8 @@ const UNREACHABLE_NAMES: &[(&str, &str)] = &[
 pub fn check_egress_reachable(rule: &EgressRule) -> Result<()> {
     let host = rule.host.as_str();
     let last = host.rsplit('.').next().unwrap_or(host);
-    let numeric = !last.is_empty()
-        && (last.bytes().all(|c| c.is_ascii_digit()) || last.starts_with("0x"));
+    let numeric =
+        !last.is_empty() && (last.bytes().all(|c| c.is_ascii_digit()) || last.starts_with("0x"));
     let why = if numeric {
         match host.parse::<std::net::Ipv4Addr>() {
             Ok(ip) if ip.to_string() == host => {
@@ -242,7 +245,9 @@ pub fn check_egress_reachable(rule: &EgressRule) -> Result<()> {
     } else {
         UNREACHABLE_NAMES
             .iter()
-            .find(|(name, _)| host == *name || host.strip_suffix(name).is_some_and(|p| p.ends_with('.')))
+            .find(|(name, _)| {
+                host == *name || host.strip_suffix(name).is_some_and(|p| p.ends_with('.'))
+            })
             .map(|(_, rule)| *rule)
     };
     let Some(why) = why else {

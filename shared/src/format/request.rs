@@ -102,9 +102,8 @@ pub fn check_model_key_env(name: &str) -> Result<(), FormatError> {
         && name
             .bytes()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_');
-    let reserved = name.starts_with("AIRLOCK_")
-        || name.starts_with("LD_")
-        || RESERVED_KEY_ENV.contains(&name);
+    let reserved =
+        name.starts_with("AIRLOCK_") || name.starts_with("LD_") || RESERVED_KEY_ENV.contains(&name);
     if shaped && !reserved {
         return Ok(());
     }
@@ -130,8 +129,16 @@ mod tests {
             check_model_key_env(ok).unwrap();
         }
         for bad in [
-            "", "1KEY", "openai_api_key", "A-B", "A B", "PATH", "HOME", "LD_PRELOAD",
-            "AIRLOCK_JOB_TOKEN", "AIRLOCK_REPORT",
+            "",
+            "1KEY",
+            "openai_api_key",
+            "A-B",
+            "A B",
+            "PATH",
+            "HOME",
+            "LD_PRELOAD",
+            "AIRLOCK_JOB_TOKEN",
+            "AIRLOCK_REPORT",
         ] {
             let e = check_model_key_env(bad).unwrap_err().to_string();
             assert!(e.contains("request.model-key-env"), "{bad:?}: {e}");
@@ -150,7 +157,9 @@ mod tests {
         };
         let bytes = crate::format::to_json_bytes(&with);
         assert_eq!(Request::from_json(&bytes).unwrap(), with);
-        let bad = String::from_utf8(bytes).unwrap().replace("OPENAI_API_KEY", "PATH");
+        let bad = String::from_utf8(bytes)
+            .unwrap()
+            .replace("OPENAI_API_KEY", "PATH");
         assert!(Request::from_json(bad.as_bytes()).is_err());
     }
 }

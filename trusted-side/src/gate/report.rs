@@ -21,9 +21,9 @@ use serde::Serialize;
 use airlock_core::format::EgressAttempt;
 
 use super::classify::Bucket;
-use crate::run_account::RunAccount;
 use super::deps::NewDependency;
 use super::policy::Verdict;
+use crate::run_account::RunAccount;
 
 /// Version of the gate recorded in the ledger, the report and the review commit.
 pub const GATE_VERSION: &str = concat!("airlock-gate ", env!("CARGO_PKG_VERSION"));
