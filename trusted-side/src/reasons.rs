@@ -93,7 +93,7 @@ reason_codes! {
     ModelMismatch = "model-mismatch", Gate, "The model reported differs from the model requested.";
     WorkerRefusedPaths = "worker-refused-paths", Gate, "The worker left files out of the diff.";
     DepsUnparsed = "deps-unparsed", Gate, "A dependency manifest in the diff could not be parsed.";
-    EmptyDiff = "empty-diff", Gate, "The patch changes nothing.";
+    NoChange = "no-change", Gate, "The generator changed no file: nothing to review (`reject`).";
     ArtifactTooLarge = "artifact-too-large", Fetch, "An envelope or artifact over its size cap.";
     ArtifactSignature = "artifact-signature", Fetch, "The envelope is not signed by the job key.";
     ArtifactStatement = "artifact-statement", Fetch, "The statement is malformed or names no artifact.";

@@ -111,6 +111,24 @@ pub struct GeneratorSetup<'a> {
     pub home: &'a Path,
     /// `--allow-local` grants (checked).
     pub local: &'a [LocalGrant],
+    /// The job's scoped model key and the variable the request names for it (see
+    /// [`model_key_var`]).
+    pub model_key: Option<(&'a str, &'a str)>,
+}
+
+/// Pairs the token's model key with the request's variable name. Both or neither: a key
+/// without a variable, or a variable without a key, is refused (`worker.model-key`) rather
+/// than silently running the generator without the access it was promised.
+pub fn model_key_var<'a>(
+    env: Option<&'a str>,
+    key: Option<&'a airlock_core::token::ModelKey>,
+) -> Result<Option<(&'a str, &'a str)>> {
+    match (env, key) {
+        (Some(env), Some(key)) => Ok(Some((env, key.expose()))),
+        (None, None) => Ok(None),
+        (Some(env), None) => bail!("the request names a model key variable ({env}) but the token carries no key (worker.model-key): ask the trusted side to submit again"),
+        (None, Some(_)) => bail!("the token carries a model key but the request names no variable for it (worker.model-key)"),
+    }
 }
 
 /// How the generator run ended.
@@ -243,6 +261,11 @@ pub fn run_generator(
             env.retain(|(k, _)| k != name);
             env.push((name.clone(), v));
         }
+    }
+    // The job's own key wins over a passed-through variable of the same name.
+    if let Some((name, key)) = setup.model_key {
+        env.retain(|(k, _)| k != name);
+        env.push((name.to_owned(), key.to_owned()));
     }
     let mut spec = SandboxSpec::new(substitute(program, setup), setup.workdir, setup.tmp);
     let mut args: Vec<String> = args.iter().map(|a| substitute(a, setup)).collect();
@@ -478,6 +501,26 @@ mod tests {
             assert!(check_pass_env(&names(&[bad])).is_err(), "{bad:?}");
         }
         check_pass_env(&names(&["OPENAI_API_KEY", "_X", "PATH"])).unwrap();
+    }
+
+    #[test]
+    fn a_model_key_goes_with_its_variable_or_the_job_is_refused() {
+        let key = airlock_core::token::ModelKey::new("sk-scoped-1".into()).unwrap();
+        assert_eq!(
+            model_key_var(Some("OPENAI_API_KEY"), Some(&key)).unwrap(),
+            Some(("OPENAI_API_KEY", "sk-scoped-1"))
+        );
+        assert_eq!(model_key_var(None, None).unwrap(), None);
+        for e in [
+            model_key_var(Some("OPENAI_API_KEY"), None).unwrap_err(),
+            model_key_var(None, Some(&key)).unwrap_err(),
+        ] {
+            let e = e.to_string();
+            assert!(
+                e.contains("worker.model-key") && !e.contains("sk-scoped-1"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

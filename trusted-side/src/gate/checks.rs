@@ -9,7 +9,8 @@
 //!   trees (`new-directory`), files made executable (`mode-change-executable`);
 //! - hunks whose old side covers a line redacted at pack time ([`check_redacted`]);
 //! - a packet that disagrees with the diff or the record, or says the run was partial,
-//!   unsandboxed or hit a limit ([`check_packet`]).
+//!   unsandboxed or hit a limit ([`check_packet`]);
+//! - an empty change passed on to git as if it were a patch ([`check_no_change`]: `no-change`).
 //!
 //! On return: reasons only; nothing here fails, writes or reads files.
 //! Does not check: that the patch applies (`apply.rs` does, with real git), secrets
@@ -376,14 +377,19 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             ),
         ));
     }
-    if patch.files.is_empty() {
-        out.push(Reason::new(
-            ReasonCode::EmptyDiff,
-            Verdict::Queue,
-            "the patch changes nothing",
-        ));
-    }
     out
+}
+
+/// An empty change, answered before anything else looks at it: `reject` with `no-change`
+/// and one plain sentence, instead of git's "No valid patches in input".
+pub fn check_no_change(patch: &ParsedPatch) -> Option<Reason> {
+    patch.files.is_empty().then(|| {
+        Reason::new(
+            ReasonCode::NoChange,
+            Verdict::Reject,
+            "the generator changed no file, so there is nothing to review (the generator log's tail is below when the artifact has one)",
+        )
+    })
 }
 
 #[cfg(test)]

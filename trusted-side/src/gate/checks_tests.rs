@@ -322,10 +322,15 @@ fn model_swap_and_refused_paths_are_recorded_not_decisive() {
 }
 
 #[test]
-fn empty_patch_is_recorded() {
+fn an_empty_patch_is_a_no_change_reject_and_a_real_one_is_not() {
     let p = ParsedPatch::default();
-    assert_eq!(
-        codes(&check_packet(&packet(&p), &record(), &p)),
-        vec![(ReasonCode::EmptyDiff, Verdict::Queue, None)]
-    );
+    let r = check_no_change(&p).expect("a reason");
+    assert_eq!((r.code, r.verdict), (ReasonCode::NoChange, Verdict::Reject));
+    assert!(check_packet(&packet(&p), &record(), &p).is_empty());
+    let one = parse_patch(
+        b"diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n",
+        &DiffLimits::default(),
+    )
+    .unwrap();
+    assert!(check_no_change(&one).is_none());
 }

@@ -7,7 +7,8 @@
 //!    ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code;
 //! 2. parse: `patch.diff` present and within its cap ([`parse::patch_member`]);
 //! 3. parse: it hashes to the packet's digest and passes the strict parser
-//!    ([`parse::parse_signed_patch`]);
+//!    ([`parse::parse_signed_patch`]); an empty change ends here as `no-change`
+//!    ([`checks::check_no_change`]);
 //! 4. the bundle: its manifest and redacted lines, from a bundle that hashes to the record's
 //!    digest ([`bundle::read_bundle`]); a missing bundle is an error (exit 1);
 //! 5. checks: paths against the manifest and the deny-list ([`checks::check_paths`]);
@@ -204,6 +205,11 @@ fn judge(
         lines_added: patch.lines_added(),
         lines_removed: patch.lines_removed(),
     };
+    // An empty change: nothing to apply or review (`no-change`).
+    if let Some(r) = checks::check_no_change(&patch) {
+        report.push(r);
+        return Ok(None);
+    }
     // 4. the bundle's manifest and redacted lines
     let bundle = bundle::read_bundle(store, job_dir, record)?;
     // 5. paths (the deny-list judges added paths)
@@ -284,6 +290,13 @@ fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
         (None, None) => None,
         (i, o) => Some((i.unwrap_or(0), o.unwrap_or(0))),
     };
+    // What the operator looks at when a run went wrong: the egress log, the log's tail.
+    report.egress = f.packet.egress.clone();
+    report.failed_run = crate::run_account::of(
+        &f.packet,
+        f.log_tail.as_deref(),
+        f.record.limits.wall_clock_secs,
+    );
 }
 
 #[cfg(test)]
