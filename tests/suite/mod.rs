@@ -9,6 +9,8 @@ mod gate;
 mod hostile_worker;
 /// `airlock init` and `airlock pack`: selection, scanning, redaction, determinism, bad input.
 mod pack;
+/// One test per fixed defect (`issue_<n>_<what>`), each failing before its fix.
+mod regression;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
 /// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.

@@ -1,0 +1,72 @@
+//! One test per fixed defect, named `issue_<n>_<what>`: each failed before its fix.
+// Test helpers outside #[test] functions: a panic with the value is the wanted failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use airlock_tests::*;
+
+use super::hostile_worker::{artifact, packet, World};
+
+/// `airlock --home HOME ARGS...`.
+fn airlock(home: &Path) -> Command {
+    let mut c = cmd(&bin("airlock"));
+    c.arg("--home").arg(home);
+    c
+}
+
+/// Runs `c` with its stdout a pipe whose reader is already gone (`| head` that has exited).
+fn run_into_closed_pipe(c: &mut Command) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    c.stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", show(out)))
+}
+
+/// A submitted job with its token in a file: (world, job id, token file).
+fn submitted() -> (World, String, PathBuf) {
+    let w = World::new();
+    let prompt = w.root.join("prompt.txt");
+    std::fs::write(&prompt, "Add a docstring.\n").unwrap();
+    let token = w.root.join("token");
+    let out = run(airlock(&w.home)
+        .args(["submit", "--json", "--repo"])
+        .arg(&w.repo)
+        .arg("--prompt-file")
+        .arg(&prompt)
+        .arg("--token-out")
+        .arg(&token));
+    assert!(out.status.success(), "submit: {}", show(&out));
+    let job = json(&out)["job"].as_str().unwrap().to_owned();
+    (w, job, token)
+}
+
+/// Issue #27, 2.1: `airlock audit show JOB | head -1` panicked (`failed printing to stdout:
+/// Broken pipe`, exit 134). A closed stdout now ends every command quietly, with the status
+/// a shell gives a process killed by SIGPIPE.
+#[test]
+fn issue_27_a_closed_stdout_ends_the_command_quietly() {
+    let (w, job, _) = submitted();
+    for args in [
+        vec!["audit", "show", job.as_str()],
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["audit", "verify"],
+    ] {
+        let out = run_into_closed_pipe(airlock(&w.home).args(&args));
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {}", show(&out));
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: stderr should be empty: {}",
+            show(&out)
+        );
+    }
+}
