@@ -70,3 +70,36 @@ fn issue_27_a_closed_stdout_ends_the_command_quietly() {
         );
     }
 }
+
+/// Issue #27, 2.2: `submit --token-out EXISTING` exited 1 after the bundle, the record and
+/// the ledger entry were written, and the token was lost. Outputs are now claimed first.
+#[test]
+fn issue_27_submit_with_an_existing_token_out_creates_nothing() {
+    let w = World::new();
+    let prompt = w.root.join("prompt.txt");
+    std::fs::write(&prompt, "Add a docstring.\n").unwrap();
+    let token = w.root.join("token");
+    std::fs::write(&token, "an earlier job's token\n").unwrap();
+    let store_before = snapshot(&w.store());
+    let out = run(airlock(&w.home)
+        .args(["submit", "--repo"])
+        .arg(&w.repo)
+        .arg("--prompt-file")
+        .arg(&prompt)
+        .arg("--token-out")
+        .arg(&token));
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refusing to overwrite"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(snapshot(&w.store()), store_before, "the store changed");
+    assert_eq!(
+        std::fs::read_to_string(&token).unwrap(),
+        "an earlier job's token\n"
+    );
+    let status = run(airlock(&w.home).args(["status", "--json"]));
+    assert!(status.status.success(), "{}", show(&status));
+    assert_eq!(json(&status).as_array().map(Vec::len), Some(0), "{}", show(&status));
+}

@@ -113,6 +113,13 @@ pub fn submit_job_cached(
         bail!("--ttl must be between 1s and 24h");
     }
     let prompt = pack::read_prompt(&args.pack.prompt_file)?;
+    // Every output is claimed before anything is created: an existing --token-out refuses
+    // the job here, not after the bundle, record and ledger entry exist with the token lost.
+    let token_slot = args
+        .token_out
+        .as_deref()
+        .map(SecretSlot::claim)
+        .transpose()?;
     let repo_dir = crate::config::absolute(&args.pack.repo)?;
     let repo_name = match &args.pack.repo_name {
         Some(n) => n.clone(),
@@ -226,11 +233,8 @@ pub fn submit_job_cached(
         issued_at,
     )?;
 
-    let token_file = match &args.token_out {
-        Some(p) => {
-            write_secret(p, token.expose())?;
-            Some(p.clone())
-        }
+    let token_file = match token_slot {
+        Some(slot) => Some(slot.fill(token.expose())?),
         None => None,
     };
     Ok(Submitted {
@@ -242,18 +246,46 @@ pub fn submit_job_cached(
     })
 }
 
-/// Writes a secret file: created new, mode 0600.
-pub fn write_secret(path: &std::path::Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("{}: cannot create (refusing to overwrite)", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.write_all(b"\n")?;
-    f.sync_all()?;
-    Ok(())
+/// A secret file created empty (new, mode 0600) before the work that produces its content;
+/// removed again if dropped unfilled, so a failed command leaves no empty file behind.
+struct SecretSlot {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl SecretSlot {
+    fn claim(path: &std::path::Path) -> Result<SecretSlot> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| {
+                format!("{}: cannot create (refusing to overwrite)", path.display())
+            })?;
+        Ok(SecretSlot {
+            path: path.to_owned(),
+            file: Some(file),
+        })
+    }
+
+    fn fill(mut self, text: &str) -> Result<PathBuf> {
+        use std::io::Write;
+        let f = self.file.as_mut().context("secret file already written")?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.write_all(b"\n"))
+            .and_then(|()| f.sync_all())
+            .with_context(|| format!("{}: cannot write", self.path.display()))?;
+        self.file = None;
+        Ok(std::mem::take(&mut self.path))
+    }
+}
+
+impl Drop for SecretSlot {
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
