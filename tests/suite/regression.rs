@@ -103,3 +103,21 @@ fn issue_27_submit_with_an_existing_token_out_creates_nothing() {
     assert!(status.status.success(), "{}", show(&status));
     assert_eq!(json(&status).as_array().map(Vec::len), Some(0), "{}", show(&status));
 }
+
+/// Issue #27, 2.3: `init --store file:///tmp/a/../x` was accepted (and created both
+/// directories) while every later command refused the URL (`fileurl.dot`).
+#[test]
+fn issue_27_init_refuses_a_file_store_url_with_dot_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let home = root.join("home");
+    let url = format!("file://{}/a/../x", root.display());
+    let out = run(airlock(&home).args(["init", "--store", &url]));
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("fileurl.dot"),
+        "{}",
+        show(&out)
+    );
+    assert!(snapshot(&root).is_empty(), "init created {:?}", snapshot(&root));
+}
