@@ -121,3 +121,40 @@ fn issue_27_init_refuses_a_file_store_url_with_dot_segments() {
     );
     assert!(snapshot(&root).is_empty(), "init created {:?}", snapshot(&root));
 }
+
+/// Issue #27, 2.4: on a `file://` store the landed time was the file's mtime, which the worker
+/// sets. Backdating both drop objects now changes nothing: the landed time is the ctime.
+#[test]
+fn issue_27_a_backdated_mtime_does_not_move_the_landed_time() {
+    let w = World::new();
+    let job = w.submit();
+    let patch = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+/// Adds.\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+    let (tgz, packet_bytes) = artifact(&packet(&job, patch.as_bytes()), patch.as_bytes());
+    let before = now_unix();
+    w.drop_signed(&job, &tgz, &packet_bytes, None);
+    let after = now_unix();
+    // A day before the job existed: with the mtime as the clock, `artifact-early`.
+    let backdated = std::time::UNIX_EPOCH + std::time::Duration::from_secs(before - 86_400);
+    for url in [&job.claims.drop.artifact, &job.claims.drop.artifact_envelope] {
+        let p = airlock_core::fileurl::file_url_to_path(url).unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(backdated).unwrap();
+    }
+    // Before the fix: refused, `artifact-early`.
+    let out = run(airlock(&w.home).args(["fetch", &job.id(), "--json"]));
+    assert!(out.status.success(), "fetch: {}", show(&out));
+    let out = run(airlock(&w.home).args(["status", &job.id(), "--json"]));
+    assert!(out.status.success(), "status: {}", show(&out));
+    let landed = json(&out)[0]["landed_at"].as_u64().unwrap();
+    assert!(
+        (before..=after + 1).contains(&landed),
+        "landed_at {landed} is not the drop time [{before}, {after}]"
+    );
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
