@@ -152,6 +152,203 @@ fn issue_27_a_backdated_mtime_does_not_move_the_landed_time() {
     );
 }
 
+/// Issue #27, 2.6: the policy TOML error was printed twice, and a missing file's
+/// `No such file or directory (os error 2)` twice in a row.
+#[test]
+fn issue_27_each_cause_is_printed_once() {
+    let (w, job, _) = submitted();
+    let bad = w.root.join("policy.toml");
+    std::fs::write(&bad, "version = 1\n[buckets\n").unwrap();
+    let missing = w.root.join("no-such-policy.toml");
+    for (policy, once) in [(&bad, "policy.parse"), (&missing, "os error 2")] {
+        let out = run(airlock(&w.home)
+            .args(["gate", &job, "--repo"])
+            .arg(&w.repo)
+            .arg("--policy")
+            .arg(policy));
+        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches(once).count(), 1, "{once} not once: {err}");
+    }
+}
+
+/// Issue #27, 2.6: an empty (or blank) prompt was accepted.
+#[test]
+fn issue_27_an_empty_prompt_is_refused() {
+    let w = World::new();
+    for text in ["", " \n\n\t\n"] {
+        let prompt = w.root.join("prompt.txt");
+        std::fs::write(&prompt, text).unwrap();
+        let out = w.root.join("out");
+        let r = run(airlock(&w.home)
+            .args(["pack", "--repo"])
+            .arg(&w.repo)
+            .arg("--prompt-file")
+            .arg(&prompt)
+            .arg("--out")
+            .arg(&out));
+        assert_eq!(r.status.code(), Some(1), "{text:?}: {}", show(&r));
+        assert!(
+            String::from_utf8_lossy(&r.stderr).contains("prompt is empty"),
+            "{}",
+            show(&r)
+        );
+        assert!(!out.exists(), "a refused pack left {}", out.display());
+    }
+}
+
+/// Issue #27, 2.6: `submit` printed neither the packed revision nor a warning when the working
+/// tree had changes that were not packed.
+#[test]
+fn issue_27_submit_names_the_revision_and_warns_about_a_dirty_tree() {
+    let w = World::new();
+    let head = git(&w.repo, &["rev-parse", "HEAD"]);
+    let prompt = w.root.join("prompt.txt");
+    std::fs::write(&prompt, "Add a docstring.\n").unwrap();
+    let submit = || {
+        run(airlock(&w.home)
+            .args(["submit", "--repo"])
+            .arg(&w.repo)
+            .arg("--prompt-file")
+            .arg(&prompt))
+    };
+    let clean = submit();
+    assert!(clean.status.success(), "{}", show(&clean));
+    assert!(
+        String::from_utf8_lossy(&clean.stdout).contains(&format!("revision {head}")),
+        "{}",
+        show(&clean)
+    );
+    assert!(!String::from_utf8_lossy(&clean.stderr).contains("uncommitted"));
+
+    std::fs::write(w.repo.join("README.md"), "# edited, not committed\n").unwrap();
+    let dirty = submit();
+    assert!(dirty.status.success(), "{}", show(&dirty));
+    let err = String::from_utf8_lossy(&dirty.stderr);
+    assert!(
+        err.contains("warning:") && err.contains("1 uncommitted path") && err.contains(&head),
+        "{}",
+        show(&dirty)
+    );
+}
+
+/// Issue #27, 2.6: a pack refused for a secret left an empty `--out` directory behind.
+#[test]
+fn issue_27_a_refused_pack_leaves_no_out_directory() {
+    let w = World::new();
+    write_files(
+        &w.repo,
+        &[("config/app.env.example", planted::aws_key_id().as_bytes())],
+    );
+    git(&w.repo, &["add", "-A"]);
+    git(&w.repo, &["commit", "-q", "-m", "add a key"]);
+    let prompt = w.root.join("prompt.txt");
+    std::fs::write(&prompt, "Add a docstring.\n").unwrap();
+    let out_dir = w.root.join("new-out");
+    let out = run(airlock(&w.home)
+        .args(["pack", "--repo"])
+        .arg(&w.repo)
+        .arg("--prompt-file")
+        .arg(&prompt)
+        .arg("--out")
+        .arg(&out_dir));
+    assert!(!out.status.success(), "the pack was not refused: {}", show(&out));
+    assert!(!out_dir.exists(), "{} was left behind", out_dir.display());
+}
+
+/// Issue #27, 2.6: the worker set the mode of a `--work-root` it did not create to 0711.
+#[test]
+fn issue_27_the_worker_keeps_the_mode_of_an_existing_work_root() {
+    use std::os::unix::fs::PermissionsExt;
+    let (w, _, token) = submitted();
+    let work_root = w.root.join("work-root");
+    std::fs::create_dir(&work_root).unwrap();
+    std::fs::set_permissions(&work_root, std::fs::Permissions::from_mode(0o750)).unwrap();
+    // Whether or not a sandbox can run here, the root is prepared before the generator.
+    let out = run(cmd(&bin("airlock-worker"))
+        .arg("run")
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trusted-pub")
+        .arg(w.home.join("trusted.pub"))
+        .arg("--work-root")
+        .arg(&work_root)
+        .args(["--", "/bin/true"]));
+    let mode = std::fs::metadata(&work_root).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o750, "mode changed to {mode:o}: {}", show(&out));
+}
+
+/// Issue #27, 2.6: a bare generator name missing from PATH did not say that the PATH searched
+/// was the sandbox's, nor which.
+#[test]
+fn issue_27_a_generator_missing_from_path_names_the_sandbox_path() {
+    let (w, _, token) = submitted();
+    let work_root = w.root.join("work-root");
+    let out = run(cmd(&bin("airlock-worker"))
+        .arg("run")
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trusted-pub")
+        .arg(w.home.join("trusted.pub"))
+        .arg("--work-root")
+        .arg(&work_root)
+        .args(["--", "no-such-generator-27"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !err.contains("no-such-generator-27") && err.contains("sandbox") {
+        eprintln!("SKIP: the worker cannot sandbox here: {err}");
+        assert!(std::env::var_os("CI").is_none(), "no sandbox under CI: {err}");
+        return;
+    }
+    assert!(
+        err.contains("no-such-generator-27: not found in the sandbox's PATH (/"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// Issue #27, 2.6: `airlock watch` printed the whole report (25 lines) per job; it prints one
+/// line per job now, and the report with `-v`.
+#[test]
+fn issue_27_watch_prints_one_line_per_job() {
+    let w = World::new();
+    let patch = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+/// Adds.\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+    let jobs: Vec<String> = (0..2)
+        .map(|_| {
+            let job = w.submit();
+            let (tgz, packet_bytes) =
+                artifact(&packet(&job, patch.as_bytes()), patch.as_bytes());
+            w.drop_signed(&job, &tgz, &packet_bytes, None);
+            job.id()
+        })
+        .collect();
+    let out = run(airlock(&w.home)
+        .args(["watch", "--once", "--repo"])
+        .arg(&w.repo));
+    assert!(out.status.success(), "{}", show(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", show(&out));
+    for job in &jobs {
+        let line = lines.iter().find(|l| l.starts_with(job.as_str()));
+        let line = line.unwrap_or_else(|| panic!("no line for {job}: {stdout}"));
+        assert!(line.contains("queue") && line.contains("+1 -0"), "{line}");
+    }
+
+    // -v: the full report of a job gated now.
+    let job = w.submit();
+    let (tgz, packet_bytes) = artifact(&packet(&job, patch.as_bytes()), patch.as_bytes());
+    w.drop_signed(&job, &tgz, &packet_bytes, None);
+    let out = run(airlock(&w.home)
+        .args(["-v", "watch", "--once", "--repo"])
+        .arg(&w.repo));
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).lines().count() > 5,
+        "{}",
+        show(&out)
+    );
+}
+
 fn now_unix() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -69,10 +69,14 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
     let store = home.open_store()?;
     let cache = crate::pack::cache::dir(&home.dir);
     let out = submit_job_cached(&store, &key, args, global.quiet || args.json, cache)?;
+    if !global.quiet {
+        warn_if_dirty(args, &out.pack.revision);
+    }
     if args.json {
         crate::output::print_json(&out)?;
     } else {
         println!("job {}", out.job);
+        println!("  revision {} ({})", out.pack.revision, args.pack.rev);
         println!(
             "  bundle   sha256:{} ({} files)",
             out.pack.bundle_sha256, out.pack.files
@@ -87,6 +91,24 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// Packing reads the committed tree only: say so when HEAD was packed from a working tree
+/// with changes the user may have meant to send.
+fn warn_if_dirty(args: &SubmitArgs, revision: &str) {
+    if args.pack.rev != "HEAD" {
+        return;
+    }
+    let Ok(repo) = crate::git::Repo::open(&args.pack.repo) else {
+        return;
+    };
+    match repo.uncommitted_paths() {
+        Ok(0) | Err(_) => {}
+        Ok(n) => eprintln!(
+            "warning: {}: {n} uncommitted path(s) in the working tree were not packed; the job has revision {revision} (commit them and submit again to include them)",
+            args.pack.repo.display()
+        ),
+    }
 }
 
 /// Packs, uploads, records and mints; see the module doc.

@@ -250,9 +250,13 @@ fn resolve_program(spec: &SandboxSpec) -> Result<PathBuf, Fail> {
             }
         }
     }
+    // The sandbox's PATH is not the worker's: say which was searched and how to do better.
     Err(Fail::new(
         "exec",
-        format!("{}: not found in PATH", p.display()),
+        format!(
+            "{}: not found in the sandbox's PATH ({path_var}); give the generator's absolute path",
+            p.display()
+        ),
     ))
 }
 
