@@ -38,7 +38,9 @@ const FAMILIES: &[&str] = &[
 const NOT_RULE_IDS: &[&str] = &["bundle.url"];
 
 /// Literal suffixes that make `manifest.json` (or `MANIFEST.in`) a file name, not a rule id.
-const FILE_SUFFIXES: &[&str] = &["json", "gz", "md", "log", "diff", "txt", "rs", "sh", "toml", "in"];
+const FILE_SUFFIXES: &[&str] = &[
+    "json", "gz", "md", "log", "diff", "txt", "rs", "sh", "toml", "in",
+];
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

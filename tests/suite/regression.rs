@@ -101,7 +101,12 @@ fn issue_27_submit_with_an_existing_token_out_creates_nothing() {
     );
     let status = run(airlock(&w.home).args(["status", "--json"]));
     assert!(status.status.success(), "{}", show(&status));
-    assert_eq!(json(&status).as_array().map(Vec::len), Some(0), "{}", show(&status));
+    assert_eq!(
+        json(&status).as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        show(&status)
+    );
 }
 
 /// Issue #27, 2.3: `init --store file:///tmp/a/../x` was accepted (and created both
@@ -119,7 +124,11 @@ fn issue_27_init_refuses_a_file_store_url_with_dot_segments() {
         "{}",
         show(&out)
     );
-    assert!(snapshot(&root).is_empty(), "init created {:?}", snapshot(&root));
+    assert!(
+        snapshot(&root).is_empty(),
+        "init created {:?}",
+        snapshot(&root)
+    );
 }
 
 /// Issue #27, 2.4: on a `file://` store the landed time was the file's mtime, which the worker
@@ -135,7 +144,10 @@ fn issue_27_a_backdated_mtime_does_not_move_the_landed_time() {
     let after = now_unix();
     // A day before the job existed: with the mtime as the clock, `artifact-early`.
     let backdated = std::time::UNIX_EPOCH + std::time::Duration::from_secs(before - 86_400);
-    for url in [&job.claims.drop.artifact, &job.claims.drop.artifact_envelope] {
+    for url in [
+        &job.claims.drop.artifact,
+        &job.claims.drop.artifact_envelope,
+    ] {
         let p = airlock_core::fileurl::file_url_to_path(url).unwrap();
         let f = std::fs::File::options().write(true).open(&p).unwrap();
         f.set_modified(backdated).unwrap();
@@ -252,7 +264,11 @@ fn issue_27_a_refused_pack_leaves_no_out_directory() {
         .arg(&prompt)
         .arg("--out")
         .arg(&out_dir));
-    assert!(!out.status.success(), "the pack was not refused: {}", show(&out));
+    assert!(
+        !out.status.success(),
+        "the pack was not refused: {}",
+        show(&out)
+    );
     assert!(!out_dir.exists(), "{} was left behind", out_dir.display());
 }
 
@@ -296,7 +312,10 @@ fn issue_27_a_generator_missing_from_path_names_the_sandbox_path() {
     let err = String::from_utf8_lossy(&out.stderr);
     if !err.contains("no-such-generator-27") && err.contains("sandbox") {
         eprintln!("SKIP: the worker cannot sandbox here: {err}");
-        assert!(std::env::var_os("CI").is_none(), "no sandbox under CI: {err}");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no sandbox under CI: {err}"
+        );
         return;
     }
     assert!(
@@ -315,8 +334,7 @@ fn issue_27_watch_prints_one_line_per_job() {
     let jobs: Vec<String> = (0..2)
         .map(|_| {
             let job = w.submit();
-            let (tgz, packet_bytes) =
-                artifact(&packet(&job, patch.as_bytes()), patch.as_bytes());
+            let (tgz, packet_bytes) = artifact(&packet(&job, patch.as_bytes()), patch.as_bytes());
             w.drop_signed(&job, &tgz, &packet_bytes, None);
             job.id()
         })

@@ -57,7 +57,13 @@ impl Repo {
     /// runs. A bare repository has no working tree: 0.
     pub fn uncommitted_paths(&self) -> Result<usize> {
         let out = git(&self.dir)
-            .args(["-c", "core.fsmonitor=false", "status", "--porcelain=v1", "-z"])
+            .args([
+                "-c",
+                "core.fsmonitor=false",
+                "status",
+                "--porcelain=v1",
+                "-z",
+            ])
             .args(["--untracked-files=normal", "--ignore-submodules=all"])
             .stderr(Stdio::piped())
             .output()
@@ -65,7 +71,11 @@ impl Repo {
         if !out.status.success() {
             return Ok(0);
         }
-        Ok(out.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()).count())
+        Ok(out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|r| !r.is_empty())
+            .count())
     }
 
     /// Resolves a commit-ish to (commit id, tree id), with one `git cat-file --batch-check`

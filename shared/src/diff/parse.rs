@@ -633,8 +633,7 @@ impl<'a> Parser<'a, '_> {
             return Err(self.err(
                 rule::NEWLINE,
                 no,
-                "marker after an empty line (a last line without a newline is never empty)"
-                    .into(),
+                "marker after an empty line (a last line without a newline is never empty)".into(),
             ));
         }
         let (ends_old, ends_new) = match last.kind {
