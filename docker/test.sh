@@ -83,15 +83,45 @@ t0=$(date +%s)
 "${compose[@]}" up -d store >/dev/null 2>&1
 store_ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "${project}_store_1")
 [ -n "$store_ip" ] || fail "the store container has no address"
-# The host reaches the store on the internal network through Docker's own TCP proxy, at the
-# address the token's presigned URLs name (127.0.0.1:PORT, as the worker sees it).
-/usr/sbin/docker-proxy -proto tcp -host-ip 127.0.0.1 -host-port "$port" \
-  -container-ip "$store_ip" -container-port "$port" &
+# The host reaches the store on the internal network through a TCP forwarder on the host, at
+# the address the token's presigned URLs name (127.0.0.1:PORT, as the worker sees it).
+python3 - "$port" "$store_ip" <<'PY' &
+import socket, sys, threading
+port, ip = int(sys.argv[1]), sys.argv[2]
+ls = socket.create_server(("127.0.0.1", port))
+def pipe(a, b):
+    try:
+        while (d := a.recv(65536)):
+            b.sendall(d)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+while True:
+    c, _ = ls.accept()
+    try:
+        u = socket.create_connection((ip, port), timeout=5)
+    except OSError:
+        c.close()
+        continue
+    u.settimeout(None)
+    for a, b in ((c, u), (u, c)):
+        threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+PY
 proxy_pid=$!
-for _ in $(seq 50); do
-  "$busybox" nc -w 1 127.0.0.1 "$port" </dev/null >/dev/null 2>&1 && break
+ready=""
+for _ in $(seq 100); do
+  if printf 'GET / HTTP/1.0\r\n\r\n' | "$busybox" timeout 2 "$busybox" nc -w 1 127.0.0.1 "$port" 2>/dev/null | grep -q "^HTTP/"; then
+    ready=1
+    break
+  fi
   sleep 0.1
 done
+[ -n "$ready" ] || fail "the store does not answer through the host forwarder"
 echo "images built and store up in $(( $(date +%s) - t0 )) s (store $store_ip:$port)"
 
 mkdir -p "$work/generators"
@@ -108,11 +138,13 @@ host_ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\
 # nothing else does. The probes inside the sandbox below are refused by the sandbox, not by
 # a target that happens to be down.
 control=$("${compose[@]}" run --rm -T --entrypoint /opt/airlock/bin/busybox worker \
-  sh -c 'cd /tmp 2>/dev/null; while read -r n h p; do a=$(printf "GET / HTTP/1.0\r\n\r\n" | /opt/airlock/bin/busybox timeout 5 /opt/airlock/bin/busybox nc -w 3 "$h" "$p" 2>&1 | /opt/airlock/bin/busybox head -n 1); echo "$n $h:$p: ${a:-no answer}"; done < /opt/airlock/generators/probe.targets' 2>&1 | tr -d '\r')
+  sh -c 'cd /tmp 2>/dev/null; while read -r n h p; do a=$({ printf "GET / HTTP/1.0\r\n\r\n"; /opt/airlock/bin/busybox sleep 2; } | /opt/airlock/bin/busybox timeout 5 /opt/airlock/bin/busybox nc -w 3 "$h" "$p" 2>&1 | /opt/airlock/bin/busybox head -n 1); echo "$n $h:$p: ${a:-no answer}"; done < /opt/airlock/generators/probe.targets' 2>&1 | tr -d '\r')
 echo "control, worker container outside the sandbox:"
 echo "$control" | sed 's/^/  /'
-echo "$control" | grep -q "^store-loopback .*HTTP/1.1" || fail "control: the store did not answer the worker container"
-echo "$control" | grep "^internet " | grep -q "HTTP/" && fail "control: the internal network reaches the internet"
+echo "$control" | grep -q "^store-loopback .*HTTP/" || fail "control: the store did not answer the worker container"
+if echo "$control" | grep "^internet " | grep -q "HTTP/"; then
+  fail "control: the internal network reaches the internet"
+fi
 
 # ---- one job per worker container ----------------------------------------------------------
 printf 'Probe the network from the sandbox.\n' > "$work/prompt.txt"
@@ -172,10 +204,11 @@ for service in default seccomp-sandbox seccomp-only; do
   decision=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["decision"])' "$work/gate-$service.json")
   [ "$gate_rc" = 0 ] || [ "$gate_rc" = 3 ] || fail "$service: gate exit $gate_rc ($decision)"
   # What the generator saw, as it came back through the signed, gated patch.
-  egress=$(python3 - "$work/gate-$service.json" "$work/home/jobs/$job" <<'PY'
-import json, pathlib, sys
-job_dir = pathlib.Path(sys.argv[2])
-patch = next(job_dir.rglob("patch.diff")).read_text()
+  artifact=$(echo "$fetched" | python3 -c 'import json,sys; print(json.load(sys.stdin)["artifact"])')
+  egress=$(python3 - "$artifact" <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    patch = t.extractfile("patch.diff").read().decode()
 lines, on = [], False
 for l in patch.splitlines():
     if l.startswith("diff --git"):

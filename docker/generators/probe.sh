@@ -13,7 +13,8 @@ $bb printf '\n## Probed from the sandbox\n\nSee egress.txt.\n' >> README.md
 : > egress.txt
 while read -r name host port; do
   [ -n "$name" ] || continue
-  answer=$($bb printf 'GET / HTTP/1.0\r\n\r\n' | $bb timeout 5 $bb nc -w 3 "$host" "$port" 2>&1 | $bb head -n 1 | $bb tr -d '\r')
+  # stdin stays open 2 s: busybox nc exits at its end, maybe before the answer arrives.
+  answer=$({ $bb printf 'GET / HTTP/1.0\r\n\r\n'; $bb sleep 2; } | $bb timeout 5 $bb nc -w 3 "$host" "$port" 2>&1 | $bb head -n 1 | $bb tr -d '\r')
   [ -n "$answer" ] || answer="no answer"
   $bb printf '%s %s:%s: %s\n' "$name" "$host" "$port" "$answer" >> egress.txt
 done < "$here/probe.targets"
