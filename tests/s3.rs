@@ -125,6 +125,7 @@ impl Shared {
 
 /// The in-process S3 server. Dropping it stops it and removes its data.
 pub struct S3Server {
+    ip: std::net::Ipv4Addr,
     port: u16,
     root: PathBuf,
     _dir: Option<tempfile::TempDir>,
@@ -159,7 +160,17 @@ impl S3Server {
         S3Server::start_in_with(root, port, 2)
     }
 
+    /// [`S3Server::start_in`] listening on `ip` instead of loopback: the Docker test's store
+    /// container (`docker/s3-server.rs`) serves the other containers of its network.
+    pub fn serve_on(root: &Path, ip: std::net::Ipv4Addr, port: u16) -> S3Server {
+        S3Server::build(root, ip, port, 2)
+    }
+
     fn start_in_with(root: &Path, port: u16, threads: usize) -> S3Server {
+        S3Server::build(root, std::net::Ipv4Addr::LOCALHOST, port, threads)
+    }
+
+    fn build(root: &Path, ip: std::net::Ipv4Addr, port: u16, threads: usize) -> S3Server {
         std::fs::create_dir_all(root.join(BUCKET)).expect("bucket dir");
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
@@ -186,6 +197,7 @@ impl S3Server {
             stopped: Mutex::new(false),
         });
         let mut server = S3Server {
+            ip,
             port,
             root: root.to_owned(),
             _dir: None,
@@ -198,11 +210,11 @@ impl S3Server {
     }
 
     fn listen(&self) -> u16 {
-        let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
+        let addr: SocketAddr = (self.ip, self.port).into();
         let listener = self.rt.block_on(async {
             let socket = tokio::net::TcpSocket::new_v4().expect("socket");
             socket.set_reuseaddr(true).expect("reuseaddr");
-            socket.bind(addr).expect("bind 127.0.0.1");
+            socket.bind(addr).expect("bind the listening address");
             socket.listen(1024).expect("listen")
         });
         let port = listener.local_addr().expect("local addr").port();

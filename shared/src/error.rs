@@ -38,3 +38,50 @@ pub enum Error {
     #[error(transparent)]
     Diff(#[from] crate::diff::DiffError),
 }
+
+/// An error and its causes on one line, `outer: cause: cause`, each cause once: a cause whose
+/// text its parent already printed (an error type that shows its `#[source]` in its own
+/// message) is not repeated, so `a: No such file or directory (os error 2)` never doubles.
+pub fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = c.source();
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("policy file p.toml: {0}")]
+    struct Shows(#[source] std::io::Error);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read prompt")]
+    struct Hides(#[source] std::io::Error);
+
+    fn missing() -> std::io::Error {
+        std::io::Error::from(std::io::ErrorKind::NotFound)
+    }
+
+    #[test]
+    fn a_cause_its_parent_printed_is_not_repeated() {
+        let line = one_line(&Shows(missing()));
+        assert_eq!(line.matches(&missing().to_string()).count(), 1, "{line}");
+        assert!(line.starts_with("policy file p.toml: "), "{line}");
+    }
+
+    #[test]
+    fn a_cause_its_parent_did_not_print_is_appended() {
+        let line = one_line(&Hides(missing()));
+        assert_eq!(line, format!("cannot read prompt: {}", missing()));
+    }
+}

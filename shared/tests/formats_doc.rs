@@ -4,8 +4,9 @@
 //!
 //! Rule ids are collected three ways: from the enumerations (`TarRule::all()`, `PathRule::ALL`,
 //! `diff::rule::ALL`), by probing `fileurl` with bad input, and by scanning the non-test source
-//! of `shared/src` for string literals that are, or contain a parenthesised, rule id of a known
-//! family (the `#[error("... (dsse.json) ...")]` messages and `rule: "manifest.order"` fields).
+//! of `shared/src`, `worker-side/src` and `trusted-side/src` for string literals that are, or
+//! contain a parenthesised, rule id of a known family (the `#[error("... (dsse.json) ...")]`
+//! messages, `rule: "manifest.order"` fields, the worker's `bundle refused (bundle.job)`).
 
 #![allow(
     clippy::unwrap_used,
@@ -30,11 +31,16 @@ use base64::Engine as _;
 /// Rule-id families: the part before the first dot.
 const FAMILIES: &[&str] = &[
     "digest", "key", "dsse", "jobid", "token", "fileurl", "format", "manifest", "request",
-    "packet", "record", "limit", "path", "tar", "diff",
+    "packet", "record", "limit", "path", "tar", "diff", "bundle",
 ];
 
-/// Literal suffixes that make `manifest.json` a file name, not a rule id.
-const FILE_SUFFIXES: &[&str] = &["json", "gz", "md", "log", "diff", "txt", "rs", "sh", "toml"];
+/// Literals shaped like rule ids that are not: token claim paths named in `token.url` errors.
+const NOT_RULE_IDS: &[&str] = &["bundle.url"];
+
+/// Literal suffixes that make `manifest.json` (or `MANIFEST.in`) a file name, not a rule id.
+const FILE_SUFFIXES: &[&str] = &[
+    "json", "gz", "md", "log", "diff", "txt", "rs", "sh", "toml", "in",
+];
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -93,7 +99,7 @@ fn ids_in_source(text: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let family_ok = |id: &str| {
         let (family, rest) = id.split_once('.').unwrap_or(("", ""));
-        FAMILIES.contains(&family) && !FILE_SUFFIXES.contains(&rest)
+        FAMILIES.contains(&family) && !FILE_SUFFIXES.contains(&rest) && !NOT_RULE_IDS.contains(&id)
     };
     for line in code.lines() {
         let trimmed = line.trim_start();
@@ -195,7 +201,10 @@ fn every_fileurl_rule_is_documented() {
 fn every_rule_id_in_the_source_is_documented() {
     let table: BTreeSet<String> = rule_table(&formats_md()).into_iter().collect();
     let mut files = Vec::new();
-    rust_sources(&repo_root().join("shared/src"), &mut files);
+    // The worker and the trusted side refuse with spec ids too (`bundle.*` is the worker's).
+    for dir in ["shared/src", "worker-side/src", "trusted-side/src"] {
+        rust_sources(&repo_root().join(dir), &mut files);
+    }
     files.sort();
     let mut found = BTreeSet::new();
     let mut lacking = Vec::new();
@@ -211,7 +220,7 @@ fn every_rule_id_in_the_source_is_documented() {
     // The scan must see the families that have no enumeration, or it proves nothing.
     for family in [
         "digest", "key", "dsse", "jobid", "token", "format", "manifest", "request", "packet",
-        "record",
+        "record", "bundle",
     ] {
         assert!(
             found.iter().any(|id| id.starts_with(&format!("{family}."))),

@@ -535,6 +535,22 @@ def structure():
         case("tar.header"),
     )
 
+    # tar.nul-padding: a field read up to its first NUL by one reader and past it by another.
+    for defect, field, start, end, fmt in [
+        ("name-after-nul", b"files/a\0../../../outside/x", 0, 100, tarfile.GNU_FORMAT),
+        ("link-name-after-nul", b"\0../../../outside", 157, 257, tarfile.GNU_FORMAT),
+        ("prefix-after-nul", b"\0../../../outside", 345, 500, tarfile.USTAR_FORMAT),
+    ]:
+        h = bytearray(header(info("files/a", size=6), fmt))
+        h[start:end] = field.ljust(end - start, b"\0")
+        h[148:156] = b" " * 8
+        h[148:156] = b"%06o\0 " % sum(h)
+        write(
+            f"tar.nul-padding--{defect}.tar.gz",
+            gz(bytes(h) + pad(b"hello\n") + END),
+            case("tar.nul-padding"),
+        )
+
 
 def write_expect():
     lines = [

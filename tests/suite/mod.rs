@@ -19,6 +19,8 @@ mod pack;
 /// The scanner's evaluation corpus through `airlock pack`: refused with a line per secret,
 /// and with `--redact` no secret byte in the bundle; the trusted home never ships.
 mod pack_corpus;
+/// One test per fixed defect (`issue_<n>_<what>`), each failing before its fix.
+mod regression;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
 /// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.

@@ -91,15 +91,12 @@ pub fn check_store_url(raw: &str) -> Result<url::Url> {
     })?;
     match parsed.scheme() {
         "file" => {
-            if parsed
-                .host_str()
-                .is_some_and(|h| !h.is_empty() && h != "localhost")
-            {
-                bail!("store URL {raw:?}: file:// URLs name no host (use file:///abs/dir)");
-            }
             if parsed.path().len() <= 1 {
                 bail!("store URL {raw:?}: file:// needs an absolute directory");
             }
+            // The raw text, not `parsed`: the URL parser folds `a/../x` into `x`, while every
+            // later command reads the raw text and refuses it (`fileurl.dot`).
+            file_store_dir(raw)?;
         }
         "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" => {
             if parsed.host_str().is_none_or(str::is_empty) {
@@ -112,6 +109,13 @@ pub fn check_store_url(raw: &str) -> Result<url::Url> {
         }
     }
     Ok(parsed)
+}
+
+/// The directory of a `file://` store URL, decoded as the store itself decodes it.
+fn file_store_dir(raw: &str) -> Result<PathBuf> {
+    airlock_core::fileurl::file_url_to_path(raw.trim_end_matches('/')).with_context(|| {
+        format!("store URL {raw:?}: use file:///abs/dir, with no host and no . or .. component")
+    })
 }
 
 /// `airlock init`: writes config.toml and a fresh trusted keypair.
@@ -276,8 +280,10 @@ pub fn create_home(home: &Path, store_url: Option<&str>) -> Result<Created> {
         let _ = std::fs::remove_dir_all(&staged);
         return Err(e).with_context(|| format!("{}: cannot create", abs_home.display()));
     }
-    if let Some(dir) = store.strip_prefix("file://") {
-        std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create store"))?;
+    if store.starts_with("file://") {
+        let dir = file_store_dir(&store)?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("{}: cannot create store", dir.display()))?;
     }
 
     Ok(Created {

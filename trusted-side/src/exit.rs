@@ -28,13 +28,9 @@ impl From<Outcome> for ExitCode {
 #[error("{0}")]
 pub struct Refused(pub String);
 
-/// Prints an error chain on one line per cause and returns its exit code.
+/// Prints an error and its causes on one line (each once) and returns its exit code.
 pub fn report(err: &anyhow::Error) -> ExitCode {
-    let mut msg = format!("error: {err}");
-    for cause in err.chain().skip(1) {
-        msg.push_str(&format!(": {cause}"));
-    }
-    eprintln!("{msg}");
+    eprintln!("error: {}", airlock_core::error::one_line(err.as_ref()));
     if err.downcast_ref::<Refused>().is_some() {
         ExitCode::from(4)
     } else {

@@ -261,6 +261,32 @@ impl Repo {
         Ok(Repo { git: Git::new(dir) })
     }
 
+    /// How many paths of the working tree differ from HEAD (changed, staged or untracked):
+    /// `git status --porcelain`, with the file-system monitor off so no configured command
+    /// runs. A bare repository has no working tree: 0.
+    pub fn uncommitted_paths(&self) -> Result<usize> {
+        let out = git(&self.dir)
+            .args([
+                "-c",
+                "core.fsmonitor=false",
+                "status",
+                "--porcelain=v1",
+                "-z",
+            ])
+            .args(["--untracked-files=normal", "--ignore-submodules=all"])
+            .stderr(Stdio::piped())
+            .output()
+            .context("cannot run git status")?;
+        if !out.status.success() {
+            return Ok(0);
+        }
+        Ok(out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|r| !r.is_empty())
+            .count())
+    }
+
     /// Resolves a commit-ish to (commit id, tree id), with one `git cat-file --batch-check`
     /// (the revision goes in on stdin, so it can never be read as an option).
     pub fn resolve(&self, rev: &str) -> Result<(String, String)> {

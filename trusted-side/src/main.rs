@@ -41,6 +41,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    output::quiet_on_closed_stdout();
     let cli = cli::Cli::parse();
     output::init_logging(cli.global.verbose, cli.global.quiet);
     match cli::dispatch(cli) {

@@ -1,4 +1,5 @@
-//! Logging and progress: tracing to stderr, progress bars only on a TTY, `NO_COLOR` respected.
+//! Logging and progress: tracing to stderr, progress bars only on a TTY, `NO_COLOR` respected;
+//! a closed stdout (`airlock status | head -2`) ends the command quietly.
 
 use std::io::IsTerminal;
 
@@ -7,6 +8,31 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// Whether colour may be used on stderr.
 pub fn color_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+}
+
+/// Exit status when stdout was closed by its reader: what a shell reports for a process
+/// killed by SIGPIPE (128 + 13), so `set -o pipefail` still sees an unfinished command and a
+/// cut-short `gate` never reads as `queue` (0).
+pub const EXIT_STDOUT_CLOSED: i32 = 141;
+
+/// Makes a write to a closed stdout end the process quietly with [`EXIT_STDOUT_CLOSED`].
+/// Rust ignores SIGPIPE, so `println!` panics on `EPIPE` (`failed printing to stdout: Broken
+/// pipe`); this hook turns exactly that panic into the exit a Unix tool would have, and leaves
+/// every other panic to the default hook.
+pub fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("(os error 32)") {
+            std::process::exit(EXIT_STDOUT_CLOSED);
+        }
+        default(info);
+    }));
 }
 
 /// Sets up `tracing` on stderr. `RUST_LOG` overrides the level chosen by -v/-q.

@@ -104,7 +104,11 @@ pub fn run(global: &GlobalArgs, args: &ResubmitArgs) -> Result<Outcome> {
             ttl,
             model_key: home.config.model_key.as_ref(),
             redispatch_of: Some(old),
-            token_out: args.token_out.as_deref(),
+            token_slot: args
+                .token_out
+                .as_deref()
+                .map(crate::submit::SecretSlot::claim)
+                .transpose()?,
         },
     )?;
     crate::submit::print_submitted(&out, args.json)?;

@@ -414,7 +414,7 @@ impl Store {
             let info = ObjectInfo {
                 key: key.to_owned(),
                 size: got.meta.size,
-                last_modified: u64::try_from(got.meta.last_modified.timestamp()).unwrap_or(0),
+                last_modified: self.store_time(key, got.meta.last_modified.timestamp()),
             };
             let mut stream = got.into_stream();
             let mut n = 0u64;
@@ -430,6 +430,16 @@ impl Store {
         })
     }
 
+    /// The store's own time for an object: on a `file://` store its ctime (the worker writes
+    /// there directly and can set mtime, see [`local::landed_at`]), elsewhere `last_modified`.
+    /// (Keys `local.rs` does not serve are never read by `fetch`: they keep `last_modified`.)
+    fn store_time(&self, key: &str, last_modified: i64) -> u64 {
+        self.local_root
+            .as_deref()
+            .and_then(|root| local::landed_at_key(root, key))
+            .unwrap_or_else(|| u64::try_from(last_modified).unwrap_or(0))
+    }
+
     /// HEAD; `None` if absent.
     pub fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
         let path = self.path(key);
@@ -437,7 +447,7 @@ impl Store {
             Ok(m) => Ok(Some(ObjectInfo {
                 key: key.to_owned(),
                 size: m.size,
-                last_modified: u64::try_from(m.last_modified.timestamp()).unwrap_or(0),
+                last_modified: self.store_time(key, m.last_modified.timestamp()),
             })),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e).with_context(|| format!("{key}: head failed")),
@@ -453,10 +463,11 @@ impl Store {
         let mut out = Vec::with_capacity(metas.len());
         for m in metas {
             let m = m.with_context(|| format!("{prefix}: list failed"))?;
+            let key = self.key_of(&m.location);
             out.push(ObjectInfo {
-                key: self.key_of(&m.location),
+                last_modified: self.store_time(&key, m.last_modified.timestamp()),
+                key,
                 size: m.size,
-                last_modified: u64::try_from(m.last_modified.timestamp()).unwrap_or(0),
             });
         }
         out.sort_by(|a, b| a.key.cmp(&b.key));

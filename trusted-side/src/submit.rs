@@ -91,6 +91,11 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
         global.quiet || args.json,
         cache,
     )?;
+    if !global.quiet {
+        if let Some(p) = &out.pack {
+            warn_if_dirty(args, &p.revision);
+        }
+    }
     print_submitted(&out, args.json)?;
     Ok(Outcome::Ok)
 }
@@ -105,10 +110,13 @@ pub fn print_submitted(out: &Submitted, json: bool) -> Result<()> {
         println!("  re-dispatch of {of}");
     }
     match &out.pack {
-        Some(p) => println!(
-            "  bundle   sha256:{} ({} files)",
-            out.bundle_sha256, p.files
-        ),
+        Some(p) => {
+            println!("  revision {}", p.revision);
+            println!(
+                "  bundle   sha256:{} ({} files)",
+                out.bundle_sha256, p.files
+            );
+        }
         None => println!("  bundle   sha256:{}", out.bundle_sha256),
     }
     if let Some(fp) = &out.model_key_fingerprint {
@@ -123,6 +131,24 @@ pub fn print_submitted(out: &Submitted, json: bool) -> Result<()> {
         None => println!("  token    {}", out.token),
     }
     Ok(())
+}
+
+/// Packing reads the committed tree only: say so when HEAD was packed from a working tree
+/// with changes the user may have meant to send.
+fn warn_if_dirty(args: &SubmitArgs, revision: &str) {
+    if args.pack.rev != "HEAD" {
+        return;
+    }
+    let Ok(repo) = crate::git::Repo::open(&args.pack.repo) else {
+        return;
+    };
+    match repo.uncommitted_paths() {
+        Ok(0) | Err(_) => {}
+        Ok(n) => eprintln!(
+            "warning: {}: {n} uncommitted path(s) in the working tree were not packed; the job has revision {revision} (commit them and submit again to include them)",
+            args.pack.repo.display()
+        ),
+    }
 }
 
 /// Packs, uploads, records and mints; see the module doc.
@@ -150,6 +176,13 @@ pub fn submit_job_cached(
         check_egress_reachable(rule)?;
     }
     let prompt = pack::read_prompt(&args.pack.prompt_file)?;
+    // Every output is claimed before anything is created: an existing --token-out refuses
+    // the job here, not after the bundle, record and ledger entry exist with the token lost.
+    let token_slot = args
+        .token_out
+        .as_deref()
+        .map(SecretSlot::claim)
+        .transpose()?;
     let repo_dir = crate::config::absolute(&args.pack.repo)?;
     let repo_name = match &args.pack.repo_name {
         Some(n) => n.clone(),
@@ -200,7 +233,7 @@ pub fn submit_job_cached(
             ttl,
             model_key,
             redispatch_of: None,
-            token_out: args.token_out.as_deref(),
+            token_slot,
         },
     )?;
     out.pack = Some(summary);
@@ -291,7 +324,7 @@ pub struct Dispatch<'a> {
     /// The job this one dispatches again (`airlock resubmit`).
     pub redispatch_of: Option<JobId>,
     /// Where to write the token (0600, created new).
-    pub token_out: Option<&'a std::path::Path>,
+    pub token_slot: Option<SecretSlot>,
 }
 
 /// Uploads the bundle and its envelope, writes the signed job record, mints the model key
@@ -305,7 +338,7 @@ pub fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Result<Subm
         ttl,
         model_key,
         redispatch_of,
-        token_out,
+        token_slot,
     } = d;
     let issued_at = now_unix();
     let expires_at = issued_at + ttl;
@@ -414,11 +447,8 @@ pub fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Result<Subm
         issued_at,
     )?;
 
-    let token_file = match token_out {
-        Some(p) => {
-            write_secret(p, token.expose())?;
-            Some(p.to_owned())
-        }
+    let token_file = match token_slot {
+        Some(slot) => Some(slot.fill(token.expose())?),
         None => None,
     };
     Ok(Submitted {
@@ -433,18 +463,46 @@ pub fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Result<Subm
     })
 }
 
-/// Writes a secret file: created new, mode 0600.
-pub fn write_secret(path: &std::path::Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("{}: cannot create (refusing to overwrite)", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.write_all(b"\n")?;
-    f.sync_all()?;
-    Ok(())
+/// A secret file created empty (new, mode 0600) before the work that produces its content;
+/// removed again if dropped unfilled, so a failed command leaves no empty file behind.
+pub(crate) struct SecretSlot {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl SecretSlot {
+    pub(crate) fn claim(path: &std::path::Path) -> Result<SecretSlot> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| {
+                format!("{}: cannot create (refusing to overwrite)", path.display())
+            })?;
+        Ok(SecretSlot {
+            path: path.to_owned(),
+            file: Some(file),
+        })
+    }
+
+    fn fill(mut self, text: &str) -> Result<PathBuf> {
+        use std::io::Write;
+        let f = self.file.as_mut().context("secret file already written")?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.write_all(b"\n"))
+            .and_then(|()| f.sync_all())
+            .with_context(|| format!("{}: cannot write", self.path.display()))?;
+        self.file = None;
+        Ok(std::mem::take(&mut self.path))
+    }
+}
+
+impl Drop for SecretSlot {
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }

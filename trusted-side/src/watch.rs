@@ -3,7 +3,7 @@
 //! Loop: list `drop/` for jobs whose `artifact.dsse.json` is present (the worker writes it
 //! last), drop the ones already gated, gate the rest with at most `--jobs N` at once
 //! ([`crate::gate::run_gate`], the same path as `airlock gate`, so every verdict lands in the
-//! ledger), print each report as it finishes, then wait: on a `file://` store for a
+//! ledger), print one line per job as it finishes (the report with -v), then wait: on a `file://` store for a
 //! filesystem event under `drop/` (notify; a full rescan every `--poll-max` anyway, in case
 //! an event was missed), on remote stores by listing again after a delay that starts at
 //! [`POLL_MIN`] and doubles while nothing lands, up to `--poll-max`.
@@ -191,7 +191,26 @@ fn gate_all(
     });
 }
 
-/// One pass: gate everything pending, printing each report.
+/// One line per gated job: id, decision, size of the change, reason codes. The whole report
+/// (`detail`, from -v) is what `airlock gate JOB` prints.
+fn one_line(report: &GateReport) -> String {
+    let codes: Vec<String> = report.reasons.iter().map(|r| r.code.to_string()).collect();
+    format!(
+        "{}  {:<6}  {} file(s) +{} -{}  {}",
+        report.job,
+        report.decision.as_str(),
+        report.stats.files_changed,
+        report.stats.lines_added,
+        report.stats.lines_removed,
+        if codes.is_empty() {
+            "-".to_owned()
+        } else {
+            codes.join(",")
+        }
+    )
+}
+
+/// One pass: gate everything pending, printing one line (or, with `detail`, the report) each.
 fn pass(
     ctx: &Ctx<'_>,
     store: &Store,
@@ -199,6 +218,7 @@ fn pass(
     watcher: &mut Watcher,
     args: &WatchArgs,
     budget: Option<u64>,
+    detail: bool,
 ) -> Result<Pass> {
     let mut jobs = watcher.pending(store, trusted)?;
     if let Some(b) = budget {
@@ -217,11 +237,15 @@ fn pass(
     gate_all(ctx, jobs, args.jobs, |job, result| match result {
         Ok(report) => {
             watcher.record(job, true);
-            if let Err(e) = crate::gate::print(&report, args.json, None) {
-                print_err.get_or_insert(e);
-            }
-            if !args.json {
-                println!();
+            if args.json || detail {
+                if let Err(e) = crate::gate::print(&report, args.json, None) {
+                    print_err.get_or_insert(e);
+                }
+                if !args.json {
+                    println!();
+                }
+            } else {
+                println!("{}", one_line(&report));
             }
             out.gated.push((job.clone(), report.decision));
         }
@@ -321,7 +345,15 @@ pub fn run(global: &GlobalArgs, args: &WatchArgs) -> Result<Outcome> {
     let (mut gated, mut failed) = (0u64, 0u64);
     loop {
         let budget = args.max_jobs.map(|m| m.saturating_sub(gated));
-        let p = pass(&ctx, &store, &trusted, &mut watcher, args, budget)?;
+        let p = pass(
+            &ctx,
+            &store,
+            &trusted,
+            &mut watcher,
+            args,
+            budget,
+            global.verbose > 0,
+        )?;
         gated += p.gated.len() as u64;
         failed += p.failed.len() as u64;
         let done = args.once || args.max_jobs.is_some_and(|m| gated >= m);

@@ -54,11 +54,7 @@ fn main() -> ExitCode {
             ExitCode::from(outcome::EXIT_FINISHED)
         }
         Err(err) => {
-            let mut msg = format!("error: {err}");
-            for cause in err.chain().skip(1) {
-                msg.push_str(&format!(": {cause}"));
-            }
-            eprintln!("{msg}");
+            eprintln!("error: {}", airlock_core::error::one_line(err.as_ref()));
             ExitCode::from(outcome::EXIT_ERROR)
         }
     }

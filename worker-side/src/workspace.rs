@@ -38,9 +38,11 @@ pub fn default_root() -> PathBuf {
     std::env::temp_dir().join(format!("airlock-worker-{uid}"))
 }
 
-/// Creates (or checks) the base directory: a real directory, owned by us, mode 0711
-/// (traversable, not listable: the sandboxed generator, which may run as another uid, must be
-/// able to reach its own workdir by path, and nothing else).
+/// Creates (or checks) the base directory: a real directory, owned by us. One it creates gets
+/// mode 0711 (traversable, not listable: the sandboxed generator must be able to reach its
+/// own workdir by path, and nothing else). An existing one keeps the mode its owner gave it
+/// (the worker never changes a directory it did not make) and is refused if others may
+/// write in it.
 pub fn prepare_root(root: &Path) -> Result<()> {
     match std::fs::symlink_metadata(root) {
         Ok(m) => {
@@ -56,7 +58,13 @@ pub fn prepare_root(root: &Path) -> Result<()> {
             if m.uid() != me {
                 bail!("{}: work root is owned by another user", root.display());
             }
-            std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o711))?;
+            if m.mode() & 0o022 != 0 {
+                bail!(
+                    "{}: work root is writable by group or others (mode {:o}): run `chmod go-w` on it, or give a new directory",
+                    root.display(),
+                    m.mode() & 0o7777
+                );
+            }
         }
         Err(_) => {
             std::fs::DirBuilder::new()

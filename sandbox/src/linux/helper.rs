@@ -250,9 +250,14 @@ fn single_threaded() -> Result<(), Fail> {
 /// The file to exec (see `SandboxSpec::resolve_program`).
 fn resolve_program(spec: &SandboxSpec) -> Result<PathBuf, Fail> {
     spec.resolve_program().ok_or_else(|| {
+        // The sandbox's PATH is not the worker's: say which was searched and how to do better.
         Fail::new(
             "exec",
-            format!("{}: not found in PATH", spec.program.display()),
+            format!(
+                "{}: not found in the sandbox's PATH ({}); give the generator's absolute path or --readable its install",
+                spec.program.display(),
+                spec.path_var()
+            ),
         )
     })
 }

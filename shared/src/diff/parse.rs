@@ -608,7 +608,9 @@ impl<'a> Parser<'a, '_> {
     /// FORMATS.md: "`\ No newline at end of file` follows the last line of the old side
     /// (after SP or `-`), of the new side (after SP or `+`), or of both (after SP); nothing of
     /// that side may follow it, in this hunk or a later one, and the marker is spelled exactly
-    /// (`diff.newline`)."
+    /// (`diff.newline`)." And: "the line it follows is not empty": a last line without a
+    /// newline holds at least one byte, so no content has an empty one, and a patch claiming it
+    /// would parse here yet apply to nothing (issue #29; `git apply` refuses it too).
     fn marker(
         &self,
         no: u64,
@@ -626,6 +628,13 @@ impl<'a> Parser<'a, '_> {
         };
         if last.no_newline {
             return Err(self.err(rule::NEWLINE, no, "repeated marker".into()));
+        }
+        if last.text.is_empty() {
+            return Err(self.err(
+                rule::NEWLINE,
+                no,
+                "marker after an empty line (a last line without a newline is never empty)".into(),
+            ));
         }
         let (ends_old, ends_new) = match last.kind {
             LineKind::Context => (true, true),
@@ -840,6 +849,25 @@ mod tests {
         assert_eq!(rule_of(&two("@@ -20,3 +21,2 @@")), "ok");
         assert_eq!(rule_of(&two("@@ -20,3 +20,2 @@")), rule::HUNK_ORDER);
         assert_eq!(rule_of(&two("@@ -2,3 +3,2 @@")), rule::HUNK_ORDER);
+    }
+
+    /// Issue #29 (found by `diff_parse` fuzzing): a deletion of one empty line without a
+    /// newline parsed, yet no old content satisfies it. Refused on every side.
+    #[test]
+    fn issue_29_an_empty_line_without_newline_is_refused() {
+        let gone = "diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-\n\\ No newline at end of file\n";
+        assert_eq!(rule_of(gone), rule::NEWLINE);
+        let base = "diff --git a/f b/f\n--- a/f\n+++ b/f\n";
+        for hunk in [
+            "@@ -1,2 +1 @@\n a\n-\n\\ No newline at end of file\n",
+            "@@ -1 +1,2 @@\n a\n+\n\\ No newline at end of file\n",
+            "@@ -1,2 +1,2 @@\n-a\n+b\n \n\\ No newline at end of file\n",
+        ] {
+            assert_eq!(rule_of(&format!("{base}{hunk}")), rule::NEWLINE, "{hunk}");
+        }
+        // A last line of one byte without a newline is fine.
+        let one = "diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n\\ No newline at end of file\n";
+        assert_eq!(rule_of(one), "ok");
     }
 
     #[test]

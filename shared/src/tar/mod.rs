@@ -59,6 +59,9 @@ pub enum TarRule {
     Mode,
     /// `tar.non-utf8`: a member name that is not UTF-8.
     NonUtf8,
+    /// `tar.nul-padding`: a byte other than NUL after the NUL that ends a header's name,
+    /// link name or ustar prefix field (`a\0../x`: two readers must never see two names).
+    NulPadding,
     /// `tar.<suffix>`: a path rule from [`crate::paths`] (`tar.parent-dir`, `tar.absolute`...).
     Path(PathRule),
     /// `tar.unlisted-member`: a name that is not allowed in this archive.
@@ -108,6 +111,7 @@ impl TarRule {
             TarRule::Header,
             TarRule::Mode,
             TarRule::NonUtf8,
+            TarRule::NulPadding,
             TarRule::UnlistedMember,
             TarRule::Duplicate,
             TarRule::Collision,
@@ -140,6 +144,7 @@ impl TarRule {
             TarRule::Header => "tar.header",
             TarRule::Mode => "tar.mode",
             TarRule::NonUtf8 => "tar.non-utf8",
+            TarRule::NulPadding => "tar.nul-padding",
             TarRule::Path(p) => match p {
                 PathRule::Empty => "tar.empty-path",
                 PathRule::Control => "tar.control",

@@ -740,6 +740,23 @@ fn round_up(n: u64) -> u64 {
     n.saturating_add(BLOCK - 1) / BLOCK * BLOCK
 }
 
+/// `tar.nul-padding`: "A name, link name or prefix field that ends before its last byte MUST
+/// end with a NUL followed only by NULs." Readers that stop at the first NUL and readers that
+/// do not would otherwise see two names in one field. Returns the broken field's name.
+fn nul_padding_broken(header: &tar::Header) -> Option<&'static str> {
+    let old = header.as_old();
+    let mut fields: Vec<(&'static str, &[u8])> =
+        vec![("name", &old.name[..]), ("link name", &old.linkname[..])];
+    // Only ustar has a prefix; GNU keeps access/change times and offsets in those bytes.
+    if let Some(ustar) = header.as_ustar() {
+        fields.push(("prefix", &ustar.prefix[..]));
+    }
+    fields.into_iter().find_map(|(what, bytes)| {
+        let end = bytes.iter().position(|&b| b == 0)?;
+        bytes[end..].iter().any(|&b| b != 0).then_some(what)
+    })
+}
+
 /// The state of one walk over the raw entries.
 struct Walk<'a> {
     limits: &'a TarLimits,
@@ -777,6 +794,12 @@ impl Walk<'_> {
             };
             if header.as_ustar().is_none() && header.as_gnu().is_none() {
                 return Err(reject(TarRule::Header, "not a ustar or GNU tar header"));
+            }
+            if let Some(field) = nul_padding_broken(&header) {
+                return Err(reject(
+                    TarRule::NulPadding,
+                    &format!("bytes after the NUL that ends the {field} field"),
+                ));
             }
             let flag = header.as_old().linkflag[0];
             match flag {

@@ -177,7 +177,15 @@ pub fn read_prompt(path: &Path) -> Result<String> {
             path.display()
         );
     }
-    String::from_utf8(bytes).with_context(|| format!("{}: prompt is not UTF-8", path.display()))
+    let prompt = String::from_utf8(bytes)
+        .with_context(|| format!("{}: prompt is not UTF-8", path.display()))?;
+    if prompt.trim().is_empty() {
+        bail!(
+            "{}: prompt is empty: write the task for the generator in it",
+            path.display()
+        );
+    }
+    Ok(prompt)
 }
 
 /// A fresh job id from the clock and the OS's random source.
@@ -201,6 +209,17 @@ pub fn new_job_id() -> Result<JobId> {
 /// is reused: only `manifest.json` and `request.json` are written, scanned and compressed
 /// anew. Both routes give the same bytes (the writer cuts the deflate stream after the files).
 pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
+    let made_out = std::fs::symlink_metadata(out).is_err();
+    let packed = pack_bundle_into(opts, key, out);
+    if packed.is_err() && made_out {
+        // A refused pack leaves no empty --out behind; remove_dir removes only an empty
+        // directory, so nothing else can be lost here.
+        let _ = std::fs::remove_dir(out);
+    }
+    packed
+}
+
+fn pack_bundle_into(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
     let repo = Repo::open(opts.repo)?;
     let (revision, tree) = repo.resolve(opts.rev)?;
     let cache = (opts.cache_dir.as_deref()).and_then(|dir| cache::PackCache::new(dir, &tree, opts));

@@ -14,7 +14,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 use anyhow::{bail, Context, Result};
 
@@ -32,6 +31,20 @@ pub(super) fn object_path(root: &Path, key: &str) -> Option<PathBuf> {
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
         });
     plain.then(|| root.join(key))
+}
+
+/// The store's clock for a file: its status-change time (ctime), which the kernel sets to
+/// "now" on every create, write, rename, link or `utimes`; a writer can move its mtime
+/// anywhere, but not its ctime (short of the machine's clock). See FORMATS.md, "Store layout".
+pub(super) fn landed_at(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    u64::try_from(meta.ctime()).unwrap_or(0)
+}
+
+/// [`landed_at`] of the object at `root/key`, when this module serves `key` and it exists.
+pub(super) fn landed_at_key(root: &Path, key: &str) -> Option<u64> {
+    let path = object_path(root, key)?;
+    std::fs::symlink_metadata(path).ok().map(|m| landed_at(&m))
 }
 
 /// Streams the object at `path` (for `key`) into `out`, at most `max` bytes; `None` if absent
@@ -61,11 +74,7 @@ pub(super) fn get_into(
             meta.len()
         );
     }
-    let last_modified = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs());
+    let last_modified = landed_at(&meta);
     // The file may grow after the metadata was read: the copy is capped on its own.
     let n = std::io::copy(&mut file.take(max + 1), out)
         .with_context(|| format!("{key}: read failed"))?;
