@@ -9,6 +9,9 @@ mod gate;
 mod hostile_worker;
 /// `airlock init` and `airlock pack`: selection, scanning, redaction, determinism, bad input.
 mod pack;
+/// Review and evidence: approve/decline, model drift, compare, gc keeping envelopes, audit
+/// export verified offline, the HTML report in headless Chromium, the GitHub recipes.
+mod review;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
 /// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.

@@ -92,6 +92,9 @@ pub struct Claim {
     now: u64,
     staging: tempfile::TempPath,
     artifact_path: PathBuf,
+    /// The verified `artifact.dsse.json`, kept beside the artifact: evidence that outlives
+    /// `airlock gc` (which deletes payloads from the store, never envelopes).
+    envelope: Vec<u8>,
 }
 
 impl Claim {
@@ -107,6 +110,11 @@ impl Claim {
                 .staging
                 .persist(&self.artifact_path)
                 .map_err(|e| e.error)?,
+        }
+        let kept = self.artifact_path.with_file_name("artifact.dsse.json");
+        if std::fs::read(&kept).ok().as_deref() != Some(self.envelope.as_slice()) {
+            std::fs::write(&kept, &self.envelope)
+                .with_context(|| format!("{}: cannot write", kept.display()))?;
         }
         Ok(())
     }
@@ -206,6 +214,7 @@ pub fn fetch_unclaimed(
         )
         .map_err(|e| refuse("artifact-too-large", format!("{e:#}")))?
         .with_context(|| format!("job {job}: no artifact yet (nothing landed in the drop)"))?;
+    let gone = || gone_after_gc(store, home, job);
     let statement: Verified<Statement> = verify_envelope(
         &env_bytes,
         std::slice::from_ref(&job_key),
@@ -249,7 +258,7 @@ pub fn fetch_unclaimed(
     let (digest, _, info) = store
         .get_to_file_info(&layout::drop_artifact(job), cap, &staging)
         .map_err(|e| refuse("artifact-too-large", format!("artifact.tar.gz: {e:#}")))?
-        .with_context(|| format!("job {job}: envelope present but artifact.tar.gz missing"))?;
+        .with_context(gone)?;
     if digest != signed_digest {
         return Err(refuse(
             "artifact-digest",
@@ -302,6 +311,7 @@ pub fn fetch_unclaimed(
         now,
         staging,
         artifact_path: artifact_path.clone(),
+        envelope: env_bytes,
     };
     Ok((
         Fetched {
@@ -315,6 +325,34 @@ pub fn fetch_unclaimed(
         },
         claim,
     ))
+}
+
+/// Why a signed artifact envelope has no artifact beside it, in words that are true: after
+/// `airlock gc` the payload is gone but the envelope, the first-fetch record and the ledger
+/// remain (and the home may hold the copy fetched earlier).
+fn gone_after_gc(store: &Store, home: &Path, job: &JobId) -> String {
+    let fetched = store
+        .head(&format!("records/{job}.fetched.dsse.json"))
+        .ok()
+        .flatten()
+        .is_some();
+    if !fetched {
+        return format!(
+            "job {job}: artifact.dsse.json landed but artifact.tar.gz is missing from the drop"
+        );
+    }
+    let kept = job_dir(home, job).join("artifact.tar.gz");
+    let local = if kept.exists() {
+        format!(
+            "; this host keeps the copy it fetched at {}",
+            kept.display()
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "job {job}: artifact.tar.gz was fetched earlier and has since been deleted from the store          (airlock gc); its signed envelope, first-fetch record and ledger entries remain:          `airlock show {job}` and `airlock audit show {job}` read the decision{local}"
+    )
 }
 
 /// Reads `packet.json` (and `patch.diff` if `keep_patch`) out of the downloaded artifact

@@ -663,6 +663,34 @@ pub fn decisions(
     Ok(out)
 }
 
+/// The people's decisions (`approve`, `decline`) per job, from a ledger that verifies in
+/// full: for each job, the last one, as `(kind, by, at, gate_entry)`.
+pub fn reviews(
+    store: &Store,
+    trusted: &PublicKey,
+) -> Result<std::collections::BTreeMap<JobId, (&'static str, String, u64, u64)>> {
+    let mut out = std::collections::BTreeMap::new();
+    walk(store, trusted, None, |_, entry| {
+        if let Event::Approve { by, gate_entry, .. } | Event::Decline { by, gate_entry, .. } =
+            &entry.event
+        {
+            let review = (entry.event.kind(), by.clone(), entry.at, *gate_entry);
+            out.insert(entry.job.clone(), review);
+        }
+    })?;
+    Ok(out)
+}
+
+/// Verifies the whole ledger (as [`verify`]) and calls `visit` on every entry, in order: for
+/// readers that need more than one job's entries (model history, audit export).
+pub fn visit_verified(
+    store: &Store,
+    trusted: &PublicKey,
+    visit: impl FnMut(u64, &LedgerEntry),
+) -> Result<VerifyReport> {
+    walk(store, trusted, None, visit)
+}
+
 /// Walks `ledger/` in name order, checking every rule; calls `visit` on each valid entry.
 fn walk(
     store: &Store,

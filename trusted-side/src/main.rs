@@ -13,7 +13,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod approve;
+mod audit_export;
 mod cli;
+mod compare;
 mod config;
 mod demo;
 mod exit;
@@ -25,6 +28,7 @@ mod ledger;
 mod output;
 mod pack;
 mod scan_cmd;
+mod show;
 mod status;
 mod store;
 mod submit;

@@ -56,8 +56,12 @@ pub mod code {
     pub const UNSANDBOXED: &str = "unsandboxed";
     /// The worker hit a limit (wall clock, changed files, tokens, …): the diff may be cut short.
     pub const WORKER_LIMIT_HIT: &str = "worker-limit-hit";
-    /// The model reported differs from the model requested (recorded, `queue`).
+    /// The model reported differs from the model requested (recorded, `queue`); never when
+    /// nothing specific was requested (`unspecified`).
     pub const MODEL_MISMATCH: &str = "model-mismatch";
+    /// The model reported answers this model request for the first time in the ledger
+    /// (`[models] drift` in the policy, default `human`; see `drift.rs`).
+    pub const MODEL_DRIFT: &str = "model-drift";
     /// The generator left files the worker could not put in a diff (links, binaries, …;
     /// recorded, `queue`).
     pub const WORKER_REFUSED_PATHS: &str = "worker-refused-paths";
@@ -81,6 +85,7 @@ pub mod code {
         UNSANDBOXED,
         WORKER_LIMIT_HIT,
         MODEL_MISMATCH,
+        MODEL_DRIFT,
         WORKER_REFUSED_PATHS,
         DEPS_UNPARSED,
         EMPTY_DIFF,
@@ -450,6 +455,9 @@ pub fn scan_added_lines(scanner: &airlock_scan::Scanner, patch: &ParsedPatch) ->
     out
 }
 
+/// The model request meaning "nothing specific" (`airlock submit` without `--model`).
+pub const MODEL_UNSPECIFIED: &str = "unspecified";
+
 /// Step 11 (and the packet half of step 6): what the packet says about the run.
 ///
 /// - counts or `model_requested` that disagree with the parsed diff or the record:
@@ -459,7 +467,8 @@ pub fn scan_added_lines(scanner: &airlock_scan::Scanner, patch: &ParsedPatch) ->
 ///   can never be queued as if finished);
 /// - `sandbox: none`: `unsandboxed`, human (the generator had the worker's network and files);
 /// - `limits_hit` non-empty: `worker-limit-hit`, human (the diff may be cut short);
-/// - model reported differs from requested (and is reported): `model-mismatch`, **queue**:
+/// - model reported differs from requested (both specific: reported, and not
+///   `unspecified`): `model-mismatch`, **queue**:
 ///   recorded in the report, the ledger and the review commit, not a decision by itself
 ///   (providers name models inconsistently; policy cannot tighten it yet);
 /// - refused paths: `worker-refused-paths`, queue (recorded).
@@ -527,7 +536,8 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
         ));
     }
     let reported = packet.model_reported.as_str();
-    if reported != MODEL_UNREPORTED && reported != record.model_requested {
+    let asked = record.model_requested.as_str();
+    if reported != MODEL_UNREPORTED && asked != MODEL_UNSPECIFIED && reported != asked {
         out.push(Reason::new(
             code::MODEL_MISMATCH,
             Verdict::Queue,
@@ -982,6 +992,17 @@ mod tests {
         k.refused.clear();
         k.model_reported = MODEL_UNREPORTED.into();
         assert!(check_packet(&k, &record(), &p).is_empty());
+    }
+
+    #[test]
+    fn no_model_mismatch_when_nothing_specific_was_asked() {
+        let p = patch(&modify("a.txt"));
+        let mut rec = record();
+        rec.model_requested = MODEL_UNSPECIFIED.into();
+        let mut k = packet(&p);
+        k.model_requested = MODEL_UNSPECIFIED.into();
+        k.model_reported = "example-model-2026-02".into();
+        assert!(check_packet(&k, &rec, &p).is_empty());
     }
 
     #[test]

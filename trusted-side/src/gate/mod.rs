@@ -4,8 +4,11 @@
 pub mod checks;
 pub mod classify;
 pub mod deps;
+pub mod drift;
 pub mod policy;
 pub mod report;
+pub mod report_html;
+pub mod report_page;
 pub mod review;
 pub mod run;
 pub mod sparse_apply;

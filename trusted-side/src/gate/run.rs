@@ -147,6 +147,7 @@ pub fn run_gate(
     };
     let patch = fetched.patch.take();
     fill_bom_from_fetch(&mut report, &fetched);
+    check_model_drift(store, key, &fetched, &opts.policy, &mut report);
     std::thread::scope(|scope| {
         // 1, the last part, meanwhile: first artifact wins (see `ClaimState`). Then, on the
         // same thread once the outcome is sent, the scan's tables if git's starter has not
@@ -875,6 +876,28 @@ fn from_policy(r: super::policy::Reason, class_rule: Option<&str>) -> Reason {
         detail: r.detail,
         path: r.path,
         rule: class_rule.map(str::to_owned),
+    }
+}
+
+/// Step 11, the ledger's half: `model-drift` when the model reported answers this job's model
+/// request for the first time (`drift.rs`). An unreadable history is a warning, not an error.
+fn check_model_drift(
+    store: &Store,
+    key: &SigningKey,
+    fetched: &Fetched,
+    policy: &Policy,
+    report: &mut GateReport,
+) {
+    let job = &fetched.record.job;
+    match super::drift::ModelHistory::read(store, &key.public(), job) {
+        Ok(history) => report.reasons.extend(history.check(
+            &fetched.record.model_requested,
+            &fetched.packet.model_reported,
+            policy.model_drift_verdict(),
+        )),
+        Err(e) => report.warnings.push(format!(
+            "model history unavailable, model drift not checked: {e:#}"
+        )),
     }
 }
 
