@@ -438,7 +438,11 @@ def verify_export(path, trusted):
         decision, review = None, None
         for n, data in slot["entries"]:
             p, _ = open_entry_bytes(data, f"line {n} (ledger entry)", None, trusted)
-            all_entries[p["seq"]] = (n, p, hashlib.sha256(data).hexdigest())
+            # The chain links file bytes; an entry file is the envelope in its stored form
+            # (docs/LEDGER.md: pretty JSON, two-space indent, members sorted, final newline),
+            # which the export put on one line: re-create it to follow the links.
+            stored = (json.dumps(json.loads(data), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+            all_entries[p["seq"]] = (n, p, hashlib.sha256(stored).hexdigest())
             ev = p["event"]
             if p["job"] != job:
                 raise Broken(f"line {n}", "export.binding", "ledger entry for another job")

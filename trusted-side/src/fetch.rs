@@ -351,7 +351,9 @@ fn gone_after_gc(store: &Store, home: &Path, job: &JobId) -> String {
         String::new()
     };
     format!(
-        "job {job}: artifact.tar.gz was fetched earlier and has since been deleted from the store          (airlock gc); its signed envelope, first-fetch record and ledger entries remain:          `airlock show {job}` and `airlock audit show {job}` read the decision{local}"
+        "job {job}: artifact.tar.gz was fetched earlier and has since been deleted from the store \
+         (airlock gc); its signed envelope, first-fetch record and ledger entries remain: \
+         `airlock show {job}` and `airlock audit show {job}` read the decision{local}"
     )
 }
 
