@@ -159,6 +159,10 @@ pub enum TokenError {
     /// The job key is not 64 lowercase hex digits (an ed25519 seed).
     #[error("job token: job_key is not 64 lowercase hex digits (token.job-key)")]
     JobKey,
+    /// The model key is empty, longer than [`MAX_MODEL_KEY_BYTES`], or has bytes outside
+    /// printable ASCII (`!`..=`~`). The value is never printed.
+    #[error("job token: model_key is not 1 to 4096 printable ASCII characters without spaces (token.model-key)")]
+    ModelKey,
     /// The token could not be made.
     #[error("job token: cannot mint (token.mint): {reason}")]
     Mint {
@@ -205,6 +209,61 @@ impl<'de> Deserialize<'de> for JobKey {
         // Shape is checked by `verify_token` (rule `token.job-key`), not here, so that the
         // error names the rule and never echoes the value.
         Ok(JobKey(Zeroizing::new(String::deserialize(d)?)))
+    }
+}
+
+/// Longest scoped model key accepted (LiteLLM virtual keys are about 30 bytes; a JWT from a
+/// gateway fits too).
+pub const MAX_MODEL_KEY_BYTES: usize = 4096;
+
+/// The job's scoped model key: short-lived and budget-capped, minted by the trusted side for
+/// this one job. It rides in the token (a bearer secret already) and nowhere else: never in
+/// the bundle, the packet or the ledger, which hold only [`ModelKey::fingerprint`]. No
+/// `Debug` or `Display`; zeroized on drop.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ModelKey(Zeroizing<String>);
+
+impl ModelKey {
+    /// Takes a key, checking its shape (rule `token.model-key`).
+    pub fn new(value: String) -> Result<ModelKey, TokenError> {
+        let key = ModelKey(Zeroizing::new(value));
+        if key.is_well_formed() {
+            Ok(key)
+        } else {
+            Err(TokenError::ModelKey)
+        }
+    }
+
+    /// The key, to hand to the generator.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// `sha256:` and the first 16 hex digits of the key's SHA-256: names the key in the ledger
+    /// without revealing it.
+    pub fn fingerprint(&self) -> String {
+        let hex = Sha256Digest::of_bytes(self.0.as_bytes()).to_string();
+        format!("sha256:{}", &hex[..16])
+    }
+
+    fn is_well_formed(&self) -> bool {
+        let b = self.0.as_bytes();
+        !b.is_empty()
+            && b.len() <= MAX_MODEL_KEY_BYTES
+            && b.iter().all(|c| (b'!'..=b'~').contains(c))
+    }
+}
+
+impl Serialize for ModelKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Shape is checked by `verify_token` (rule `token.model-key`), never echoing the value.
+        Ok(ModelKey(Zeroizing::new(String::deserialize(d)?)))
     }
 }
 
@@ -261,6 +320,10 @@ pub struct JobClaims {
     pub job_key: JobKey,
     /// The job's limits.
     pub limits: JobLimits,
+    /// The job's scoped model key, when the trusted config mints one; the request names the
+    /// variable the worker puts it in. Absent from tokens without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_key: Option<ModelKey>,
 }
 
 impl std::fmt::Debug for JobClaims {
@@ -273,6 +336,10 @@ impl std::fmt::Debug for JobClaims {
             .field("urls", &"<redacted>")
             .field("job_key", &"<redacted>")
             .field("limits", &self.limits)
+            .field(
+                "model_key",
+                &self.model_key.as_ref().map(ModelKey::fingerprint),
+            )
             .finish()
     }
 }
@@ -297,6 +364,9 @@ impl JobClaims {
         }
         if !self.job_key.is_well_formed() {
             return Err(TokenError::JobKey);
+        }
+        if self.model_key.as_ref().is_some_and(|k| !k.is_well_formed()) {
+            return Err(TokenError::ModelKey);
         }
         Ok(())
     }
@@ -566,7 +636,8 @@ fn sign_payload(trusted: &SigningKey, payload: &[u8]) -> Result<JobToken, TokenE
 /// `airlock.job` (`token.subject`); times well formed (`token.time`); `now < exp`
 /// (`token.expired`); `iat`, `nbf` at most [`CLOCK_SKEW_SECS`] after now
 /// (`token.not-yet-valid`); `iat` present, `0 < exp - iat <= 24 h`, `iat <= nbf < exp`
-/// (`token.lifetime`); URLs (`token.url`); job key (`token.job-key`).
+/// (`token.lifetime`); URLs (`token.url`); job key (`token.job-key`); model key, if any
+/// (`token.model-key`).
 ///
 /// The token must be exactly the minted text: callers trim a trailing newline from a file.
 pub fn verify_token(
@@ -713,6 +784,7 @@ mod tests {
             },
             job_key: JobKey::from_signing_key(&SigningKey::generate()),
             limits: JobLimits::default(),
+            model_key: None,
             job,
         }
     }
@@ -755,6 +827,51 @@ mod tests {
         // Valid right up to one second before exp, and with `iat` up to the skew ahead.
         assert!(verify_token(token.expose(), &trusted.public(), T0 + TTL - 1).is_ok());
         assert!(verify_token(token.expose(), &trusted.public(), T0 - CLOCK_SKEW_SECS).is_ok());
+    }
+
+    #[test]
+    fn model_key_round_trips_never_shows_and_is_shape_checked() {
+        let trusted = SigningKey::generate();
+        let secret = "sk-scoped-0123456789abcdef";
+        let c = JobClaims {
+            model_key: Some(ModelKey::new(secret.into()).unwrap()),
+            ..claims()
+        };
+        let token = mint_token(&trusted, &c, T0, TTL).unwrap();
+        let v = verify_token(token.expose(), &trusted.public(), T0 + 1).unwrap();
+        assert_eq!(v.model_key.as_ref().map(ModelKey::expose), Some(secret));
+        let dbg = format!("{v:?}");
+        assert!(!dbg.contains(secret), "{dbg}");
+        let fp = c.model_key.as_ref().unwrap().fingerprint();
+        assert!(fp.starts_with("sha256:") && fp.len() == 23, "{fp}");
+        assert!(dbg.contains(&fp), "{dbg}");
+        // A token without a key has no `model_key` member at all (older workers read it).
+        let plain = mint_token(&trusted, &claims(), T0, TTL).unwrap();
+        let v = verify_token(plain.expose(), &trusted.public(), T0 + 1).unwrap();
+        assert!(v.model_key.is_none());
+        for bad in [
+            "",
+            "has space",
+            "tab\tkey",
+            "é",
+            &"k".repeat(MAX_MODEL_KEY_BYTES + 1),
+        ] {
+            assert!(
+                matches!(ModelKey::new(bad.into()), Err(TokenError::ModelKey)),
+                "{bad:?}"
+            );
+            let mut p = payload_value(&claims(), T0, T0 + TTL);
+            p["airlock"]["model_key"] = json!(bad);
+            let e = err_of(verify_token(
+                &sign_value(&trusted, &p),
+                &trusted.public(),
+                T0 + 1,
+            ));
+            assert!(
+                e.contains("token.model-key") && (bad.is_empty() || !e.contains(bad)),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! reaches it through the TEST-ONLY `AIRLOCK_EGRESS_TEST_ENDPOINT` (an allowed host:port
 //! connected to a fixed local address, bypassing DNS and the address checks that would
 //! rightly refuse loopback), which the packet records as `egress.test-endpoint`. Everything
-//! else goes through the real resolver and the real checks: `localhost` must be refused.
+//! else goes through the real resolver and the real checks: a name that resolves to this host must be refused.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -309,13 +309,17 @@ fn openai_chat_generator_through_the_egress_proxy_applies_the_answer_and_reports
 }
 
 /// From inside the sandbox: the allowed endpoint answers; a host not on the allowlist and an
-/// allowed name that resolves to loopback are refused; the signed packet lists all three, in
-/// order, with the refusing rule.
+/// allowed name that resolves to this host (its own hostname: `submit` refuses `localhost`
+/// itself) are refused; the signed packet lists all three, in order, with the refusing rule.
 #[test]
 fn packet_lists_the_allowed_and_the_refused_attempts() {
     let env = Env::new();
     let api = StandIn::start(DIFF);
     let lo_port = api.addr.port();
+    let this_host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_ascii_lowercase();
     let probe = env.root.join("gens/probe.py");
     std::fs::write(
         &probe,
@@ -333,7 +337,7 @@ def connect(dest):
             break
         head += c
     return head.split(b" ")[1].decode() if head.count(b" ") else "EOF"
-got = [connect(d) for d in ["{API_HOST}:{API_PORT}", "example.com:443", "localhost:{lo_port}"]]
+got = [connect(d) for d in ["{API_HOST}:{API_PORT}", "example.com:443", "{this_host}:{lo_port}"]]
 print("statuses", got)
 sys.exit(0 if got == ["200", "403", "403"] else 1)
 "#
@@ -345,7 +349,7 @@ sys.exit(0 if got == ["200", "403", "403"] else 1)
         "probe",
         &[
             &format!("{API_HOST}:{API_PORT}"),
-            &format!("localhost:{lo_port}"),
+            &format!("{this_host}:{lo_port}"),
         ],
     );
     let out = run(env
@@ -355,8 +359,19 @@ sys.exit(0 if got == ["200", "403", "403"] else 1)
     let (packet, _, log) = env.artifact(&job);
     assert_eq!(packet["exit"]["code"], 0, "{log}");
     assert_eq!(packet["sandbox"], "namespaces+landlock+seccomp");
+    let mut seen = egress_of(&packet);
+    // Loopback through /etc/hosts, or an address of this host (`this-host`, `private`).
+    let last = seen.pop().unwrap();
+    assert_eq!((last.0, last.1), (format!("{this_host}:{lo_port}"), false));
+    assert!(
+        last.2
+            .as_deref()
+            .is_some_and(|r| r.starts_with("egress.address.")),
+        "{:?}",
+        last.2
+    );
     assert_eq!(
-        egress_of(&packet),
+        seen,
         [
             (
                 format!("{API_HOST}:{API_PORT}"),
@@ -367,11 +382,6 @@ sys.exit(0 if got == ["200", "403", "403"] else 1)
                 "example.com:443".to_owned(),
                 false,
                 Some("egress.not-allowed".to_owned())
-            ),
-            (
-                format!("localhost:{lo_port}"),
-                false,
-                Some("egress.address.loopback".to_owned())
             ),
         ]
     );

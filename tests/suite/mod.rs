@@ -1,5 +1,8 @@
 //! Test modules (one line each on what they cover).
 
+/// Dispatch, trusted side: submit's egress refusal, the scoped model key, `no-change`, failed
+/// runs' log tails and the egress log in reports, checkpoints and `resubmit`.
+mod dispatch;
 /// Egress: submit --egress -> worker's proxy -> the packet's egress log; the example
 /// OpenAI-compatible generator against a stand-in endpoint; refusals in the fallback.
 mod egress;

@@ -67,8 +67,16 @@ pub enum Command {
     /// a per-job signing key and the limits, expiring after --ttl. It is a bearer secret:
     /// hand it to one worker (e.g. --token-out into its tickets/ directory).
     Submit(SubmitArgs),
+    /// Dispatch a job's bundle and request again under a new job (new job key, new token,
+    /// new model key), e.g. after its worker was preempted; the ledger records it as a
+    /// re-dispatch of JOB. The old job's token stays valid until it expires.
+    Resubmit(ResubmitArgs),
     /// Download a job's artifact and verify it: the job key from the signed record, the
     /// binding to the job's bundle, digests, and that it landed before the token expired.
+    ///
+    /// --checkpoint fetches the last checkpoint instead (a preempted or still running job):
+    /// verified the same way, kept as checkpoint.tar.gz, always PARTIAL; the gate never
+    /// reads it.
     Fetch(FetchArgs),
     /// Judge a job's artifact: verify (fetching it if needed), safe unpack, strict diff
     /// parse, apply check against the packed revision with real git (never touching your
@@ -428,11 +436,30 @@ pub struct SubmitArgs {
     pub json: bool,
 }
 
+// `airlock resubmit` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct ResubmitArgs {
+    /// The job to dispatch again.
+    pub job: String,
+    /// How long the new token (and every URL in it) stays valid: 90s, 20m, 1h (max 24h).
+    #[arg(long, default_value = "20m")]
+    pub ttl: String,
+    /// Also write the new token to this file (created new, mode 0600).
+    #[arg(long, value_name = "FILE")]
+    pub token_out: Option<PathBuf>,
+    /// Print the result as JSON (includes the token).
+    #[arg(long)]
+    pub json: bool,
+}
+
 // `airlock fetch` (a plain comment, as on every command's arguments: see `Command`)
 #[derive(Debug, Args)]
 pub struct FetchArgs {
     /// The job id.
     pub job: String,
+    /// Fetch and verify the last checkpoint instead of the final artifact (partial).
+    #[arg(long)]
+    pub checkpoint: bool,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -487,6 +514,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Init(args) => crate::config::init(&cli.global, &args),
         Command::Pack(args) => crate::pack::run(&cli.global, &args),
         Command::Submit(args) => crate::submit::run(&cli.global, &args),
+        Command::Resubmit(args) => crate::resubmit::run(&cli.global, &args),
         Command::Fetch(args) => crate::fetch::run(&cli.global, &args),
         Command::Gate(args) => gate(&cli.global, &args),
         Command::Scan(args) => crate::scan_cmd::run(&args, cli.global.quiet),
@@ -604,6 +632,7 @@ mod tests {
             "Pack a git revision into a redacted, signed bundle",
         ),
         (&["submit"], "Pack, upload the bundle to the store's inbox"),
+        (&["resubmit"], "Dispatch a job's bundle and request again"),
         (&["fetch"], "Download a job's artifact and verify it"),
         (&["gate"], "Judge a job's artifact"),
         (

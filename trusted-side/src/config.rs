@@ -26,6 +26,9 @@ pub const TRUSTED_PUB_FILE: &str = "trusted.pub";
 pub struct Config {
     /// Object store URL (see [`check_store_url`]).
     pub store: String,
+    /// How to mint each job's scoped model key (`[model_key]`); absent: no key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_key: Option<crate::model_key::ModelKeyConfig>,
 }
 
 /// A loaded home directory.
@@ -57,6 +60,10 @@ impl Home {
         let config: Config =
             toml::from_str(&text).with_context(|| format!("{}: malformed", path.display()))?;
         check_store_url(&config.store).with_context(|| format!("{}: store", path.display()))?;
+        if let Some(mk) = &config.model_key {
+            mk.check()
+                .with_context(|| format!("{}: [model_key]", path.display()))?;
+        }
         Ok(Home {
             dir: dir.to_owned(),
             config,
@@ -183,6 +190,7 @@ pub fn create_home(home: &Path, store_url: Option<&str>) -> Result<Created> {
     keys::write_public_key(&staging.path().join(TRUSTED_PUB_FILE), &key.public())?;
     let config = Config {
         store: store.clone(),
+        model_key: None,
     };
     let text = format!(
         "# airlock configuration (written by `airlock init`)\n{}",

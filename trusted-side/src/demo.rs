@@ -111,8 +111,8 @@ pub fn run(global: &GlobalArgs) -> Result<Outcome> {
         println!(
             "  submitted {} (bundle sha256:{}…, {} files; .env never packed)",
             job,
-            &sub.pack.bundle_sha256.to_hex()[..16],
-            sub.pack.files
+            &sub.bundle_sha256.to_hex()[..16],
+            sub.pack.as_ref().map_or(0, |p| p.files)
         );
         let out = Command::new(&worker)
             .arg("run")

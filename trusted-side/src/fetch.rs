@@ -15,6 +15,8 @@
 //!
 //! Guards against: forged or replayed artifacts (another job's, another key's), artifacts
 //! landing after expiry, oversize downloads, and a worker swapping the artifact after a fetch.
+//! `--checkpoint` runs steps 1-6 on the checkpoint ([`fetch_checkpoint`]) and keeps it apart
+//! (`checkpoint.tar.gz`): a partial result is never taken for the final one.
 
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -80,6 +82,40 @@ pub struct Fetched {
     /// `patch.diff`, read in the pass that read the packet, when the caller asked for it:
     /// `None` if the artifact has none, at most [`MAX_PATCH_BYTES`] + 1 bytes.
     pub patch: Option<Vec<u8>>,
+    /// The last bytes of `generator.log` (at most [`crate::run_account::MAX_TAIL_BYTES`]),
+    /// read in the same pass; `None` if the artifact has none.
+    pub log_tail: Option<Vec<u8>>,
+}
+
+/// Which drop object a fetch reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropObject {
+    /// `artifact.tar.gz`: the final result, written once.
+    Artifact,
+    /// `checkpoint.tar.gz`: the latest partial result, overwritten while the generator runs.
+    Checkpoint,
+}
+
+impl DropObject {
+    fn subject(self) -> &'static str {
+        match self {
+            DropObject::Artifact => "artifact.tar.gz",
+            DropObject::Checkpoint => "checkpoint.tar.gz",
+        }
+    }
+
+    fn keys(self, job: &JobId) -> (String, String) {
+        match self {
+            DropObject::Artifact => (
+                layout::drop_artifact(job),
+                layout::drop_artifact_envelope(job),
+            ),
+            DropObject::Checkpoint => (
+                layout::drop_checkpoint(job),
+                layout::drop_checkpoint_envelope(job),
+            ),
+        }
+    }
 }
 
 /// Step 7 of a fetch, still to do: record the artifact as the job's first in the store
@@ -132,8 +168,15 @@ pub struct FetchSummary<'a> {
     lines_added: u64,
     lines_removed: u64,
     partial: bool,
+    /// `true` for `fetch --checkpoint`: never a final result.
+    checkpoint: bool,
     sandbox: &'a str,
     artifact: &'a Path,
+    /// Egress attempts the worker logged (a claim).
+    egress: &'a [airlock_core::format::EgressAttempt],
+    /// How a failed run ended and its log's tail; absent when the run did not fail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed_run: Option<crate::run_account::RunAccount>,
 }
 
 impl Fetched {
@@ -149,8 +192,15 @@ impl Fetched {
             lines_added: self.packet.lines_added,
             lines_removed: self.packet.lines_removed,
             partial: self.packet.partial,
+            checkpoint: self.packet.exit.kind == airlock_core::format::ExitKind::Running,
             sandbox: &self.packet.sandbox,
             artifact: &self.artifact_path,
+            egress: &self.packet.egress,
+            failed_run: crate::run_account::of(
+                &self.packet,
+                self.log_tail.as_deref(),
+                self.record.limits.wall_clock_secs,
+            ),
         }
     }
 }
@@ -203,31 +253,88 @@ pub fn fetch_unclaimed(
     now: u64,
     keep_patch: bool,
 ) -> Result<(Fetched, Claim)> {
+    let (fetched, staging, envelope) = verify_drop(
+        store,
+        trusted_key,
+        home,
+        job,
+        keep_patch,
+        DropObject::Artifact,
+    )?;
+    let claim = Claim {
+        job: fetched.record.job.clone(),
+        digest: fetched.artifact_sha256,
+        now,
+        staging,
+        artifact_path: fetched.artifact_path.clone(),
+        envelope,
+    };
+    Ok((fetched, claim))
+}
+
+/// Fetches and verifies a job's last checkpoint (steps 1-6 with the checkpoint's names; its
+/// statement must say `partial`), kept as `checkpoint.tar.gz` in the job directory. Never a
+/// final result: no first-artifact record, no ledger entry, and the gate never reads it.
+pub fn fetch_checkpoint(
+    store: &Store,
+    trusted_key: &SigningKey,
+    home: &Path,
+    job: &JobId,
+) -> Result<Fetched> {
+    let (fetched, staging, _) =
+        verify_drop(store, trusted_key, home, job, false, DropObject::Checkpoint)?;
+    if !fetched.packet.partial {
+        return Err(refuse(
+            "packet-binding",
+            "the checkpoint is not marked partial",
+        ));
+    }
+    staging
+        .persist(&fetched.artifact_path)
+        .map_err(|e| e.error)?;
+    Ok(fetched)
+}
+
+/// Steps 1-6 for `object`: the verified copy stays at the returned temporary path; the
+/// [`Fetched::artifact_path`] is where it will be kept.
+fn verify_drop(
+    store: &Store,
+    trusted_key: &SigningKey,
+    home: &Path,
+    job: &JobId,
+    keep_patch: bool,
+    object: DropObject,
+) -> Result<(Fetched, tempfile::TempPath, Vec<u8>)> {
+    let (object_key, envelope_key) = object.keys(job);
+    let name = object.subject();
     let record = load_record(store, &trusted_key.public(), job)?;
     let job = &record.job.clone();
     let job_key = PublicKey::from_raw_hex(&record.job_public_key)?;
 
     let (env_bytes, envelope_info) = store
-        .get_bytes_info(
-            &layout::drop_artifact_envelope(job),
-            MAX_ENVELOPE_BYTES as u64,
-        )
+        .get_bytes_info(&envelope_key, MAX_ENVELOPE_BYTES as u64)
         .map_err(|e| refuse("artifact-too-large", format!("{e:#}")))?
-        .with_context(|| format!("job {job}: no artifact yet (nothing landed in the drop)"))?;
-    let gone = || gone_after_gc(store, home, job);
+        .with_context(|| match object {
+            DropObject::Artifact => format!("job {job}: no artifact yet (nothing landed in the drop; `airlock status {job}` shows a checkpoint if one landed)"),
+            DropObject::Checkpoint => format!("job {job}: no checkpoint landed"),
+        })?;
+    let envelope_name = match object {
+        DropObject::Artifact => "artifact.dsse.json",
+        DropObject::Checkpoint => "checkpoint.dsse.json",
+    };
     let statement: Verified<Statement> = verify_envelope(
         &env_bytes,
         std::slice::from_ref(&job_key),
         MAX_ENVELOPE_BYTES,
     )
-    .map_err(|e| refuse("artifact-signature", format!("artifact.dsse.json: {e}")))?;
+    .map_err(|e| refuse("artifact-signature", format!("{envelope_name}: {e}")))?;
     let predicate: Verified<ArtifactPredicate> = statement
         .expect_predicate(PREDICATE_ARTIFACT)
-        .map_err(|e| refuse("artifact-statement", format!("artifact.dsse.json: {e}")))?;
-    let signed_digest = statement.subject_digest("artifact.tar.gz").ok_or_else(|| {
+        .map_err(|e| refuse("artifact-statement", format!("{envelope_name}: {e}")))?;
+    let signed_digest = statement.subject_digest(name).ok_or_else(|| {
         refuse(
             "artifact-statement",
-            "artifact.dsse.json names no artifact.tar.gz",
+            format!("{envelope_name} names no {name}"),
         )
     })?;
     if predicate.job != *job {
@@ -242,7 +349,7 @@ pub fn fetch_unclaimed(
             "the artifact was made from another bundle",
         ));
     }
-    if predicate.partial {
+    if predicate.partial && object == DropObject::Artifact {
         tracing::warn!("job {job}: the worker marked its artifact partial");
     }
 
@@ -256,13 +363,16 @@ pub fn fetch_unclaimed(
         .into_temp_path();
     let cap = record.limits.max_artifact_bytes;
     let (digest, _, info) = store
-        .get_to_file_info(&layout::drop_artifact(job), cap, &staging)
-        .map_err(|e| refuse("artifact-too-large", format!("artifact.tar.gz: {e:#}")))?
-        .with_context(gone)?;
+        .get_to_file_info(&object_key, cap, &staging)
+        .map_err(|e| refuse("artifact-too-large", format!("{name}: {e:#}")))?
+        .with_context(|| match object {
+            DropObject::Artifact => gone_after_gc(store, home, job),
+            DropObject::Checkpoint => format!("job {job}: envelope present but {name} missing"),
+        })?;
     if digest != signed_digest {
         return Err(refuse(
             "artifact-digest",
-            format!("artifact.tar.gz: sha256 {digest} differs from the signed {signed_digest}"),
+            format!("{name}: sha256 {digest} differs from the signed {signed_digest} (a checkpoint is overwritten while the worker runs: try again)"),
         ));
     }
     // Last-modified of exactly the versions read and verified (the GET answers carry it).
@@ -284,7 +394,7 @@ pub fn fetch_unclaimed(
         ));
     }
 
-    let (packet, packet_sha256, patch) = read_packet(&staging, digest, keep_patch)?;
+    let (packet, packet_sha256, patch, log_tail) = read_packet(&staging, digest, keep_patch)?;
     if packet_sha256 != predicate.packet_sha256 {
         return Err(refuse(
             "packet-digest",
@@ -304,15 +414,7 @@ pub fn fetch_unclaimed(
         ));
     }
 
-    let artifact_path = dir.join("artifact.tar.gz");
-    let claim = Claim {
-        job: job.clone(),
-        digest,
-        now,
-        staging,
-        artifact_path: artifact_path.clone(),
-        envelope: env_bytes,
-    };
+    let artifact_path = dir.join(name);
     Ok((
         Fetched {
             record,
@@ -322,8 +424,10 @@ pub fn fetch_unclaimed(
             packet_sha256,
             landed_at,
             patch,
+            log_tail,
         },
-        claim,
+        staging,
+        env_bytes,
     ))
 }
 
@@ -357,24 +461,38 @@ fn gone_after_gc(store: &Store, home: &Path, job: &JobId) -> String {
     )
 }
 
-/// Reads `packet.json` (and `patch.diff` if `keep_patch`) out of the downloaded artifact
-/// through the safe reader (exact member names), hashing every byte of the file on the way:
-/// it must still be `verified`, the digest the download was checked against.
-fn read_packet(
-    artifact: &Path,
-    verified: Sha256Digest,
-    keep_patch: bool,
-) -> Result<(Packet, Sha256Digest, Option<Vec<u8>>)> {
+/// What [`read_packet`] keeps: the packet, its digest, the patch if asked, the log's tail.
+type ReadBack = (Packet, Sha256Digest, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Reads `packet.json` (and `patch.diff` if `keep_patch`, and the tail of `generator.log`)
+/// out of the downloaded artifact through the safe reader (exact member names), hashing every
+/// byte of the file on the way: it must still be `verified`, the digest the download was
+/// checked against.
+fn read_packet(artifact: &Path, verified: Sha256Digest, keep_patch: bool) -> Result<ReadBack> {
     let file = std::fs::File::open(artifact)
         .with_context(|| format!("{}: cannot open", artifact.display()))?;
     let mut hashing = HashingReader::new(BufReader::new(file));
     let mut packet = None;
     let mut patch = None;
+    let mut log_tail = None;
     let read = read_members(
         &mut hashing,
         &TarLimits::artifact(),
         &AllowedNames::artifact(),
         |m, r| {
+            if m.path == "generator.log" {
+                let mut tail = Vec::new();
+                let mut buf = [0u8; 8192];
+                loop {
+                    let n = r.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    crate::run_account::keep_tail(&mut tail, &buf[..n]);
+                }
+                log_tail = Some(tail);
+                return Ok(());
+            }
             let (slot, cap) = match m.path.as_str() {
                 "packet.json" => (&mut packet, MAX_PACKET_BYTES as u64),
                 "patch.diff" if keep_patch => (&mut patch, MAX_PATCH_BYTES),
@@ -403,7 +521,7 @@ fn read_packet(
     let bytes =
         packet.ok_or_else(|| refuse("artifact-tar", "artifact.tar.gz has no packet.json"))?;
     let p = Packet::from_json(&bytes).map_err(|e| refuse("packet-format", e.to_string()))?;
-    Ok((p, Sha256Digest::of_bytes(&bytes), patch))
+    Ok((p, Sha256Digest::of_bytes(&bytes), patch, log_tail))
 }
 
 /// Records the first artifact fetched for a job (trusted-signed, write-once in the store);
@@ -451,6 +569,9 @@ pub fn run(
     let store = home.open_store()?;
     let job = JobId::parse(&args.job)?;
     let now = crate::submit::now_unix();
+    if args.checkpoint {
+        return run_checkpoint(&store, &key, &home.dir, &job, args.json);
+    }
     match fetch(&store, &key, &home.dir, &job, now) {
         Ok(f) => {
             crate::ledger::append(
@@ -485,6 +606,7 @@ pub fn run(
                     s.sandbox,
                     if s.partial { " (PARTIAL result)" } else { "" }
                 );
+                print_run(&f);
             }
             Ok(crate::exit::Outcome::Ok)
         }
@@ -510,6 +632,75 @@ pub fn run(
     }
 }
 
+/// `airlock fetch JOB --checkpoint`: verify and keep the last checkpoint, loudly partial.
+fn run_checkpoint(
+    store: &Store,
+    key: &SigningKey,
+    home: &Path,
+    job: &JobId,
+    json: bool,
+) -> Result<crate::exit::Outcome> {
+    let f = match fetch_checkpoint(store, key, home, job) {
+        Ok(f) => f,
+        Err(e) => {
+            if let Some(r) = e.downcast_ref::<FetchRefused>() {
+                return Err(
+                    crate::exit::Refused(format!("job {job}: checkpoint refused: {r}")).into(),
+                );
+            }
+            return Err(e);
+        }
+    };
+    if json {
+        return crate::output::print_json(&f.summary()).map(|()| crate::exit::Outcome::Ok);
+    }
+    let s = f.summary();
+    println!("job {job}: checkpoint fetched and verified: PARTIAL, not a final result (the gate never reads it)");
+    println!("  checkpoint sha256:{}", s.artifact_sha256);
+    println!(
+        "  landed     {} (store clock), {} s into the run",
+        airlock_core::jobid::rfc3339_utc(f.landed_at),
+        f.packet.timings.generator_ms / 1000
+    );
+    println!(
+        "  diff       {} files, +{} -{} so far",
+        s.files_changed, s.lines_added, s.lines_removed
+    );
+    println!("  kept at    {}", f.artifact_path.display());
+    println!("  next       `airlock resubmit {job}` dispatches the job again under a new job");
+    Ok(crate::exit::Outcome::Ok)
+}
+
+/// Prints the egress log and, for a failed run, its exit in words and the log's tail.
+fn print_run(f: &Fetched) {
+    use crate::gate::report::shown;
+    for a in &f.packet.egress {
+        println!(
+            "  egress    {} {}{}",
+            shown(&a.destination),
+            if a.allowed { "allowed" } else { "refused" },
+            a.reason
+                .as_deref()
+                .map_or_else(String::new, |r| format!(" ({})", shown(r)))
+        );
+    }
+    if let Some(run) = crate::run_account::of(
+        &f.packet,
+        f.log_tail.as_deref(),
+        f.record.limits.wall_clock_secs,
+    ) {
+        println!("  generator {}", run.exit);
+        if run.log_tail.is_empty() {
+            println!("  (no generator.log in the artifact)");
+        } else {
+            println!("  generator.log (last {} lines):", run.log_tail.len());
+            for l in &run.log_tail {
+                println!("    {l}");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,10 +722,10 @@ mod tests {
     fn one_pass_reads_the_packet_and_keeps_the_patch_only_when_asked() {
         let dir = tempfile::tempdir().unwrap();
         let (path, digest) = artifact_file(dir.path());
-        let (packet, _, patch) = read_packet(&path, digest, true).unwrap();
+        let (packet, _, patch, _) = read_packet(&path, digest, true).unwrap();
         assert_eq!(packet.diff_sha256, Sha256Digest::of_bytes(PATCH));
         assert_eq!(patch.as_deref(), Some(PATCH));
-        let (_, _, patch) = read_packet(&path, digest, false).unwrap();
+        let (_, _, patch, _) = read_packet(&path, digest, false).unwrap();
         assert_eq!(patch, None);
     }
 

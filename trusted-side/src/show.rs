@@ -19,7 +19,7 @@ use std::path::Path;
 use airlock_core::diff::{parse_patch, DiffLimits, FileKind, LineKind, ParsedPatch};
 use airlock_core::digest::{sha256_file, Sha256Digest};
 use airlock_core::dsse::verify_envelope;
-use airlock_core::format::{ExitKind, Packet, MAX_ENVELOPE_BYTES, MAX_PACKET_BYTES};
+use airlock_core::format::{Packet, MAX_ENVELOPE_BYTES, MAX_PACKET_BYTES};
 use airlock_core::jobid::{rfc3339_utc, JobId};
 use airlock_core::keys::PublicKey;
 use airlock_core::limits::TarLimits;
@@ -36,8 +36,6 @@ use crate::ledger::entry::{entry_key, MAX_ENTRY_BYTES};
 use crate::ledger::BillOfMaterials;
 use crate::store::Store;
 
-/// Lines of `generator.log` shown for a failed run.
-const LOG_TAIL_LINES: usize = 40;
 /// Bytes of `generator.log` read from the kept artifact.
 const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -469,31 +467,22 @@ pub fn page_from_ledger(
                 .iter()
                 .map(|a| {
                     format!(
-                        "{} {}{} ({} B up, {} B down)",
+                        "{} {}{}, {} B up, {} B down",
                         a.destination,
                         if a.allowed { "allowed" } else { "refused" },
                         a.reason
                             .as_deref()
-                            .map_or_else(String::new, |r| format!(" {r}")),
+                            .map_or_else(String::new, |r| format!(" ({r})")),
                         a.bytes_up,
                         a.bytes_down
                     )
                 })
                 .collect();
-            let failed = p.exit.kind != ExitKind::Exited || p.exit.code != Some(0);
-            if failed {
-                let log =
-                    String::from_utf8_lossy(k.log.as_deref().unwrap_or_default()).into_owned();
-                let lines: Vec<&str> = log.lines().collect();
-                let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..]
-                    .iter()
-                    .map(|l| (*l).to_owned())
-                    .collect();
-                page.failed_run = Some((
-                    format!("ended {:?} with code {:?}", p.exit.kind, p.exit.code),
-                    tail,
-                ));
-            }
+            let wall_clock = crate::fetch::load_record(store, trusted, job)
+                .map(|r| r.limits.wall_clock_secs)
+                .unwrap_or(0);
+            page.failed_run = crate::run_account::of(p, k.log.as_deref(), wall_clock)
+                .map(|run| (run.exit, run.log_tail));
             match k
                 .patch
                 .as_deref()

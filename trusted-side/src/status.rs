@@ -1,9 +1,12 @@
 //! `airlock status [JOB]`: every job's state, read from the store alone (any trusted host can
 //! answer, whichever host packed the job).
 //!
-//! States: `packed` (record, nothing in the drop), `running` (a checkpoint landed at T),
-//! `landed` (final artifact present), `gated` (a gate decision is in the ledger), `expired`
-//! (token expired with no artifact).
+//! States: `packed` (record, nothing in the drop), `running` (a checkpoint landed within
+//! the last [`STALL_INTERVALS`] checkpoint intervals), `stalled` (the last checkpoint is
+//! older than that: the worker may have been preempted; `airlock fetch JOB --checkpoint`
+//! reads what it left, `airlock resubmit JOB` dispatches the job again), `landed` (final
+//! artifact present), `gated` (a gate decision is in the ledger), `expired` (token expired
+//! with no artifact).
 
 use std::collections::BTreeMap;
 
@@ -20,7 +23,7 @@ use crate::store::Store;
 pub struct JobStatus {
     /// The job.
     pub job: JobId,
-    /// `packed`, `running`, `landed`, `gated`, `expired`.
+    /// `packed`, `running`, `stalled`, `landed`, `gated`, `expired`.
     pub state: String,
     /// Unix seconds the job was submitted.
     pub issued_at: u64,
@@ -38,6 +41,12 @@ pub struct JobStatus {
     /// from the ledger), if any.
     pub review: Option<String>,
 }
+
+/// Checkpoint intervals without a new checkpoint after which a job is `stalled`.
+pub const STALL_INTERVALS: u64 = 3;
+/// A job is never `stalled` sooner than this many seconds after its last checkpoint (store
+/// and host clocks differ, uploads take time).
+pub const MIN_STALL_SECS: u64 = 60;
 
 /// Job ids that have a record in the store.
 pub fn list_jobs(store: &Store) -> Result<Vec<JobId>> {
@@ -74,8 +83,14 @@ pub fn job_status(
         "landed"
     } else if now > record.expires_at {
         "expired"
-    } else if checkpoint.is_some() {
-        "running"
+    } else if let Some(c) = &checkpoint {
+        let every = record.limits.checkpoint_every_secs.max(1);
+        let stale_after = every.saturating_mul(STALL_INTERVALS).max(MIN_STALL_SECS);
+        if now.saturating_sub(c.last_modified) > stale_after {
+            "stalled"
+        } else {
+            "running"
+        }
     } else {
         "packed"
     };

@@ -1,25 +1,33 @@
-//! `airlock submit`: pack, upload to the inbox, write the signed job record, mint the token.
+//! `airlock submit`: pack, upload to the inbox, write the signed job record, mint the token
+//! (and, when `.airlock/config.toml` says how, the job's scoped model key).
 //!
 //! Guards against: a worker holding more than one job's worth of access (the token carries
 //! only URLs for this job's objects: GET for the bundle and its envelope, PUT for its drop
 //! objects, expiring with the token; never a store credential), and a fetcher on another host
-//! not knowing which key must sign the artifact (the job record, trusted-signed, names it).
+//! not knowing which key must sign the artifact (the job record, trusted-signed, names it),
+//! an `--egress` destination the worker's proxy would always refuse being accepted silently
+//! ([`check_egress_reachable`]), and a model key landing anywhere but the token (the bundle's
+//! request names its variable, the ledger its fingerprint).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
-use airlock_core::format::{JobRecord, Request, JOB_RECORD_FORMAT, PREDICATE_JOB_RECORD};
+use airlock_core::format::{
+    EgressRule, JobRecord, Request, JOB_RECORD_FORMAT, PREDICATE_JOB_RECORD,
+};
+use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::store_layout as layout;
-use airlock_core::token::{mint_token, BundleRef, DropTargets, JobClaims, JobKey};
+use airlock_core::token::{mint_token, BundleRef, DropTargets, JobClaims, JobKey, ModelKey};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::cli::{GlobalArgs, SubmitArgs};
 use crate::config::Home;
 use crate::exit::Outcome;
+use crate::model_key::ModelKeyConfig;
 use crate::pack::{self, PackOptions, PackSummary};
 use crate::store::{Access, Store};
 
@@ -34,8 +42,15 @@ pub struct Submitted {
     pub expires_at: u64,
     /// Where the token was also written, if asked.
     pub token_file: Option<PathBuf>,
-    /// The pack summary.
-    pub pack: PackSummary,
+    /// SHA-256 of the bundle dispatched.
+    pub bundle_sha256: Sha256Digest,
+    /// The pack summary (`submit`; `resubmit` dispatches a bundle packed earlier).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pack: Option<PackSummary>,
+    /// Fingerprint of the job's model key (`sha256:` + 16 hex digits), if one was minted.
+    pub model_key_fingerprint: Option<String>,
+    /// The job this one dispatches again, for `resubmit`.
+    pub redispatch_of: Option<String>,
 }
 
 /// Parses `20m`, `90s`, `1h`, `3600`.
@@ -68,25 +83,46 @@ pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
     let key = home.signing_key()?;
     let store = home.open_store()?;
     let cache = crate::pack::cache::dir(&home.dir);
-    let out = submit_job_cached(&store, &key, args, global.quiet || args.json, cache)?;
-    if args.json {
-        crate::output::print_json(&out)?;
-    } else {
-        println!("job {}", out.job);
-        println!(
-            "  bundle   sha256:{} ({} files)",
-            out.pack.bundle_sha256, out.pack.files
-        );
-        println!(
-            "  expires  {}",
-            airlock_core::jobid::rfc3339_utc(out.expires_at)
-        );
-        match &out.token_file {
-            Some(p) => println!("  token    written to {} (0600)", p.display()),
-            None => println!("  token    {}", out.token),
-        }
-    }
+    let out = submit_job_cached(
+        &store,
+        &key,
+        args,
+        home.config.model_key.as_ref(),
+        global.quiet || args.json,
+        cache,
+    )?;
+    print_submitted(&out, args.json)?;
     Ok(Outcome::Ok)
+}
+
+/// Prints what `submit` or `resubmit` did.
+pub fn print_submitted(out: &Submitted, json: bool) -> Result<()> {
+    if json {
+        return crate::output::print_json(out);
+    }
+    println!("job {}", out.job);
+    if let Some(of) = &out.redispatch_of {
+        println!("  re-dispatch of {of}");
+    }
+    match &out.pack {
+        Some(p) => println!(
+            "  bundle   sha256:{} ({} files)",
+            out.bundle_sha256, p.files
+        ),
+        None => println!("  bundle   sha256:{}", out.bundle_sha256),
+    }
+    if let Some(fp) = &out.model_key_fingerprint {
+        println!("  model key {fp} (in the token only)");
+    }
+    println!(
+        "  expires  {}",
+        airlock_core::jobid::rfc3339_utc(out.expires_at)
+    );
+    match &out.token_file {
+        Some(p) => println!("  token    written to {} (0600)", p.display()),
+        None => println!("  token    {}", out.token),
+    }
+    Ok(())
 }
 
 /// Packs, uploads, records and mints; see the module doc.
@@ -96,21 +132,22 @@ pub fn submit_job(
     args: &SubmitArgs,
     quiet: bool,
 ) -> Result<Submitted> {
-    submit_job_cached(store, key, args, quiet, None)
+    submit_job_cached(store, key, args, None, quiet, None)
 }
 
 /// [`submit_job`], reusing the `files/` part of earlier packs kept in `cache_dir`; see
-/// [`crate::pack::cache`].
+/// [`crate::pack::cache`]. With `model_key`, each job gets a scoped key minted for it.
 pub fn submit_job_cached(
     store: &Store,
     key: &SigningKey,
     args: &SubmitArgs,
+    model_key: Option<&ModelKeyConfig>,
     quiet: bool,
     cache_dir: Option<PathBuf>,
 ) -> Result<Submitted> {
-    let ttl = parse_duration(&args.ttl)?;
-    if ttl == 0 || ttl > airlock_core::token::MAX_LIFETIME_SECS {
-        bail!("--ttl must be between 1s and 24h");
+    let ttl = check_ttl(&args.ttl)?;
+    for rule in &args.pack.egress {
+        check_egress_reachable(rule)?;
     }
     let prompt = pack::read_prompt(&args.pack.prompt_file)?;
     let repo_dir = crate::config::absolute(&args.pack.repo)?;
@@ -124,6 +161,7 @@ pub fn submit_job_cached(
     let request = Request {
         limits: args.pack.limits.to_job_limits(),
         egress: args.pack.egress.clone(),
+        model_key_env: model_key.map(|m| m.env.clone()),
         ..Request::new(prompt, args.pack.model.clone())
     };
     let opts = PackOptions {
@@ -143,21 +181,158 @@ pub fn submit_job_cached(
     };
     let staging = tempfile::tempdir().context("cannot create a staging directory")?;
     let summary = pack::pack_bundle(&opts, key, staging.path())?;
-
-    // Upload bundle, then its envelope; then the record; the token last.
-    store.put_file(&layout::inbox_bundle(&job), &summary.bundle_path)?;
-    store.put_bytes(
-        &layout::inbox_bundle_envelope(&job),
-        &std::fs::read(&summary.envelope_path)?,
+    let envelope = std::fs::read(&summary.envelope_path)?;
+    let bundle = Bundle {
+        path: summary.bundle_path.clone(),
+        sha256: summary.bundle_sha256,
+        bytes: summary.bundle_bytes,
+        request_sha256: summary.request_sha256,
+        revision: summary.revision.clone(),
+    };
+    let mut out = dispatch(
+        store,
+        key,
+        Dispatch {
+            job,
+            bundle,
+            envelope,
+            request,
+            ttl,
+            model_key,
+            redispatch_of: None,
+            token_out: args.token_out.as_deref(),
+        },
     )?;
-    let job_key = SigningKey::generate();
+    out.pack = Some(summary);
+    Ok(out)
+}
+
+/// Parses `--ttl` and holds it to the token's bounds.
+pub fn check_ttl(ttl: &str) -> Result<u64> {
+    let ttl = parse_duration(ttl)?;
+    if ttl == 0 || ttl > airlock_core::token::MAX_LIFETIME_SECS {
+        bail!("--ttl must be between 1s and 24h");
+    }
+    Ok(ttl)
+}
+
+/// Names that always resolve to where the worker's egress proxy never connects: loopback
+/// (RFC 6761 `localhost`) and the cloud metadata services' names (link-local addresses).
+const UNREACHABLE_NAMES: &[(&str, &str)] = &[
+    ("localhost", "egress.address.loopback"),
+    ("metadata.google.internal", "egress.address.link-local"),
+    ("metadata.goog", "egress.address.link-local"),
+];
+
+/// Refuses an `--egress` destination the worker's egress proxy can never reach (rule
+/// `submit.egress-unreachable`): an IPv4 literal the proxy's address rules refuse
+/// (loopback, private, shared, link-local and metadata, unspecified, multicast, reserved),
+/// a numeric host that is not a canonical dotted quad (resolvers read `127.1` or
+/// `2130706433` as loopback), `localhost` or a name under it, and the metadata services'
+/// names. The error points at the worker operator's grant, `--allow-local`.
+pub fn check_egress_reachable(rule: &EgressRule) -> Result<()> {
+    let host = rule.host.as_str();
+    let last = host.rsplit('.').next().unwrap_or(host);
+    let numeric =
+        !last.is_empty() && (last.bytes().all(|c| c.is_ascii_digit()) || last.starts_with("0x"));
+    let why = if numeric {
+        match host.parse::<std::net::Ipv4Addr>() {
+            Ok(ip) if ip.to_string() == host => {
+                airlock_sandbox::egress::address_refusal(std::net::IpAddr::V4(ip))
+            }
+            _ => Some("egress.address.non-canonical"),
+        }
+    } else {
+        UNREACHABLE_NAMES
+            .iter()
+            .find(|(name, _)| {
+                host == *name || host.strip_suffix(name).is_some_and(|p| p.ends_with('.'))
+            })
+            .map(|(_, rule)| *rule)
+    };
+    let Some(why) = why else {
+        return Ok(());
+    };
+    let dest = format!("{host}:{}", rule.port);
+    Err(crate::exit::Refused(format!(
+        "--egress {dest} refused (submit.egress-unreachable): the worker's egress proxy never connects there ({why}); a model server on the worker host or its network is granted by the worker's operator: airlock-worker run --allow-local {dest}"
+    ))
+    .into())
+}
+
+/// A packed bundle on local disk, as `dispatch` needs it.
+pub struct Bundle {
+    /// Where `bundle.tar.gz` is.
+    pub path: PathBuf,
+    /// Its SHA-256.
+    pub sha256: Sha256Digest,
+    /// Its size.
+    pub bytes: u64,
+    /// SHA-256 of its `request.json`.
+    pub request_sha256: Sha256Digest,
+    /// The packed revision.
+    pub revision: String,
+}
+
+/// One job to dispatch: a packed bundle (on local disk) and its request, under `job`.
+pub struct Dispatch<'a> {
+    /// The new job's id (the bundle's envelope must name it).
+    pub job: JobId,
+    /// The bundle.
+    pub bundle: Bundle,
+    /// The bundle's signed envelope, for `job`.
+    pub envelope: Vec<u8>,
+    /// The request packed in the bundle.
+    pub request: Request,
+    /// Token lifetime, seconds.
+    pub ttl: u64,
+    /// How to mint the job's model key, if the request names a variable for one.
+    pub model_key: Option<&'a ModelKeyConfig>,
+    /// The job this one dispatches again (`airlock resubmit`).
+    pub redispatch_of: Option<JobId>,
+    /// Where to write the token (0600, created new).
+    pub token_out: Option<&'a std::path::Path>,
+}
+
+/// Uploads the bundle and its envelope, writes the signed job record, mints the model key
+/// and the token, and appends the `submit` entry: the part of `submit` that `resubmit` shares.
+pub fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Result<Submitted> {
+    let Dispatch {
+        job,
+        bundle: summary,
+        envelope,
+        request,
+        ttl,
+        model_key,
+        redispatch_of,
+        token_out,
+    } = d;
     let issued_at = now_unix();
     let expires_at = issued_at + ttl;
+    // The model key first: a minting command that fails leaves nothing behind.
+    let model_key = match (&request.model_key_env, model_key) {
+        (Some(_), Some(config)) => Some(crate::model_key::mint(
+            config,
+            &crate::model_key::MintFor {
+                job: &job,
+                model: &request.model,
+                ttl_secs: ttl,
+                expires_at,
+                egress: &request.egress,
+            },
+        )?),
+        (Some(env), None) => bail!("job {job}: the request names a model key variable ({env}) but .airlock/config.toml has no [model_key] to mint one (config.model-key)"),
+        (None, _) => None,
+    };
+    // Upload bundle, then its envelope; then the record; the token last.
+    store.put_file(&layout::inbox_bundle(&job), &summary.path)?;
+    store.put_bytes(&layout::inbox_bundle_envelope(&job), &envelope)?;
+    let job_key = SigningKey::generate();
     let record = JobRecord {
         format: JOB_RECORD_FORMAT.to_owned(),
         job: job.clone(),
         job_public_key: job_key.public().raw_hex(),
-        bundle_sha256: summary.bundle_sha256,
+        bundle_sha256: summary.sha256,
         request_sha256: summary.request_sha256,
         prompt_sha256: Sha256Digest::of_bytes(request.prompt.as_bytes()),
         model_requested: request.model.clone(),
@@ -168,22 +343,24 @@ pub fn submit_job_cached(
     };
     let statement = Statement::new(
         "bundle.tar.gz",
-        summary.bundle_sha256,
+        summary.sha256,
         PREDICATE_JOB_RECORD,
         serde_json::to_value(&record)?,
     );
-    let envelope = dsse::sign_statement(&statement, key).to_json_pretty();
-    if !store.put_new(&layout::job_record(&job), &envelope)? {
+    let record_envelope = dsse::sign_statement(&statement, key).to_json_pretty();
+    if !store.put_new(&layout::job_record(&job), &record_envelope)? {
         bail!("job {job}: a record already exists (job ids are random: this should not happen)");
     }
+
+    let model_key_fingerprint = model_key.as_ref().map(ModelKey::fingerprint);
 
     let ttl_d = Duration::from_secs(ttl);
     let claims = JobClaims {
         job: job.clone(),
         bundle: BundleRef {
             url: store.worker_url(&layout::inbox_bundle(&job), Access::Get, ttl_d)?,
-            sha256: summary.bundle_sha256,
-            max_bytes: summary.bundle_bytes,
+            sha256: summary.sha256,
+            max_bytes: summary.bytes,
         },
         bundle_envelope_url: store.worker_url(
             &layout::inbox_bundle_envelope(&job),
@@ -206,8 +383,10 @@ pub fn submit_job_cached(
         },
         job_key: JobKey::from_signing_key(&job_key),
         limits: request.limits.clone(),
+        model_key,
     };
     let token = mint_token(key, &claims, issued_at, ttl).context("cannot mint the job token")?;
+    drop(claims);
     drop(job_key);
 
     crate::ledger::append(
@@ -218,18 +397,20 @@ pub fn submit_job_cached(
             prompt_sha256: record.prompt_sha256,
             prompt: request.prompt.clone(),
             model_requested: request.model.clone(),
-            bundle_sha256: summary.bundle_sha256,
+            bundle_sha256: summary.sha256,
             request_sha256: summary.request_sha256,
             revision: summary.revision.clone(),
             expires_at,
+            model_key_fingerprint: model_key_fingerprint.clone(),
+            redispatch_of: redispatch_of.clone(),
         },
         issued_at,
     )?;
 
-    let token_file = match &args.token_out {
+    let token_file = match token_out {
         Some(p) => {
             write_secret(p, token.expose())?;
-            Some(p.clone())
+            Some(p.to_owned())
         }
         None => None,
     };
@@ -238,7 +419,10 @@ pub fn submit_job_cached(
         token: token.expose().to_owned(),
         expires_at,
         token_file,
-        pack: summary,
+        bundle_sha256: summary.sha256,
+        pack: None,
+        model_key_fingerprint,
+        redispatch_of: redispatch_of.map(|j| j.to_string()),
     })
 }
 

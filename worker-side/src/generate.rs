@@ -105,6 +105,24 @@ pub struct GeneratorSetup<'a> {
     pub token_on_argv: bool,
     /// The request's egress allowlist (empty: no network).
     pub egress: &'a [EgressRule],
+    /// The job's scoped model key and the variable the request names for it (see
+    /// [`model_key_var`]).
+    pub model_key: Option<(&'a str, &'a str)>,
+}
+
+/// Pairs the token's model key with the request's variable name. Both or neither: a key
+/// without a variable, or a variable without a key, is refused (`worker.model-key`) rather
+/// than silently running the generator without the access it was promised.
+pub fn model_key_var<'a>(
+    env: Option<&'a str>,
+    key: Option<&'a airlock_core::token::ModelKey>,
+) -> Result<Option<(&'a str, &'a str)>> {
+    match (env, key) {
+        (Some(env), Some(key)) => Ok(Some((env, key.expose()))),
+        (None, None) => Ok(None),
+        (Some(env), None) => bail!("the request names a model key variable ({env}) but the token carries no key (worker.model-key): ask the trusted side to submit again"),
+        (None, Some(_)) => bail!("the token carries a model key but the request names no variable for it (worker.model-key)"),
+    }
 }
 
 /// How the generator run ended.
@@ -234,6 +252,11 @@ pub fn run_generator(
             env.retain(|(k, _)| k != name);
             env.push((name.clone(), v));
         }
+    }
+    // The job's own key wins over a passed-through variable of the same name.
+    if let Some((name, key)) = setup.model_key {
+        env.retain(|(k, _)| k != name);
+        env.push((name.to_owned(), key.to_owned()));
     }
     let mut spec = SandboxSpec::new(substitute(program, setup), setup.workdir, setup.tmp);
     spec.args = args.iter().map(|a| substitute(a, setup).into()).collect();

@@ -212,6 +212,10 @@ pub fn run_job(
             secret_paths,
             token_on_argv: origin.argv,
             egress: &job.request.egress,
+            model_key: generate::model_key_var(
+                job.request.model_key_env.as_deref(),
+                job.claims.model_key.as_ref(),
+            )?,
         },
         term,
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),

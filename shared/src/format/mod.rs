@@ -18,7 +18,7 @@ pub use packet::{
     PACKET_FORMAT,
 };
 pub use record::{JobRecord, JOB_RECORD_FORMAT};
-pub use request::{EgressRule, Request, REQUEST_FORMAT};
+pub use request::{check_model_key_env, EgressRule, Request, REQUEST_FORMAT};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 

@@ -26,6 +26,10 @@ pub struct Request {
     pub limits: JobLimits,
     /// Destinations the sandbox may reach through the egress proxy; empty = no egress.
     pub egress: Vec<EgressRule>,
+    /// The environment variable the worker sets to the job's scoped model key (the key
+    /// itself travels in the job token, never in the bundle). Absent: no key for this job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_key_env: Option<String>,
 }
 
 /// One allowed egress destination.
@@ -53,6 +57,7 @@ impl Request {
             ],
             limits: JobLimits::default(),
             egress: Vec::new(),
+            model_key_env: None,
         }
     }
 
@@ -76,6 +81,85 @@ impl Request {
                 });
             }
         }
+        if let Some(name) = &r.model_key_env {
+            check_model_key_env(name)?;
+        }
         Ok(r)
+    }
+}
+
+/// Variables a model key may never be put in: the generator contract's own, and those that
+/// decide what runs (`PATH`, `LD_*`) or where it writes (`HOME`, `TMPDIR`).
+const RESERVED_KEY_ENV: &[&str] = &["PATH", "HOME", "TMPDIR", "LANG", "SHELL", "IFS"];
+
+/// Checks the name of the model key's variable (rule `request.model-key-env`): an upper-case
+/// variable name (`[A-Z_][A-Z0-9_]*`, at most 128 bytes), not `AIRLOCK_*`, `LD_*`, or one of
+/// `PATH`, `HOME`, `TMPDIR`, `LANG`, `SHELL`, `IFS`.
+pub fn check_model_key_env(name: &str) -> Result<(), FormatError> {
+    let shaped = !name.is_empty()
+        && name.len() <= 128
+        && !name.as_bytes()[0].is_ascii_digit()
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_');
+    let reserved =
+        name.starts_with("AIRLOCK_") || name.starts_with("LD_") || RESERVED_KEY_ENV.contains(&name);
+    if shaped && !reserved {
+        return Ok(());
+    }
+    Err(FormatError::Field {
+        what: "request.json",
+        field: "model_key_env",
+        rule: "request.model-key-env",
+        reason: if shaped {
+            "names a variable the worker sets itself or one that decides what runs".into()
+        } else {
+            "must be an upper-case variable name [A-Z_][A-Z0-9_]* of at most 128 bytes".into()
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_key_env_is_an_ordinary_upper_case_name() {
+        for ok in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "_K1"] {
+            check_model_key_env(ok).unwrap();
+        }
+        for bad in [
+            "",
+            "1KEY",
+            "openai_api_key",
+            "A-B",
+            "A B",
+            "PATH",
+            "HOME",
+            "LD_PRELOAD",
+            "AIRLOCK_JOB_TOKEN",
+            "AIRLOCK_REPORT",
+        ] {
+            let e = check_model_key_env(bad).unwrap_err().to_string();
+            assert!(e.contains("request.model-key-env"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_request_without_a_key_serialises_as_before_and_one_with_it_round_trips() {
+        let r = Request::new("p".into(), "m".into());
+        let bytes = crate::format::to_json_bytes(&r);
+        assert!(!String::from_utf8_lossy(&bytes).contains("model_key_env"));
+        assert_eq!(Request::from_json(&bytes).unwrap(), r);
+        let with = Request {
+            model_key_env: Some("OPENAI_API_KEY".into()),
+            ..r
+        };
+        let bytes = crate::format::to_json_bytes(&with);
+        assert_eq!(Request::from_json(&bytes).unwrap(), with);
+        let bad = String::from_utf8(bytes)
+            .unwrap()
+            .replace("OPENAI_API_KEY", "PATH");
+        assert!(Request::from_json(bad.as_bytes()).is_err());
     }
 }

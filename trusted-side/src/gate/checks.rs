@@ -67,8 +67,8 @@ pub mod code {
     pub const WORKER_REFUSED_PATHS: &str = "worker-refused-paths";
     /// A dependency manifest in the diff could not be parsed to list new dependencies.
     pub const DEPS_UNPARSED: &str = "deps-unparsed";
-    /// The patch changes nothing (recorded, `queue`).
-    pub const EMPTY_DIFF: &str = "empty-diff";
+    /// The patch changes nothing: there is nothing to review (`reject`).
+    pub const NO_CHANGE: &str = "no-change";
 
     /// Every code above, for uniqueness tests and documentation.
     #[allow(dead_code)] // read by the uniqueness test and kept as the documented list
@@ -88,7 +88,7 @@ pub mod code {
         MODEL_DRIFT,
         WORKER_REFUSED_PATHS,
         DEPS_UNPARSED,
-        EMPTY_DIFF,
+        NO_CHANGE,
     ];
 }
 
@@ -570,14 +570,19 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             ),
         ));
     }
-    if patch.files.is_empty() {
-        out.push(Reason::new(
-            code::EMPTY_DIFF,
-            Verdict::Queue,
-            "the patch changes nothing",
-        ));
-    }
     out
+}
+
+/// An empty change, answered before anything else looks at it: `reject` with `no-change`
+/// and one plain sentence, instead of git's "No valid patches in input".
+pub fn check_no_change(patch: &ParsedPatch) -> Option<Reason> {
+    patch.files.is_empty().then(|| {
+        Reason::new(
+            code::NO_CHANGE,
+            Verdict::Reject,
+            "the generator changed no file, so there is nothing to review (the generator log's tail is below when the artifact has one)",
+        )
+    })
 }
 
 #[cfg(test)]
@@ -1006,11 +1011,16 @@ mod tests {
     }
 
     #[test]
-    fn empty_patch_is_recorded() {
+    fn an_empty_patch_is_a_no_change_reject_and_a_real_one_is_not() {
         let p = ParsedPatch::default();
-        assert_eq!(
-            codes(&check_packet(&packet(&p), &record(), &p)),
-            vec![(code::EMPTY_DIFF, Verdict::Queue, None)]
-        );
+        let r = check_no_change(&p).expect("a reason");
+        assert_eq!((r.code, r.verdict), (code::NO_CHANGE, Verdict::Reject));
+        assert!(check_packet(&packet(&p), &record(), &p).is_empty());
+        let one = parse_patch(
+            b"diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n",
+            &DiffLimits::default(),
+        )
+        .unwrap();
+        assert!(check_no_change(&one).is_none());
     }
 }

@@ -18,9 +18,12 @@ use airlock_core::jobid::{rfc3339_utc, JobId};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use airlock_core::format::EgressAttempt;
+
 use super::classify::Bucket;
 use super::deps::NewDependency;
 use super::policy::Verdict;
+use crate::run_account::RunAccount;
 
 /// Version of the gate recorded in the ledger, the report and the review commit.
 pub const GATE_VERSION: &str = concat!("airlock-gate ", env!("CARGO_PKG_VERSION"));
@@ -185,6 +188,11 @@ pub struct GateReport {
     pub review_branch: Option<ReviewBranch>,
     /// Policy rules that matched nothing (stale exceptions), and similar notes.
     pub warnings: Vec<String>,
+    /// The egress log from the packet: every attempt through the worker's proxy (a claim).
+    pub egress: Vec<EgressAttempt>,
+    /// For a run that failed (non-zero exit, timeout, signal, or no change): the exit in
+    /// words and the tail of `generator.log`; `null` otherwise.
+    pub failed_run: Option<RunAccount>,
 }
 
 impl GateReport {
@@ -205,6 +213,8 @@ impl GateReport {
             },
             review_branch: None,
             warnings: Vec::new(),
+            egress: Vec::new(),
+            failed_run: None,
         }
     }
 
@@ -444,6 +454,21 @@ pub fn render_text(report: &GateReport) -> String {
     for (k, v) in bom_rows(&report.bom) {
         let _ = writeln!(s, "  {k:<16} {v}");
     }
+    if !report.egress.is_empty() {
+        let _ = writeln!(s, "egress (worker's proxy log):");
+        for a in &report.egress {
+            let _ = writeln!(s, "  {}", egress_line(a));
+        }
+    }
+    if let Some(run) = &report.failed_run {
+        let _ = writeln!(s, "generator: {}", run.exit);
+        if !run.log_tail.is_empty() {
+            let _ = writeln!(s, "generator.log (last {} lines):", run.log_tail.len());
+            for l in &run.log_tail {
+                let _ = writeln!(s, "  | {l}");
+            }
+        }
+    }
     if let Some(b) = &report.review_branch {
         let _ = writeln!(s, "review branch: {} at {}", b.name, b.commit);
     }
@@ -573,7 +598,47 @@ pub fn render_markdown(report: &GateReport) -> String {
         }
         let _ = writeln!(s, "\n</details>");
     }
+    if !report.egress.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n### Egress\n\n| destination | result | rule | bytes up | bytes down |\n|---|---|---|---:|---:|"
+        );
+        for a in &report.egress {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                md_code(&a.destination),
+                if a.allowed { "allowed" } else { "refused" },
+                a.reason.as_deref().map_or_else(|| "-".to_owned(), md_code),
+                a.bytes_up,
+                a.bytes_down
+            );
+        }
+    }
+    if let Some(run) = &report.failed_run {
+        let _ = writeln!(s, "\n### Generator\n\nThe generator {}.", run.exit);
+        if !run.log_tail.is_empty() {
+            let _ = writeln!(s, "\nLast lines of `generator.log`:\n");
+            for l in &run.log_tail {
+                let _ = writeln!(s, "    {l}");
+            }
+        }
+    }
     s
+}
+
+/// One egress attempt, inert, for the text report.
+fn egress_line(a: &EgressAttempt) -> String {
+    format!(
+        "{} {}{}, {} B up, {} B down",
+        shown(&a.destination),
+        if a.allowed { "allowed" } else { "refused" },
+        a.reason
+            .as_deref()
+            .map_or_else(String::new, |r| format!(" ({})", shown(r))),
+        a.bytes_up,
+        a.bytes_down
+    )
 }
 
 /// Prints the report: pretty JSON on stdout with `json`, else the human text; with `md_path`,

@@ -269,6 +269,22 @@ pub fn render_md(p: &ReviewPage) -> String {
     if let Some((i, o)) = p.tokens {
         let _ = writeln!(s, "- tokens: {i} in, {o} out");
     }
+    if !p.limits_hit.is_empty() {
+        let list: Vec<String> = p.limits_hit.iter().map(|l| md_code(l)).collect();
+        let _ = writeln!(s, "\n### Limits hit\n\n{}", list.join(", "));
+    }
+    if !p.egress.is_empty() {
+        let _ = writeln!(s, "\n### Egress\n");
+        for e in p.egress.iter().take(200) {
+            let _ = writeln!(s, "- {}", md_code(e));
+        }
+    }
+    if let Some((exit, tail)) = &p.failed_run {
+        let _ = writeln!(s, "\n### Generator\n\nThe generator {}.\n", md_code(exit));
+        if !tail.is_empty() {
+            s.push_str(&fenced("text", &shown_lines(&tail.join("\n"))));
+        }
+    }
     let _ = writeln!(
         s,
         "\n### Blast radius\n\n| bucket | files | +lines | −lines |\n|---|---:|---:|---:|"

@@ -426,6 +426,15 @@ fn judge(
         lines_added: patch.lines_added(),
         lines_removed: patch.lines_removed(),
     };
+    // An empty change: nothing to apply or review.
+    if let Some(r) = checks::check_no_change(&patch) {
+        report.push(r);
+        return Ok(Some(Judged {
+            diff_sha256,
+            patch_bytes,
+            tree: None,
+        }));
+    }
     // 4. the manifest, and the packed bytes of the files the patch changes
     let wanted: BTreeSet<&str> = patch
         .files
@@ -919,6 +928,12 @@ fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
     b.worker_version = Some(f.packet.worker_version.clone());
     b.run_id = Some(f.packet.run_id.clone());
     b.landed_at = Some(f.landed_at);
+    report.egress = f.packet.egress.clone();
+    report.failed_run = crate::run_account::of(
+        &f.packet,
+        f.log_tail.as_deref(),
+        f.record.limits.wall_clock_secs,
+    );
     b.tokens = match (f.packet.tokens_in, f.packet.tokens_out) {
         (None, None) => None,
         (i, o) => Some((i.unwrap_or(0), o.unwrap_or(0))),

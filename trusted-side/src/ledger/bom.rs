@@ -33,6 +33,12 @@ pub struct SubmitRecord {
     pub request_sha256: Sha256Digest,
     /// Token expiry, unix seconds.
     pub expires_at: u64,
+    /// Fingerprint of the job's scoped model key, if one was minted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_key_fingerprint: Option<String>,
+    /// The job this one dispatched again, if it is a re-dispatch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redispatch_of: Option<airlock_core::jobid::JobId>,
 }
 
 /// A `fetch` entry's fields.
@@ -162,6 +168,8 @@ impl BillOfMaterials {
                     request_sha256,
                     revision,
                     expires_at,
+                    model_key_fingerprint,
+                    redispatch_of,
                 } => {
                     if let Some(first) = &bom.submit {
                         bom.notes.push(format!(
@@ -177,6 +185,8 @@ impl BillOfMaterials {
                             bundle_sha256,
                             request_sha256,
                             expires_at,
+                            model_key_fingerprint,
+                            redispatch_of,
                         };
                         bom.submit = Some(Stamped { seq, at, event });
                     }
@@ -330,6 +340,12 @@ impl fmt::Display for BillOfMaterials {
             writeln!(f, "  request sha256  {}", e.request_sha256)?;
             writeln!(f, "  token expires   {}", when(e.expires_at))?;
             writeln!(f, "  prompt sha256   {}", e.prompt_sha256)?;
+            if let Some(fp) = &e.model_key_fingerprint {
+                writeln!(f, "  model key       {}", shown(fp))?;
+            }
+            if let Some(of) = &e.redispatch_of {
+                writeln!(f, "  re-dispatch of  {of}")?;
+            }
             writeln!(f, "  prompt:")?;
             for line in e.prompt.lines() {
                 writeln!(f, "    | {}", shown(line))?;

@@ -115,6 +115,13 @@ pub enum Event {
         revision: String,
         /// Unix seconds when the job token expires.
         expires_at: u64,
+        /// Fingerprint of the job's scoped model key (`sha256:` + the first 16 hex digits of
+        /// its SHA-256), never the key; absent when none was minted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_key_fingerprint: Option<String>,
+        /// The job this one dispatches again (`airlock resubmit`); absent for a first dispatch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        redispatch_of: Option<JobId>,
     },
     /// An artifact was downloaded and verified (`airlock fetch`).
     Fetch {

@@ -31,6 +31,8 @@ fn submit(prompt: &str) -> Event {
         bundle_sha256: Sha256Digest::of_bytes(b"bundle"),
         request_sha256: Sha256Digest::of_bytes(b"request"),
         expires_at: T0 + 1200,
+        model_key_fingerprint: None,
+        redispatch_of: None,
     }
 }
 
