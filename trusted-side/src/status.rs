@@ -141,15 +141,17 @@ pub fn run(
     let mut out = Vec::with_capacity(jobs.len());
     for job in &jobs {
         let mut s = job_status(&store, &trusted, job, &decisions, now)?;
-        s.review = reviews.get(job).map(|(kind, by, at, _)| {
-            let verb = if *kind == "approve" {
+        s.review = reviews.get(job).map(|r| {
+            let verb = if r.kind == "approve" {
                 "approved"
             } else {
                 "declined"
             };
             format!(
-                "{verb} by {by} at {}",
-                airlock_core::jobid::rfc3339_utc(*at)
+                "{verb} by {} at {} (gate entry {})",
+                r.by,
+                airlock_core::jobid::rfc3339_utc(r.at),
+                r.gate_entry
             )
         });
         out.push(s);
