@@ -464,6 +464,26 @@ mod tests {
     }
 
     #[test]
+    fn a_model_key_goes_with_its_variable_or_the_job_is_refused() {
+        let key = airlock_core::token::ModelKey::new("sk-scoped-1".into()).unwrap();
+        assert_eq!(
+            model_key_var(Some("OPENAI_API_KEY"), Some(&key)).unwrap(),
+            Some(("OPENAI_API_KEY", "sk-scoped-1"))
+        );
+        assert_eq!(model_key_var(None, None).unwrap(), None);
+        for e in [
+            model_key_var(Some("OPENAI_API_KEY"), None).unwrap_err(),
+            model_key_var(None, Some(&key)).unwrap_err(),
+        ] {
+            let e = e.to_string();
+            assert!(
+                e.contains("worker.model-key") && !e.contains("sk-scoped-1"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn file_size_cap_follows_the_artifact_cap_within_bounds() {
         const MIB: u64 = 1024 * 1024;
         let with = |b: u64| {

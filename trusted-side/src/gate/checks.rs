@@ -12,7 +12,8 @@
 //! - hunks whose old side covers a line redacted at pack time ([`check_redacted`]);
 //! - secrets in added lines ([`scan_added_lines`]: `path:line: rule`, never the value);
 //! - a packet that disagrees with the diff or the record, or says the run was partial,
-//!   unsandboxed or hit a limit ([`check_packet`]).
+//!   unsandboxed or hit a limit ([`check_packet`]);
+//! - an empty change passed on to git as if it were a patch ([`check_no_change`]: `no-change`).
 //!
 //! On return: reasons only; nothing here fails, writes or reads files.
 //! Does not check: that the patch applies (`review.rs` does, with real git), classification

@@ -928,16 +928,17 @@ fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
     b.worker_version = Some(f.packet.worker_version.clone());
     b.run_id = Some(f.packet.run_id.clone());
     b.landed_at = Some(f.landed_at);
+    b.tokens = match (f.packet.tokens_in, f.packet.tokens_out) {
+        (None, None) => None,
+        (i, o) => Some((i.unwrap_or(0), o.unwrap_or(0))),
+    };
+    // What the operator looks at when a run went wrong: the egress log, the log's tail.
     report.egress = f.packet.egress.clone();
     report.failed_run = crate::run_account::of(
         &f.packet,
         f.log_tail.as_deref(),
         f.record.limits.wall_clock_secs,
     );
-    b.tokens = match (f.packet.tokens_in, f.packet.tokens_out) {
-        (None, None) => None,
-        (i, o) => Some((i.unwrap_or(0), o.unwrap_or(0))),
-    };
 }
 
 /// The review commit: subject, the notable reasons, and the trailers.
