@@ -10,20 +10,20 @@ use std::process::Output;
 
 use airlock_tests::*;
 
-struct Pipeline {
+pub(crate) struct Pipeline {
     _tmp: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    repo: PathBuf,
-    rev: String,
+    pub(crate) root: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) repo: PathBuf,
+    pub(crate) rev: String,
 }
 
 const CALC_PY: &str = "def add(a, b):\n    return a + b\n";
 const TEST_CALC_PY: &str = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n";
 const CI_YML: &str = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n";
-const MODEL: &str = "example-model-2026-01";
+pub(crate) const MODEL: &str = "example-model-2026-01";
 
-fn generator(name: &str) -> PathBuf {
+pub(crate) fn generator(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/generators")
         .join(name)
@@ -32,7 +32,7 @@ fn generator(name: &str) -> PathBuf {
 }
 
 impl Pipeline {
-    fn new() -> Pipeline {
+    pub(crate) fn new() -> Pipeline {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
         let home = init_home(&root);
@@ -55,14 +55,14 @@ impl Pipeline {
         }
     }
 
-    fn airlock(&self) -> std::process::Command {
+    pub(crate) fn airlock(&self) -> std::process::Command {
         let mut c = cmd(&bin("airlock"));
         c.arg("--home").arg(&self.home);
         c
     }
 
     /// Submits a job and returns (job id, token file).
-    fn submit(&self) -> (String, PathBuf) {
+    pub(crate) fn submit(&self) -> (String, PathBuf) {
         let prompt = self.root.join("prompt.txt");
         std::fs::write(
             &prompt,
@@ -86,7 +86,7 @@ impl Pipeline {
 
     /// Runs the worker with an example generator. `None` when this machine cannot give the
     /// worker a sandbox ([`needs_sandbox_skip`]: a failure under CI).
-    fn work(&self, token: &Path, gen: &str) -> Option<()> {
+    pub(crate) fn work(&self, token: &Path, gen: &str) -> Option<()> {
         let work_root = self.root.join("worker");
         std::fs::create_dir_all(&work_root).unwrap();
         let out = run(cmd(&bin("airlock-worker"))
@@ -106,7 +106,7 @@ impl Pipeline {
         Some(())
     }
 
-    fn gate(&self, job: &str, extra: &[&str]) -> Output {
+    pub(crate) fn gate(&self, job: &str, extra: &[&str]) -> Output {
         run(self
             .airlock()
             .args(["gate", job, "--json", "--repo"])
@@ -202,7 +202,7 @@ impl Pipeline {
     }
 }
 
-fn report(out: &Output) -> serde_json::Value {
+pub(crate) fn report(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("stdout is not the JSON report ({e}): {}", show(out)))
 }

@@ -21,6 +21,9 @@ mod pack;
 mod pack_corpus;
 /// One test per fixed defect (`issue_<n>_<what>`), each failing before its fix.
 mod regression;
+/// Review and evidence: approve/decline, model drift, compare, gc keeping envelopes, audit
+/// export verified offline, the HTML report in headless Chromium, the GitHub recipes.
+mod review;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
 /// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.

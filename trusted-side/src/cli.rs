@@ -87,7 +87,8 @@ pub enum Command {
     Classify(ClassifyArgs),
     /// Every job's state, read from the store alone: packed, running, landed, gated, expired.
     Status(StatusArgs),
-    /// Delete inbox and drop objects of gated or expired jobs; records and ledger stay.
+    /// Delete the payloads (bundle, checkpoint and artifact tarballs) of gated or expired
+    /// jobs; envelopes, records and the ledger stay, so every signature still verifies.
     Gc(GcArgs),
     /// Fetch and gate artifacts as they land (notify on file:// stores, listing with backoff
     /// on remote ones), a few at a time. A job already gated (per the ledger) is never gated
@@ -99,6 +100,65 @@ pub enum Command {
     /// Check or read the signed, hash-chained audit ledger.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Record that a person approves a gated job's artifact: a signed ledger entry (who,
+    /// when, the artifact digest, the trusted key). Refused (exit 4) for a job the gate
+    /// rejected, one never gated, and one whose artifact changed since it was gated.
+    Approve(DecideArgs),
+    /// Record that a person declines a gated job's artifact, saying why (--note is
+    /// required): a signed ledger entry, as for approve.
+    Decline(DecideArgs),
+    /// Show a job already gated, from the ledger and the artifact kept in the home: the
+    /// review report as text, or as one self-contained HTML file (--html) or Markdown (--md).
+    Show(ShowArgs),
+    /// Compare two jobs (e.g. a job and its re-dispatch): same bundle and request? models
+    /// reported, token counts, and the difference between their patches. The tool for
+    /// replaying a past job to catch a silent model swap.
+    Compare(CompareArgs),
+}
+
+// `airlock approve` / `airlock decline` (a plain comment: see `Command`)
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The job id.
+    pub job: String,
+    /// Why (required for decline; recorded in the ledger, readable by everyone who can
+    /// read the store: never put a secret here).
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// Who is deciding (default: the OS user, $USER).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock show` (a plain comment: see `Command`)
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The job id.
+    pub job: String,
+    /// Write the review report as one self-contained HTML file (no script, no remote load).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write a pull-request body (Markdown) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
+    /// Print the report data as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock compare` (a plain comment: see `Command`)
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first job id.
+    pub job_a: String,
+    /// The second job id.
+    pub job_b: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 // `airlock gate` (a plain comment, as on every command's arguments: see `Command`)
@@ -119,9 +179,14 @@ pub struct GateArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Also write a pull-request body (Markdown) to FILE.
+    /// Also write a pull-request body (Markdown) to FILE: verdict and reasons, each file's
+    /// diff in a collapsible block, prompt, model, signer key ids (cut to fit GitHub's limit).
     #[arg(long, value_name = "FILE")]
     pub md: Option<PathBuf>,
+    /// Also write the review report as one self-contained HTML file (no script, no remote
+    /// load) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 // `airlock scan` (a plain comment, as on every command's arguments: see `Command`)
@@ -245,6 +310,20 @@ pub enum AuditCommand {
         /// The job id.
         job: String,
         /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every envelope of the selected jobs (bundle, job record, artifact, first-fetch
+    /// record, ledger entries) as in-toto JSON lines, for verification offline with standard
+    /// tools (docs/AUDIT.md). Works after `airlock gc`: gc never deletes envelopes.
+    Export {
+        /// Only jobs submitted on or after this date (YYYY-MM-DD, UTC).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Where to write the lines (conventionally *.intoto.jsonl).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -456,6 +535,14 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Watch(args) => crate::watch::run(&cli.global, &args),
         Command::Audit(cmd) => audit(&cli.global, cmd),
         Command::Demo => crate::demo::run(&cli.global),
+        Command::Approve(args) => {
+            crate::approve::run(&cli.global, &args, crate::approve::Decision::Approve)
+        }
+        Command::Decline(args) => {
+            crate::approve::run(&cli.global, &args, crate::approve::Decision::Decline)
+        }
+        Command::Show(args) => crate::show::run(&cli.global, &args),
+        Command::Compare(args) => crate::compare::run(&cli.global, &args),
     }
 }
 
@@ -468,7 +555,16 @@ fn gate(global: &GlobalArgs, args: &GateArgs) -> Result<Outcome> {
     let repo = crate::config::absolute(&args.repo)?;
     let opts = crate::gate::GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
     let report = crate::gate::run_gate(&home, &store, &key, &job, &opts)?;
-    crate::gate::print(&report, args.json, args.md.as_deref())?;
+    crate::gate::print(&report, args.json, None)?;
+    if args.html.is_some() || args.md.is_some() {
+        crate::show::write_after_gate(
+            &home,
+            &store,
+            &report,
+            args.html.as_deref(),
+            args.md.as_deref(),
+        )?;
+    }
     Ok(match report.decision {
         Verdict::Queue => Outcome::Ok,
         Verdict::Human => Outcome::Human,
@@ -521,6 +617,9 @@ fn audit(global: &GlobalArgs, cmd: AuditCommand) -> Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
+        AuditCommand::Export { since, out, json } => {
+            crate::audit_export::run(&home, &store, &trusted, since.as_deref(), &out, json)
+        }
     }
 }
 
@@ -551,7 +650,7 @@ mod tests {
         (&["status"], "Every job's state, read from the store alone"),
         (
             &["gc"],
-            "Delete inbox and drop objects of gated or expired jobs",
+            "Delete the payloads (bundle, checkpoint and artifact tarballs)",
         ),
         (&["watch"], "Fetch and gate artifacts as they land"),
         (&["demo"], "Run the whole valve on an example"),
@@ -564,6 +663,14 @@ mod tests {
             &["audit", "show"],
             "The generation bill of materials of one job",
         ),
+        (
+            &["audit", "export"],
+            "Write every envelope of the selected jobs",
+        ),
+        (&["approve"], "Record that a person approves"),
+        (&["decline"], "Record that a person declines"),
+        (&["show"], "Show a job already gated"),
+        (&["compare"], "Compare two jobs"),
     ];
 
     #[test]
@@ -591,7 +698,7 @@ mod tests {
             .filter(|n| *n != "help")
             .collect();
         assert_eq!(
-            top.len() + 2,
+            top.len() + 3,
             seen,
             "a command is missing from ABOUT: {top:?}"
         );

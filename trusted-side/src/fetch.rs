@@ -240,7 +240,7 @@ pub fn fetch(
     now: u64,
     keep_patch: bool,
 ) -> Result<Fetched, FetchError> {
-    let (fetched, staging) = verify_drop(
+    let (fetched, staging, envelope) = verify_drop(
         store,
         trusted_key,
         home,
@@ -262,6 +262,13 @@ pub fn fetch(
             .persist(&fetched.artifact_path)
             .map_err(|e| FetchError::Failed(e.error.into()))?,
     }
+    // The verified envelope, kept beside the artifact: evidence that outlives `airlock gc`
+    // (which deletes payloads from the store, never envelopes).
+    let kept = fetched.artifact_path.with_file_name("artifact.dsse.json");
+    if std::fs::read(&kept).ok().as_deref() != Some(envelope.as_slice()) {
+        std::fs::write(&kept, &envelope)
+            .with_context(|| format!("{}: cannot write", kept.display()))?;
+    }
     Ok(fetched)
 }
 
@@ -274,7 +281,7 @@ pub fn fetch_checkpoint(
     home: &Path,
     job: &JobId,
 ) -> Result<Fetched, FetchError> {
-    let (fetched, staging) =
+    let (fetched, staging, _) =
         verify_drop(store, trusted_key, home, job, false, DropObject::Checkpoint)?;
     if !fetched.packet.partial {
         return Err(refuse(
@@ -297,7 +304,7 @@ fn verify_drop(
     job: &JobId,
     keep_patch: bool,
     object: DropObject,
-) -> Result<(Fetched, tempfile::TempPath), FetchError> {
+) -> Result<(Fetched, tempfile::TempPath, Vec<u8>), FetchError> {
     let (object_key, envelope_key) = object.keys(job);
     let name = object.subject();
     let envelope_name = object.envelope_name();
@@ -365,7 +372,10 @@ fn verify_drop(
     let (digest, _, info) = store
         .get_to_file_info(&object_key, cap, &staging)
         .map_err(|e| refuse(ReasonCode::ArtifactTooLarge, format!("{name}: {e:#}")))?
-        .with_context(|| format!("job {job}: envelope present but {name} missing"))?;
+        .with_context(|| match object {
+            DropObject::Artifact => gone_after_gc(store, home, job),
+            DropObject::Checkpoint => format!("job {job}: envelope present but {name} missing"),
+        })?;
     if digest != signed_digest {
         return Err(refuse(
             ReasonCode::ArtifactDigest,
@@ -421,7 +431,37 @@ fn verify_drop(
         patch,
         log_tail,
     };
-    Ok((fetched, staging))
+    Ok((fetched, staging, env_bytes))
+}
+
+/// Why a signed artifact envelope has no artifact beside it, in words that are true: after
+/// `airlock gc` the payload is gone but the envelope, the first-fetch record and the ledger
+/// remain (and the home may hold the copy fetched earlier).
+fn gone_after_gc(store: &Store, home: &Path, job: &JobId) -> String {
+    let fetched = store
+        .head(&format!("records/{job}.fetched.dsse.json"))
+        .ok()
+        .flatten()
+        .is_some();
+    if !fetched {
+        return format!(
+            "job {job}: artifact.dsse.json landed but artifact.tar.gz is missing from the drop"
+        );
+    }
+    let kept = job_dir(home, job).join("artifact.tar.gz");
+    let local = if kept.exists() {
+        format!(
+            "; this host keeps the copy it fetched at {}",
+            kept.display()
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "job {job}: artifact.tar.gz was fetched earlier and has since been deleted from the store \
+         (airlock gc); its signed envelope, first-fetch record and ledger entries remain: \
+         `airlock show {job}` and `airlock audit show {job}` read the decision{local}"
+    )
 }
 
 /// What [`read_packet`] keeps: the packet, its digest, the patch if asked, the log's tail.

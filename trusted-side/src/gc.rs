@@ -1,10 +1,11 @@
-//! `airlock gc [--older-than DUR] [--dry-run]`: delete the inbox and drop objects of jobs
-//! that are gated or expired and older than DUR. Records and the ledger stay: they are the
-//! audit trail.
+//! `airlock gc [--older-than DUR] [--dry-run]`: delete the payloads (bundle, checkpoint and
+//! artifact tarballs) of jobs that are gated or expired and older than DUR. Envelopes
+//! (`*.dsse.json`), records and the ledger stay: they are the audit trail, and a job's whole
+//! chain of signatures still verifies after gc (`docs/AUDIT.md`).
 //!
 //! Guards against: deleting a job still in flight (only gated, or expired past the token's
-//! lifetime, jobs qualify) and silent deletion (every object removed is listed, and
-//! `--dry-run` lists without removing).
+//! lifetime, jobs qualify), deleting evidence (only `.tar.gz` payloads are ever removed), and
+//! silent deletion (every object removed is listed, and `--dry-run` lists without removing).
 
 use airlock_core::jobid::JobId;
 use anyhow::Result;
@@ -42,7 +43,14 @@ pub fn gc(
         }
         let mut keys = Vec::new();
         for prefix in [format!("inbox/{job}/"), format!("drop/{job}/")] {
-            keys.extend(store.list(&prefix)?.into_iter().map(|o| o.key));
+            // Payloads only: an envelope is evidence (a signature over a digest), never garbage.
+            keys.extend(
+                store
+                    .list(&prefix)?
+                    .into_iter()
+                    .map(|o| o.key)
+                    .filter(|k| is_payload(k)),
+            );
         }
         if keys.is_empty() {
             continue;
@@ -61,6 +69,11 @@ pub fn gc(
         removed,
         jobs,
     })
+}
+
+/// Whether gc may delete this object: a tarball payload, not an envelope or anything else.
+fn is_payload(key: &str) -> bool {
+    key.ends_with(".tar.gz")
 }
 
 /// `airlock gc`.
@@ -91,7 +104,7 @@ pub fn run(
             println!("{verb} {k}");
         }
         println!(
-            "{verb} {} object(s) of {} job(s); records and ledger kept",
+            "{verb} {} payload(s) of {} job(s); envelopes, records and ledger kept",
             report.removed.len(),
             report.jobs.len()
         );

@@ -558,6 +558,52 @@ pub fn decisions(
     Ok(out)
 }
 
+/// A job's last `approve` or `decline` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastReview {
+    /// `approve` or `decline`.
+    pub kind: &'static str,
+    /// Who decided.
+    pub by: String,
+    /// The entry's `at`, unix seconds.
+    pub at: u64,
+    /// The gate entry decided on.
+    pub gate_entry: u64,
+}
+
+/// The people's decisions (`approve`, `decline`) per job, from a ledger that verifies in
+/// full: for each job, the last one.
+pub fn reviews(
+    store: &Store,
+    trusted: &PublicKey,
+) -> Result<std::collections::BTreeMap<JobId, LastReview>> {
+    let mut out = std::collections::BTreeMap::new();
+    walk(store, trusted, None, |_, entry| {
+        if let Event::Approve { by, gate_entry, .. } | Event::Decline { by, gate_entry, .. } =
+            &entry.event
+        {
+            let review = LastReview {
+                kind: entry.event.kind(),
+                by: by.clone(),
+                at: entry.at,
+                gate_entry: *gate_entry,
+            };
+            out.insert(entry.job.clone(), review);
+        }
+    })?;
+    Ok(out)
+}
+
+/// Verifies the whole ledger (as [`verify`]) and calls `visit` on every entry, in order: for
+/// readers that need more than one job's entries (model history, audit export).
+pub fn visit_verified(
+    store: &Store,
+    trusted: &PublicKey,
+    visit: impl FnMut(u64, &LedgerEntry),
+) -> Result<VerifyReport> {
+    walk(store, trusted, None, visit)
+}
+
 /// Walks `ledger/` in name order, checking every rule; calls `visit` on each valid entry.
 fn walk(
     store: &Store,

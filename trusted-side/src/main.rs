@@ -13,7 +13,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod approve;
+mod audit_export;
 mod cli;
+mod compare;
 mod config;
 mod demo;
 mod exit;
@@ -29,6 +32,7 @@ mod reasons;
 mod resubmit;
 mod run_account;
 mod scan_cmd;
+mod show;
 mod status;
 mod store;
 mod submit;

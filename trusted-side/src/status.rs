@@ -37,6 +37,9 @@ pub struct JobStatus {
     pub landed_at: Option<u64>,
     /// The gate's decision, if gated.
     pub decision: Option<String>,
+    /// A person's decision on the gated artifact (`approved by NAME` / `declined by NAME`,
+    /// from the ledger), if any.
+    pub review: Option<String>,
 }
 
 /// Checkpoint intervals without a new checkpoint after which a job is `stalled`.
@@ -100,7 +103,24 @@ pub fn job_status(
         last_checkpoint_at: checkpoint.map(|c| c.last_modified),
         landed_at: landed.map(|l| l.last_modified),
         decision,
+        review: None,
     })
+}
+
+/// A name typed by a person, inert on a terminal (controls and bidi overrides escaped).
+fn shown(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let risky =
+                c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            let out: Vec<char> = if risky {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            out
+        })
+        .collect()
 }
 
 /// `airlock status [JOB] [--json]`.
@@ -117,9 +137,24 @@ pub fn run(
         Some(j) => vec![JobId::parse(j)?],
         None => list_jobs(&store)?,
     };
+    let reviews = crate::ledger::reviews(&store, &trusted)?;
     let mut out = Vec::with_capacity(jobs.len());
     for job in &jobs {
-        out.push(job_status(&store, &trusted, job, &decisions, now)?);
+        let mut s = job_status(&store, &trusted, job, &decisions, now)?;
+        s.review = reviews.get(job).map(|r| {
+            let verb = if r.kind == "approve" {
+                "approved"
+            } else {
+                "declined"
+            };
+            format!(
+                "{verb} by {} at {} (gate entry {})",
+                r.by,
+                airlock_core::jobid::rfc3339_utc(r.at),
+                r.gate_entry
+            )
+        });
+        out.push(s);
     }
     if args.json {
         crate::output::print_json(&out)?;
@@ -129,17 +164,18 @@ pub fn run(
         let fmt =
             |t: Option<u64>| t.map_or_else(|| "-".to_owned(), airlock_core::jobid::rfc3339_utc);
         println!(
-            "{:<38} {:<8} {:<20} {:<20} DECISION",
-            "JOB", "STATE", "CHECKPOINT", "LANDED"
+            "{:<38} {:<8} {:<20} {:<20} {:<8} REVIEW",
+            "JOB", "STATE", "CHECKPOINT", "LANDED", "DECISION"
         );
         for s in &out {
             println!(
-                "{:<38} {:<8} {:<20} {:<20} {}",
+                "{:<38} {:<8} {:<20} {:<20} {:<8} {}",
                 s.job.as_str(),
                 s.state,
                 fmt(s.last_checkpoint_at),
                 fmt(s.landed_at),
-                s.decision.as_deref().unwrap_or("-")
+                s.decision.as_deref().unwrap_or("-"),
+                s.review.as_deref().map_or_else(|| "-".to_owned(), shown)
             );
         }
     }

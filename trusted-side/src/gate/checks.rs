@@ -267,6 +267,9 @@ fn removed_old_lines(h: &diff::Hunk) -> impl Iterator<Item = u64> + '_ {
     })
 }
 
+/// The model request meaning "nothing specific" (`airlock submit` without `--model`).
+pub const MODEL_UNSPECIFIED: &str = "unspecified";
+
 /// Step 11 (and the packet half of step 6): what the packet says about the run.
 ///
 /// - counts or `model_requested` that disagree with the parsed diff or the record:
@@ -276,7 +279,8 @@ fn removed_old_lines(h: &diff::Hunk) -> impl Iterator<Item = u64> + '_ {
 ///   can never be queued as if finished);
 /// - `sandbox: none`: `unsandboxed`, human (the generator had the worker's network and files);
 /// - `limits_hit` non-empty: `worker-limit-hit`, human (the diff may be cut short);
-/// - model reported differs from requested (and is reported): `model-mismatch`, **queue**:
+/// - model reported differs from requested (both specific: reported, and not
+///   `unspecified`): `model-mismatch`, **queue**:
 ///   recorded in the report, the ledger and the review commit, not a decision by itself
 ///   (providers name models inconsistently; policy cannot tighten it yet);
 /// - refused paths: `worker-refused-paths`, queue (recorded).
@@ -344,7 +348,8 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
         ));
     }
     let reported = packet.model_reported.as_str();
-    if reported != MODEL_UNREPORTED && reported != record.model_requested {
+    let asked = record.model_requested.as_str();
+    if reported != MODEL_UNREPORTED && asked != MODEL_UNSPECIFIED && reported != asked {
         out.push(Reason::new(
             ReasonCode::ModelMismatch,
             Verdict::Queue,

@@ -322,6 +322,17 @@ fn model_swap_and_refused_paths_are_recorded_not_decisive() {
 }
 
 #[test]
+fn no_model_mismatch_when_nothing_specific_was_asked() {
+    let p = patch(&modify("a.txt"));
+    let mut rec = record();
+    rec.model_requested = MODEL_UNSPECIFIED.into();
+    let mut k = packet(&p);
+    k.model_requested = MODEL_UNSPECIFIED.into();
+    k.model_reported = "example-model-2026-02".into();
+    assert!(check_packet(&k, &rec, &p).is_empty());
+}
+
+#[test]
 fn an_empty_patch_is_a_no_change_reject_and_a_real_one_is_not() {
     let p = ParsedPatch::default();
     let r = check_no_change(&p).expect("a reason");

@@ -66,6 +66,11 @@ other = "queue"
 # max_changed_files = 50
 # max_changed_lines = 2000
 
+[models]
+# The verdict of `model-drift`: a model answering a request for the first time (the ledger's
+# earlier jobs with the same model requested were answered by others).
+drift = "human"
+
 # [[paths]] rules are tried in file order before buckets; the first match decides.
 # [[paths]]
 # glob = "docs/generated/**"
@@ -267,6 +272,17 @@ struct PolicyFile {
     limits: PolicyLimits,
     #[serde(default)]
     paths: Vec<PathRuleFile>,
+    #[serde(default)]
+    models: ModelsFile,
+}
+
+/// `[models]`: how reasons about the model answering are routed.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelsFile {
+    /// Verdict of `model-drift` (a model answering a request for the first time); default
+    /// `human`.
+    drift: Option<Verdict>,
 }
 
 /// `[limits]`: optional limits that tighten the job request's.
@@ -361,6 +377,8 @@ pub struct Policy {
     buckets: [Verdict; Bucket::ALL.len()],
     limits: PolicyLimits,
     paths: Vec<PathRule>,
+    /// `[models] drift`: the verdict of `model-drift`.
+    model_drift: Verdict,
 }
 
 impl Default for Policy {
@@ -382,6 +400,7 @@ impl Default for Policy {
             buckets,
             limits: PolicyLimits::default(),
             paths: Vec::new(),
+            model_drift: Verdict::Human,
         }
     }
 }
@@ -394,6 +413,14 @@ struct Canonical<'a> {
     buckets: CanonicalBuckets,
     limits: PolicyLimits,
     paths: Vec<CanonicalRule<'a>>,
+    /// Only when not the default, so that policies written before `[models]` keep their digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    models: Option<CanonicalModels>,
+}
+
+#[derive(Serialize)]
+struct CanonicalModels {
+    drift: Verdict,
 }
 
 #[derive(Serialize)]
@@ -465,6 +492,9 @@ impl Policy {
             }
         }
         policy.limits = file.limits;
+        if let Some(v) = file.models.drift {
+            policy.model_drift = v;
+        }
         policy.paths = file
             .paths
             .into_iter()
@@ -491,6 +521,11 @@ impl Policy {
     /// The verdict for a changed path of `bucket` (before `[[paths]]` rules).
     pub fn bucket_verdict(&self, bucket: Bucket) -> Verdict {
         self.buckets[bucket.index()]
+    }
+
+    /// The verdict of `model-drift` (`[models] drift`, default `human`).
+    pub fn model_drift_verdict(&self) -> Verdict {
+        self.model_drift
     }
 
     /// The `[limits]` overrides.
@@ -529,6 +564,9 @@ impl Policy {
                     reason: &r.reason,
                 })
                 .collect(),
+            models: (self.model_drift != Verdict::Human).then_some(CanonicalModels {
+                drift: self.model_drift,
+            }),
         };
         // Serializing plain structs of strings, enums and integers cannot fail.
         serde_json::to_string(&canonical).unwrap_or_default()

@@ -342,7 +342,7 @@ pub fn exit_code(v: Verdict) -> u8 {
     }
 }
 
-fn bom_rows(b: &Bom) -> Vec<(&'static str, String)> {
+pub(crate) fn bom_rows(b: &Bom) -> Vec<(&'static str, String)> {
     vec![
         ("revision", opt_text(&b.revision)),
         ("prompt", opt_digest(&b.prompt_sha256)),

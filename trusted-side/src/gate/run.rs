@@ -125,6 +125,7 @@ pub fn run_gate(
         Err(FetchError::Failed(e)) => return Err(e),
     };
     fill_bom_from_fetch(&mut report, &fetched);
+    check_model_drift(store, key, &fetched, &opts.policy, &mut report);
     // 2. the patch
     let patch_bytes = match parse::patch_member(fetched.patch.take()) {
         Ok(bytes) => bytes,
@@ -274,6 +275,28 @@ fn fill_bom_from_record(report: &mut GateReport, record: &JobRecord) {
     b.model_requested = Some(record.model_requested.clone());
     b.revision = Some(record.revision.clone());
     b.bundle_sha256 = Some(record.bundle_sha256);
+}
+
+/// Step 11, the ledger's half: `model-drift` when the model reported answers this job's model
+/// request for the first time (`drift.rs`). An unreadable history is a warning, not an error.
+fn check_model_drift(
+    store: &Store,
+    key: &SigningKey,
+    fetched: &Fetched,
+    policy: &Policy,
+    report: &mut GateReport,
+) {
+    let job = &fetched.record.job;
+    match super::drift::ModelHistory::read(store, &key.public(), job) {
+        Ok(history) => report.reasons.extend(history.check(
+            &fetched.record.model_requested,
+            &fetched.packet.model_reported,
+            policy.model_drift_verdict(),
+        )),
+        Err(e) => report.warnings.push(format!(
+            "model history unavailable, model drift not checked: {e:#}"
+        )),
+    }
 }
 
 fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {

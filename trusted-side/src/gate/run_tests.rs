@@ -288,12 +288,18 @@ fn source_edit_is_queued_and_review_branch_holds_it_without_touching_the_checkou
     assert_eq!(again.review_branch.unwrap().commit, b.commit);
     let kinds = ledger_kinds(&f);
     assert!(kinds.contains(&"gate:queue".to_owned()), "{kinds:?}");
-    // Nothing left behind in the job directory but the artifact and the fetch record.
-    let left: Vec<_> = std::fs::read_dir(crate::fetch::job_dir(&f.home.dir, &claims.job))
+    // Nothing left behind in the job directory but the artifact and its envelope (kept as
+    // evidence that outlives gc).
+    let mut left: Vec<_> = std::fs::read_dir(crate::fetch::job_dir(&f.home.dir, &claims.job))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(left, vec!["artifact.tar.gz"], "{left:?}");
+    left.sort();
+    assert_eq!(
+        left,
+        vec!["artifact.dsse.json", "artifact.tar.gz"],
+        "{left:?}"
+    );
 }
 
 /// A `refs/replace/` entry planted after the pack makes plain git read another file at the

@@ -84,6 +84,23 @@ pub struct RejectRecord {
     pub detail: String,
 }
 
+/// An `approve` or `decline` entry's fields: a person's decision on a gated artifact.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReviewRecord {
+    /// `approve` or `decline`.
+    pub decision: &'static str,
+    /// Who decided.
+    pub by: String,
+    /// Their note.
+    pub note: String,
+    /// Key id of the trusted key that signed the entry.
+    pub trusted_key_id: String,
+    /// The artifact decided on.
+    pub artifact_sha256: Sha256Digest,
+    /// The gate entry decided on.
+    pub gate_entry: u64,
+}
+
 /// One event with its place in the ledger.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stamped<T> {
@@ -109,6 +126,8 @@ pub struct BillOfMaterials {
     pub gates: Vec<Stamped<GateRecord>>,
     /// Every refused artifact, in ledger order.
     pub rejects: Vec<Stamped<RejectRecord>>,
+    /// Every approve or decline, in ledger order; the last is the current one.
+    pub reviews: Vec<Stamped<ReviewRecord>>,
     /// The current decision: the last gate's, if any.
     pub decision: Option<String>,
     /// The entry numbers about this job.
@@ -131,6 +150,7 @@ impl BillOfMaterials {
             fetches: Vec::new(),
             gates: Vec::new(),
             rejects: Vec::new(),
+            reviews: Vec::new(),
             decision: None,
             entries: entries.iter().map(|(s, _)| *s).collect(),
             notes: Vec::new(),
@@ -138,6 +158,7 @@ impl BillOfMaterials {
         };
         for (seq, entry) in entries {
             let at = entry.at;
+            let kind = entry.event.kind();
             match entry.event {
                 Event::Submit {
                     prompt_sha256,
@@ -215,6 +236,30 @@ impl BillOfMaterials {
                         detail,
                     };
                     bom.rejects.push(Stamped { seq, at, event });
+                }
+                Event::Approve {
+                    by,
+                    note,
+                    trusted_key_id,
+                    artifact_sha256,
+                    gate_entry,
+                }
+                | Event::Decline {
+                    by,
+                    note,
+                    trusted_key_id,
+                    artifact_sha256,
+                    gate_entry,
+                } => {
+                    let event = ReviewRecord {
+                        decision: kind,
+                        by,
+                        note,
+                        trusted_key_id,
+                        artifact_sha256,
+                        gate_entry,
+                    };
+                    bom.reviews.push(Stamped { seq, at, event });
                 }
             }
         }
@@ -343,6 +388,31 @@ impl fmt::Display for BillOfMaterials {
             )?;
             writeln!(f, "  rule            {}", shown(&e.reason_code))?;
             writeln!(f, "  detail          {}", shown(&e.detail))?;
+        }
+        for x in &self.reviews {
+            let e = &x.event;
+            writeln!(
+                f,
+                "\n{} by {} (entry {}, {})",
+                if e.decision == "approve" {
+                    "approved"
+                } else {
+                    "declined"
+                },
+                shown(&e.by),
+                x.seq,
+                when(x.at)
+            )?;
+            writeln!(f, "  artifact sha256 {}", e.artifact_sha256)?;
+            writeln!(f, "  gate entry      {}", e.gate_entry)?;
+            writeln!(
+                f,
+                "  signed by       trusted key {}",
+                shown(&e.trusted_key_id)
+            )?;
+            for line in e.note.lines() {
+                writeln!(f, "  note            {}", shown(line))?;
+            }
         }
         for n in &self.notes {
             writeln!(f, "\nnote: {n}")?;

@@ -92,7 +92,8 @@ where
     Option::<T>::deserialize(d)
 }
 
-/// What an entry records, tagged by `kind` (`submit`, `fetch`, `gate`, `reject`).
+/// What an entry records, tagged by `kind` (`submit`, `fetch`, `gate`, `reject`, `approve`,
+/// `decline`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Event {
@@ -159,6 +160,32 @@ pub enum Event {
         /// The refusal message (may quote worker-supplied names; shown escaped).
         detail: String,
     },
+    /// A person approved the gated artifact (`airlock approve`).
+    Approve {
+        /// Who: `--by NAME`, else the OS user running `airlock`.
+        by: String,
+        /// Free text (may be empty).
+        note: String,
+        /// Key id (sha256 of the raw public key) of the trusted key signing this entry.
+        trusted_key_id: String,
+        /// SHA-256 of the artifact approved: the one the gate entry `gate_entry` judged.
+        artifact_sha256: Sha256Digest,
+        /// Number of the `gate` entry this decision is about.
+        gate_entry: u64,
+    },
+    /// A person declined the gated artifact (`airlock decline`); the note says why.
+    Decline {
+        /// Who: `--by NAME`, else the OS user running `airlock`.
+        by: String,
+        /// Why (required, not empty).
+        note: String,
+        /// Key id (sha256 of the raw public key) of the trusted key signing this entry.
+        trusted_key_id: String,
+        /// SHA-256 of the artifact declined: the one the gate entry `gate_entry` judged.
+        artifact_sha256: Sha256Digest,
+        /// Number of the `gate` entry this decision is about.
+        gate_entry: u64,
+    },
 }
 
 /// The values `Reject.stage` may take.
@@ -172,6 +199,8 @@ impl Event {
             Event::Fetch { .. } => "fetch",
             Event::Gate { .. } => "gate",
             Event::Reject { .. } => "reject",
+            Event::Approve { .. } => "approve",
+            Event::Decline { .. } => "decline",
         }
     }
 
@@ -191,6 +220,9 @@ impl Event {
                         "prompt_sha256 {prompt_sha256} but the prompt hashes to {actual}"
                     ));
                 }
+            }
+            Event::Decline { note, .. } if note.trim().is_empty() => {
+                return Err("a decline must say why (note is empty)".to_owned());
             }
             Event::Reject { stage, .. } if !REJECT_STAGES.contains(&stage.as_str()) => {
                 return Err(format!(
@@ -245,6 +277,10 @@ impl Event {
             } => {
                 cap(reason_code);
                 cap(detail);
+            }
+            Event::Approve { by, note, .. } | Event::Decline { by, note, .. } => {
+                cap(by);
+                cap(note);
             }
         }
         self
