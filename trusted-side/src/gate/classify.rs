@@ -1248,9 +1248,10 @@ mod tests {
             }
             out
         };
-        let mut name_rules: Vec<(&str, &str)> = Vec::new();
-        name_rules.push((ROOT_EXECUTABLE_RULE, "An extension-less file at the root whose name starts with a lowercase letter (`artisan`, `bootstrap`), after every glob rule"));
-        name_rules.push((TABLE_BROKEN_RULE, "Every path, if the built-in table failed to compile (cannot happen: a unit test compiles it; fail closed)"));
+        let name_rules: [(&str, &str); 2] = [
+            (ROOT_EXECUTABLE_RULE, "An extension-less file at the root whose name starts with a lowercase letter (`artisan`, `bootstrap`), after every glob rule"),
+            (TABLE_BROKEN_RULE, "Every path, if the built-in table failed to compile (cannot happen: a unit test compiles it; fail closed)"),
+        ];
         for (marker, expected) in [
             ("rules", rules_markdown()),
             ("content-rules", rules_table(content::RULES)),
