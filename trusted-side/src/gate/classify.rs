@@ -424,7 +424,17 @@ pub struct Classified {
 /// `ci`, `iac`, `deps`, `build`, `governance` or `agent` is final. A pure function of its
 /// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
 pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
-    let raised = reach::raise_by_tree(changes, tree);
+    // The tree is read only when it could change an answer (it only raises `src`, `other`,
+    // `tests`, `docs`, and `build` into `ci`).
+    let could_raise = changes.iter().any(|c| {
+        let b = classify_path(c.path, c.new).bucket;
+        tree_may_raise(b) || b == Bucket::Build
+    });
+    let raised = if could_raise {
+        reach::raise_by_tree(changes, tree)
+    } else {
+        Default::default()
+    };
     // A change that keeps the mode says nothing of it: the tree's bit applies.
     let executable_in_tree: std::collections::HashSet<&str> = tree
         .files()
