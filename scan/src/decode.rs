@@ -118,7 +118,7 @@ pub fn base64_pieces(content: &[u8], pieces: &mut Vec<Piece>, blobs: &mut Vec<Ke
             end += 1;
         }
         let len = i - start;
-        if len < MIN_BASE64 || len > MAX_ENCODED || !(upper && lower) {
+        if !((MIN_BASE64..=MAX_ENCODED).contains(&len) && upper && lower) {
             continue;
         }
         let Some(run) = content.get(start..i) else {

@@ -635,12 +635,6 @@ impl Scanner {
         self
     }
 
-    /// Every distinct keyword (lowercase): the keyword search's patterns, by id.
-    #[cfg(test)]
-    pub(crate) fn keywords(&self) -> &[String] {
-        &self.keywords
-    }
-
     /// The keyword search, built on first use: a DFA for trees, the noncontiguous NFA with
     /// [`Scanner::with_small_inputs`] or if the DFA cannot be built.
     fn prefilter(&self) -> &Prefilter {

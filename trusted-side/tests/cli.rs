@@ -44,3 +44,21 @@ fn usage_errors_exit_2() {
         .expect("run airlock");
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn classify_says_when_only_path_rules_apply_and_rev_needs_repo() {
+    let dir = std::env::temp_dir();
+    let out = airlock()
+        .current_dir(&dir)
+        .args(["classify", "src/main.rs"])
+        .output()
+        .expect("run airlock");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--repo DIR"), "{err}");
+    let bad = airlock()
+        .args(["classify", "--rev", "HEAD", "x"])
+        .output()
+        .expect("run airlock");
+    assert_eq!(bad.status.code(), Some(2));
+}

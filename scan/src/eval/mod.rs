@@ -440,7 +440,7 @@ fn noise(rng: &mut Rng, n: usize) -> Vec<u8> {
     (0..n)
         .map(|_| {
             let v = rng.next_u64();
-            if v % 5 == 0 {
+            if v.is_multiple_of(5) {
                 0
             } else {
                 (v >> 8) as u8 | 0x80

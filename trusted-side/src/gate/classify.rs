@@ -424,7 +424,17 @@ pub struct Classified {
 /// `ci`, `iac`, `deps`, `build`, `governance` or `agent` is final. A pure function of its
 /// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
 pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
-    let raised = reach::raise_by_tree(changes, tree);
+    // The tree is read only when it could change an answer (it only raises `src`, `other`,
+    // `tests`, `docs`, and `build` into `ci`).
+    let could_raise = changes.iter().any(|c| {
+        let b = classify_path(c.path, c.new).bucket;
+        tree_may_raise(b) || b == Bucket::Build
+    });
+    let raised = if could_raise {
+        reach::raise_by_tree(changes, tree)
+    } else {
+        Default::default()
+    };
     // A change that keeps the mode says nothing of it: the tree's bit applies.
     let executable_in_tree: std::collections::HashSet<&str> = tree
         .files()
@@ -1248,9 +1258,10 @@ mod tests {
             }
             out
         };
-        let mut name_rules: Vec<(&str, &str)> = Vec::new();
-        name_rules.push((ROOT_EXECUTABLE_RULE, "An extension-less file at the root whose name starts with a lowercase letter (`artisan`, `bootstrap`), after every glob rule"));
-        name_rules.push((TABLE_BROKEN_RULE, "Every path, if the built-in table failed to compile (cannot happen: a unit test compiles it; fail closed)"));
+        let name_rules: [(&str, &str); 2] = [
+            (ROOT_EXECUTABLE_RULE, "An extension-less file at the root whose name starts with a lowercase letter (`artisan`, `bootstrap`), after every glob rule"),
+            (TABLE_BROKEN_RULE, "Every path, if the built-in table failed to compile (cannot happen: a unit test compiles it; fail closed)"),
+        ];
         for (marker, expected) in [
             ("rules", rules_markdown()),
             ("content-rules", rules_table(content::RULES)),
