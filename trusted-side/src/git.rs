@@ -265,7 +265,9 @@ impl Repo {
     /// `git status --porcelain`, with the file-system monitor off so no configured command
     /// runs. A bare repository has no working tree: 0.
     pub fn uncommitted_paths(&self) -> Result<usize> {
-        let out = git(&self.dir)
+        let out = self
+            .git
+            .command()
             .args([
                 "-c",
                 "core.fsmonitor=false",

@@ -549,7 +549,7 @@ pub fn page_after_gate(
         .reasons
         .iter()
         .map(|r| ReasonView {
-            code: r.code.to_owned(),
+            code: r.code.code().to_owned(),
             verdict: r.verdict.to_string(),
             path: r.path.clone(),
             rule: r.rule.clone(),

@@ -17,7 +17,7 @@ use airlock_core::jobid::JobId;
 use airlock_core::keys::PublicKey;
 use anyhow::Result;
 
-use super::checks::code;
+use crate::reasons::ReasonCode;
 use super::policy::Verdict;
 use super::report::{shown, Reason};
 use crate::ledger::{self, Event};
@@ -105,7 +105,7 @@ impl ModelHistory {
             n => format!("the last {n} jobs"),
         };
         Some(Reason::new(
-            code::MODEL_DRIFT,
+            ReasonCode::ModelDrift,
             verdict,
             format!(
                 "asked {}, answered {} for the first time; {jobs} answered {answered}",
@@ -129,7 +129,7 @@ mod tests {
         let r = h
             .check("example-model", "example-model-2026-02", Verdict::Human)
             .expect("a new answer is drift");
-        assert_eq!(r.code, "model-drift");
+        assert_eq!(r.code, ReasonCode::ModelDrift);
         assert_eq!(r.verdict, Verdict::Human);
         assert_eq!(
             r.detail,

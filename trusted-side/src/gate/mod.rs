@@ -16,6 +16,7 @@ pub mod reach;
 pub mod record;
 pub mod report;
 pub mod report_html;
+pub mod report_page;
 pub mod review;
 pub mod run;
 pub mod scan;
