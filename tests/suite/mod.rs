@@ -1,9 +1,9 @@
 //! Test modules (one line each on what they cover).
 
-/// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
-mod blast_radius;
 /// Real agent CLIs (Claude Code, Codex CLI, aider) in the sandbox against stand-in model servers.
 mod agents;
+/// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
+mod blast_radius;
 /// Dispatch, trusted side: submit's egress refusal, the scoped model key, `no-change`, failed
 /// runs' log tails and the egress log in reports, checkpoints and `resubmit`.
 mod dispatch;

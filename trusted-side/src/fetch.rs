@@ -639,9 +639,7 @@ fn run_checkpoint(
     let f = match fetch_checkpoint(store, key, home, job) {
         Ok(f) => f,
         Err(FetchError::Refused(r)) => {
-            return Err(
-                crate::exit::Refused(format!("job {job}: checkpoint refused: {r}")).into(),
-            )
+            return Err(crate::exit::Refused(format!("job {job}: checkpoint refused: {r}")).into())
         }
         Err(FetchError::Failed(e)) => return Err(e),
     };

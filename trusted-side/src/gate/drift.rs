@@ -17,10 +17,10 @@ use airlock_core::jobid::JobId;
 use airlock_core::keys::PublicKey;
 use anyhow::Result;
 
-use crate::reasons::ReasonCode;
 use super::policy::Verdict;
 use super::report::{shown, Reason};
 use crate::ledger::{self, Event};
+use crate::reasons::ReasonCode;
 use crate::store::Store;
 
 /// How many earlier answers the reason summarises.
