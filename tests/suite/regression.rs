@@ -319,7 +319,7 @@ fn issue_27_a_generator_missing_from_path_names_the_sandbox_path() {
         return;
     }
     assert!(
-        err.contains("no-such-generator-27: not found in the sandbox's PATH (/"),
+        err.contains("no-such-generator-27") && err.contains("not found in the sandbox's PATH (/"),
         "{}",
         show(&out)
     );

@@ -65,7 +65,10 @@ pub(crate) fn preflight(spec: &SandboxSpec) -> Result<SandboxSpec, SandboxError>
     let binds = sys::geteuid() == 0;
     let program = spec.resolve_program().ok_or_else(|| SandboxError::Exec {
         program: spec.program.display().to_string(),
-        detail: format!("not found in the generator's PATH ({})", spec.path_var()),
+        detail: format!(
+            "not found in the sandbox's PATH ({}), which is not the worker's: give the generator's absolute path, or --readable its install directory",
+            spec.path_var()
+        ),
     })?;
     let canonical = std::fs::canonicalize(&program).map_err(|e| SandboxError::Exec {
         program: spec.program.display().to_string(),
@@ -105,7 +108,7 @@ pub(crate) fn preflight(spec: &SandboxSpec) -> Result<SandboxSpec, SandboxError>
                     return Err(SandboxError::Exec {
                         program: spec.program.display().to_string(),
                         detail: format!(
-                            "{what}, {name}, is not found in the generator's PATH ({})",
+                            "{what}, {name}, is not found in the sandbox's PATH ({})",
                             spec.path_var()
                         ),
                     });
