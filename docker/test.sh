@@ -6,7 +6,7 @@
 # side) submits jobs to it. Each job runs through one worker container: Docker's default
 # profile, docker/seccomp-sandbox.json with an unmasked /proc, and that profile alone. The
 # generator (docker/generators/probe.sh, busybox sh) edits a file and tries to reach the
-# store, the host and the internet from inside the worker's sandbox; the trusted side fetches and gates what came back, and this script prints
+# store and the host from inside the worker's sandbox; the trusted side fetches and gates what came back, and this script prints
 # the sandbox mode each worker got and what each probe saw.
 #
 # Needs a running Docker engine and docker-compose (scripts/ci-docker.sh installs and starts
@@ -126,12 +126,13 @@ echo "images built and store up in $(( $(date +%s) - t0 )) s (store $store_ip:$p
 
 mkdir -p "$work/generators"
 cp docker/generators/probe.sh "$work/generators/"
-host_ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+# Only addresses this test made: the store, and the host's side of the test's own internal
+# network (its gateway). No probe is ever aimed at an address outside this machine.
+host_ip=$(docker network inspect -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' "${project}_generation")
 {
   echo "store-loopback 127.0.0.1 $port"
   echo "store-internal $store_ip $port"
   echo "host ${host_ip:-172.17.0.1} 22"
-  echo "internet 1.1.1.1 80"
 } > "$work/generators/probe.targets"
 
 # Control: outside the sandbox, in the worker's network namespace, the store answers and
@@ -142,9 +143,6 @@ control=$("${compose[@]}" run --rm -T --entrypoint /opt/airlock/bin/busybox work
 echo "control, worker container outside the sandbox:"
 echo "$control" | sed 's/^/  /'
 echo "$control" | grep -q "^store-loopback .*HTTP/" || fail "control: the store did not answer the worker container"
-if echo "$control" | grep "^internet " | grep -q "HTTP/"; then
-  fail "control: the internal network reaches the internet"
-fi
 
 # ---- one job per worker container ----------------------------------------------------------
 printf 'Probe the network from the sandbox.\n' > "$work/prompt.txt"

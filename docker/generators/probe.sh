@@ -4,7 +4,7 @@
 # first line of the answer ("HTTP/1.1 ..." means it got through) or nc's error.
 #
 # The targets come from probe.targets beside this script (docker/test.sh writes it: the store
-# at 127.0.0.1 and at its address on the internal network, the host, an internet address).
+# at 127.0.0.1 and at its address on the internal network, and the host on that network).
 bb=/opt/airlock/bin/busybox
 here=$($bb dirname "$0")
 
