@@ -37,19 +37,26 @@ pub fn quiet_on_closed_stdout() {
 
 /// Sets up `tracing` on stderr. `RUST_LOG` overrides the level chosen by -v/-q.
 pub fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let level = match (quiet, verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn",
-        (false, 1) => "info",
-        (false, _) => "debug",
+        (true, _) => LevelFilter::ERROR,
+        (false, 0) => LevelFilter::WARN,
+        (false, 1) => LevelFilter::INFO,
+        (false, _) => LevelFilter::DEBUG,
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // `RUST_LOG` takes `target=level` directives (`tracing_subscriber::filter::Targets`).
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(level));
     tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(color_enabled())
         .with_target(false)
+        .finish()
+        .with(filter)
         .init();
 }
 

@@ -62,19 +62,26 @@ fn main() -> ExitCode {
 
 fn init_logging(verbose: u8) {
     use std::io::IsTerminal;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let level = match verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // `RUST_LOG` takes `target=level` directives (`tracing_subscriber::filter::Targets`).
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(level));
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stderr().is_terminal();
     tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(color)
         .with_target(false)
+        .finish()
+        .with(filter)
         .init();
 }

@@ -68,7 +68,12 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
     let p = path.to_ascii_lowercase();
     let name = p.rsplit('/').next().unwrap_or(&p);
     let yaml = name.ends_with(".yml") || name.ends_with(".yaml");
-    let under = |dir: &str| p.starts_with(dir) || p.contains(&format!("/{dir}"));
+    // `dir` (ending in `/`) at the root or below any directory.
+    let under = |dir: &str| {
+        p.starts_with(dir)
+            || p.match_indices(dir)
+                .any(|(i, _)| i > 0 && p.as_bytes()[i - 1] == b'/')
+    };
     let ci = (under(".github/workflows/") && yaml)
         || matches!(name, "action.yml" | "action.yaml")
         || name.ends_with("gitlab-ci.yml")

@@ -2,7 +2,8 @@
 //! for tests and callers that hold the bytes) and [`GitTree`], a committed revision of a local
 //! repository: the listing comes from the signed bundle's manifest (the gate already holds it) or
 //! from `git ls-tree` (`airlock classify --repo`), contents from one `git cat-file --batch`
-//! process per read, `<commit>:<path>` requests on stdin.
+//! process per read (through the hardened [`crate::git::Git`]), `<commit>:<path>` requests on
+//! stdin.
 //!
 //! Guards against: reading the working tree instead of the committed revision, option injection
 //! through the revision or a path (both go in on stdin, never as arguments), a path that names
@@ -13,7 +14,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use std::collections::BTreeMap;
 
@@ -121,11 +122,9 @@ impl GitTree {
     }
 
     fn read_batch(&self, paths: &[&str]) -> Option<Vec<Option<Vec<u8>>>> {
-        let mut child = Command::new("git")
-            .arg("-C")
-            .arg(&self.repo)
+        let mut child = crate::git::Git::new(&self.repo)
+            .command()
             .args(["cat-file", "--batch"])
-            .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
