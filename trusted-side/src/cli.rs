@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+use crate::audit::AuditOptions;
+use crate::config::GlobalOptions;
 use crate::exit::Outcome;
 
 /// airlock: run code-generating agents on untrusted machines without trusting them.
@@ -509,116 +511,186 @@ impl LimitArgs {
     }
 }
 
-/// Runs the chosen command.
+impl GlobalArgs {
+    fn options(&self) -> GlobalOptions {
+        GlobalOptions {
+            home: self.home.clone(),
+            verbose: self.verbose,
+            quiet: self.quiet,
+        }
+    }
+}
+
+impl PackInputs {
+    fn options(self) -> crate::pack::PackInputs {
+        crate::pack::PackInputs {
+            limits: self.limits.to_job_limits(),
+            repo: self.repo,
+            rev: self.rev,
+            prompt_file: self.prompt_file,
+            model: self.model,
+            repo_name: self.repo_name,
+            include: self.include,
+            exclude: self.exclude,
+            redact: self.redact,
+            max_file_bytes: self.max_file_bytes,
+            egress: self.egress,
+        }
+    }
+}
+
+/// Runs the chosen command: each one's arguments become its own options type.
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
+    let global = cli.global.options();
     match cli.command {
-        Command::Init(args) => crate::config::init(&cli.global, &args),
-        Command::Pack(args) => crate::pack::run(&cli.global, &args),
-        Command::Submit(args) => crate::submit::run(&cli.global, &args),
-        Command::Resubmit(args) => crate::resubmit::run(&cli.global, &args),
-        Command::Fetch(args) => crate::fetch::run(&cli.global, &args),
-        Command::Gate(args) => gate(&cli.global, &args),
-        Command::Scan(args) => crate::scan_cmd::run(&args, cli.global.quiet),
-        Command::Classify(args) => {
+        Command::Init(a) => crate::config::init(
+            &global,
+            &crate::config::InitOptions {
+                store: a.store,
+                json: a.json,
+            },
+        ),
+        Command::Pack(a) => crate::pack::run(
+            &global,
+            &crate::pack::PackCommandOptions {
+                pack: a.pack.options(),
+                out: a.out,
+                json: a.json,
+            },
+        ),
+        Command::Submit(a) => crate::submit::run(
+            &global,
+            &crate::submit::SubmitOptions {
+                pack: a.pack.options(),
+                ttl: a.ttl,
+                token_out: a.token_out,
+                json: a.json,
+            },
+        ),
+        Command::Resubmit(a) => crate::resubmit::run(
+            &global,
+            &crate::resubmit::ResubmitOptions {
+                job: a.job,
+                ttl: a.ttl,
+                token_out: a.token_out,
+                json: a.json,
+            },
+        ),
+        Command::Fetch(a) => crate::fetch::run(
+            &global,
+            &crate::fetch::FetchOptions {
+                job: a.job,
+                checkpoint: a.checkpoint,
+                json: a.json,
+            },
+        ),
+        Command::Gate(a) => crate::gate::command(
+            &global,
+            &crate::gate::GateCommandOptions {
+                job: a.job,
+                repo: a.repo,
+                policy: a.policy,
+                review_branch: a.review_branch,
+                json: a.json,
+                md: a.md,
+                html: a.html,
+            },
+        ),
+        Command::Scan(a) => crate::scan_cmd::run(
+            &crate::scan_cmd::ScanOptions {
+                path: a.path,
+                rev: a.rev,
+                config: a.config,
+                gitleaks_config: a.gitleaks_config,
+                json: a.json,
+                sarif: a.sarif,
+                print_regex: a.print_regex,
+            },
+            global.quiet,
+        ),
+        Command::Classify(a) => {
             crate::gate::classify::run_classify(
-                args.paths,
-                args.json,
-                args.policy.as_deref(),
-                args.repo
+                a.paths,
+                a.json,
+                a.policy.as_deref(),
+                a.repo
                     .as_deref()
-                    .map(|r| (r, args.rev.as_deref().unwrap_or("HEAD"))),
+                    .map(|r| (r, a.rev.as_deref().unwrap_or("HEAD"))),
             )?;
             Ok(Outcome::Ok)
         }
-        Command::Status(args) => crate::status::run(&cli.global, &args),
-        Command::Gc(args) => crate::gc::run(&cli.global, &args),
-        Command::Watch(args) => crate::watch::run(&cli.global, &args),
-        Command::Audit(cmd) => audit(&cli.global, cmd),
-        Command::Demo => crate::demo::run(&cli.global),
-        Command::Approve(args) => {
-            crate::approve::run(&cli.global, &args, crate::approve::Decision::Approve)
+        Command::Status(a) => crate::status::run(
+            &global,
+            &crate::status::StatusOptions {
+                job: a.job,
+                json: a.json,
+            },
+        ),
+        Command::Gc(a) => crate::gc::run(
+            &global,
+            &crate::gc::GcOptions {
+                older_than: a.older_than,
+                dry_run: a.dry_run,
+                json: a.json,
+            },
+        ),
+        Command::Watch(a) => crate::watch::run(
+            &global,
+            &crate::watch::WatchOptions {
+                jobs: a.jobs,
+                once: a.once,
+                max_jobs: a.max_jobs,
+                poll_max: a.poll_max,
+                repo: a.repo,
+                policy: a.policy,
+                review_branch: a.review_branch,
+                json: a.json,
+            },
+        ),
+        Command::Audit(cmd) => crate::audit::run(
+            &global,
+            match cmd {
+                AuditCommand::Verify { head, json } => AuditOptions::Verify { head, json },
+                AuditCommand::Show { job, json } => AuditOptions::Show { job, json },
+                AuditCommand::Export { since, out, json } => {
+                    AuditOptions::Export { since, out, json }
+                }
+            },
+        ),
+        Command::Demo => crate::demo::run(&global),
+        Command::Approve(a) => {
+            crate::approve::run(&global, &a.options(), crate::approve::Decision::Approve)
         }
-        Command::Decline(args) => {
-            crate::approve::run(&cli.global, &args, crate::approve::Decision::Decline)
+        Command::Decline(a) => {
+            crate::approve::run(&global, &a.options(), crate::approve::Decision::Decline)
         }
-        Command::Show(args) => crate::show::run(&cli.global, &args),
-        Command::Compare(args) => crate::compare::run(&cli.global, &args),
+        Command::Show(a) => crate::show::run(
+            &global,
+            &crate::show::ShowOptions {
+                job: a.job,
+                html: a.html,
+                md: a.md,
+                json: a.json,
+            },
+        ),
+        Command::Compare(a) => crate::compare::run(
+            &global,
+            &crate::compare::CompareOptions {
+                job_a: a.job_a,
+                job_b: a.job_b,
+                json: a.json,
+            },
+        ),
     }
 }
 
-fn gate(global: &GlobalArgs, args: &GateArgs) -> Result<Outcome> {
-    use crate::gate::policy::Verdict;
-    let home = crate::config::Home::load(&global.home)?;
-    let key = home.signing_key()?;
-    let store = home.open_store()?;
-    let job = airlock_core::jobid::JobId::parse(&args.job)?;
-    let repo = crate::config::absolute(&args.repo)?;
-    let opts = crate::gate::GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
-    let report = crate::gate::run_gate(&home, &store, &key, &job, &opts)?;
-    crate::gate::print(&report, args.json, None)?;
-    if args.html.is_some() || args.md.is_some() {
-        crate::show::write_after_gate(
-            &home,
-            &store,
-            &report,
-            args.html.as_deref(),
-            args.md.as_deref(),
-        )?;
-    }
-    Ok(match report.decision {
-        Verdict::Queue => Outcome::Ok,
-        Verdict::Human => Outcome::Human,
-        Verdict::Reject => Outcome::Reject,
-    })
-}
-
-fn audit(global: &GlobalArgs, cmd: AuditCommand) -> Result<Outcome> {
-    let home = crate::config::Home::load(&global.home)?;
-    let trusted = home.public_key()?;
-    let store = home.open_store()?;
-    match cmd {
-        AuditCommand::Verify { head, json } => {
-            let result = match head {
-                Some(h) => {
-                    let pin: crate::ledger::LedgerHead = h
-                        .parse()
-                        .map_err(|e| anyhow::anyhow!("--head {h:?}: {e}"))?;
-                    crate::ledger::verify_pinned(&store, &trusted, &pin)
-                }
-                None => crate::ledger::verify(&store, &trusted),
-            };
-            match result {
-                Ok(report) => {
-                    if json {
-                        crate::output::print_json(&report)?;
-                    } else {
-                        println!("{report}");
-                    }
-                    Ok(Outcome::Ok)
-                }
-                Err(e) => match e.downcast_ref::<crate::ledger::LedgerError>() {
-                    Some(crate::ledger::LedgerError::Broken(b)) => {
-                        if json {
-                            crate::output::print_json(b)?;
-                        }
-                        Err(crate::exit::Refused(format!("ledger broken: {b}")).into())
-                    }
-                    _ => Err(e),
-                },
-            }
-        }
-        AuditCommand::Show { job, json } => {
-            let job = airlock_core::jobid::JobId::parse(&job)?;
-            let bom = crate::ledger::show_job(&store, &trusted, &job)?;
-            if json {
-                crate::output::print_json(&bom)?;
-            } else {
-                println!("{bom}");
-            }
-            Ok(Outcome::Ok)
-        }
-        AuditCommand::Export { since, out, json } => {
-            crate::audit_export::run(&home, &store, &trusted, since.as_deref(), &out, json)
+impl DecideArgs {
+    fn options(self) -> crate::approve::DecideOptions {
+        crate::approve::DecideOptions {
+            job: self.job,
+            note: self.note,
+            by: self.by,
+            json: self.json,
         }
     }
 }

@@ -576,10 +576,21 @@ fn first_artifact_wins(
     }
 }
 
+/// What `airlock fetch` is asked to do.
+#[derive(Debug, Clone)]
+pub struct FetchOptions {
+    /// The job id.
+    pub job: String,
+    /// Fetch and verify the last checkpoint instead of the final artifact.
+    pub checkpoint: bool,
+    /// Print the result as JSON.
+    pub json: bool,
+}
+
 /// `airlock fetch JOB`.
 pub fn run(
-    global: &crate::cli::GlobalArgs,
-    args: &crate::cli::FetchArgs,
+    global: &crate::config::GlobalOptions,
+    args: &FetchOptions,
 ) -> Result<crate::exit::Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let key = home.signing_key()?;

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod approve;
+mod audit;
 mod audit_export;
 mod cli;
 mod compare;

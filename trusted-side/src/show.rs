@@ -615,8 +615,21 @@ pub fn write_after_gate(
     Ok(())
 }
 
+/// What `airlock show` is asked to do.
+#[derive(Debug, Clone)]
+pub struct ShowOptions {
+    /// The job id.
+    pub job: String,
+    /// Write the review report as one self-contained HTML file here.
+    pub html: Option<std::path::PathBuf>,
+    /// Write a pull-request body (Markdown) here.
+    pub md: Option<std::path::PathBuf>,
+    /// Print the report data as JSON.
+    pub json: bool,
+}
+
 /// `airlock show JOB`.
-pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::ShowArgs) -> Result<Outcome> {
+pub fn run(global: &crate::config::GlobalOptions, args: &ShowOptions) -> Result<Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;
     let store = home.open_store()?;

@@ -13,10 +13,13 @@ use airlock_core::store_layout as layout;
 use airlock_core::token::{verify_token, JobClaims};
 
 use super::*;
-use crate::cli::{GlobalArgs, InitArgs, LimitArgs, PackInputs, SubmitArgs};
 use crate::config::Home;
+use crate::config::{GlobalOptions, InitOptions};
 use crate::gate::policy::Verdict;
 use crate::gate::test_git::git;
+use crate::pack::PackInputs;
+use crate::submit::SubmitOptions;
+use airlock_core::limits::JobLimits;
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -56,14 +59,14 @@ fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
     let rev = git(&repo, &["rev-parse", "HEAD"]);
 
     let home_dir = root.join("home");
-    let global = GlobalArgs {
+    let global = GlobalOptions {
         home: home_dir.clone(),
         verbose: 0,
         quiet: true,
     };
     crate::config::init(
         &global,
-        &InitArgs {
+        &InitOptions {
             store: None,
             json: true,
         },
@@ -74,7 +77,7 @@ fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
     let token_file = root.join("token");
     crate::submit::run(
         &global,
-        &SubmitArgs {
+        &SubmitOptions {
             pack: PackInputs {
                 repo: repo.clone(),
                 rev: "HEAD".into(),
@@ -86,14 +89,15 @@ fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
                 redact,
                 max_file_bytes: 8 * 1024 * 1024,
                 egress: Vec::new(),
-                limits: LimitArgs {
+                limits: JobLimits {
                     wall_clock_secs: 60,
-                    checkpoint_secs: 30,
+                    checkpoint_every_secs: 30,
                     max_changed_files: 200,
                     max_changed_lines: 20_000,
                     max_artifact_bytes: 16 * 1024 * 1024,
                     max_log_bytes: 1024 * 1024,
                     max_tokens: 1_000_000,
+                    allow_binary: false,
                 },
             },
             ttl: "20m".into(),

@@ -41,7 +41,7 @@ use airlock_scan::{Finding, Scanner};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::cli::{GlobalArgs, PackArgs};
+use crate::config::GlobalOptions;
 use crate::config::Home;
 use crate::exit::{Outcome, Refused};
 use crate::git::{Repo, TreeEntry};
@@ -123,8 +123,46 @@ pub struct PackSummary {
     pub key_id: String,
 }
 
+/// What to pack: shared by `airlock pack` and `airlock submit`.
+#[derive(Debug, Clone)]
+pub struct PackInputs {
+    /// The git repository to pack.
+    pub repo: PathBuf,
+    /// The revision to pack (any commit-ish). Its tree is read, never the working tree.
+    pub rev: String,
+    /// File holding the prompt for the generator (UTF-8).
+    pub prompt_file: PathBuf,
+    /// The model to ask for.
+    pub model: String,
+    /// Name recorded for the repository (`None`: the directory name).
+    pub repo_name: Option<String>,
+    /// Only pack paths matching one of these globs.
+    pub include: Vec<String>,
+    /// Also leave out paths matching these globs.
+    pub exclude: Vec<String>,
+    /// Replace each secret found with `[REDACTED:<rule>]` instead of refusing the pack.
+    pub redact: bool,
+    /// Files larger than this are left out (rule pack.too-large).
+    pub max_file_bytes: u64,
+    /// Where the generator may connect through the worker's egress proxy.
+    pub egress: Vec<airlock_core::format::EgressRule>,
+    /// The job's limits, recorded in the signed request.
+    pub limits: airlock_core::limits::JobLimits,
+}
+
+/// What `airlock pack` is asked to do.
+#[derive(Debug, Clone)]
+pub struct PackCommandOptions {
+    /// What to pack.
+    pub pack: PackInputs,
+    /// Output directory for bundle.tar.gz and bundle.dsse.json (created if missing).
+    pub out: PathBuf,
+    /// Print the summary as JSON.
+    pub json: bool,
+}
+
 /// `airlock pack`.
-pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions, args: &PackCommandOptions) -> Result<Outcome> {
     let (json, out) = (args.json, &args.out);
     let args = &args.pack;
     let prompt = read_prompt(&args.prompt_file)?;
@@ -142,7 +180,7 @@ pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
         rev: &args.rev,
         repo_name,
         request: Request {
-            limits: args.limits.to_job_limits(),
+            limits: args.limits.clone(),
             egress: args.egress.clone(),
             ..Request::new(prompt, args.model.clone())
         },
