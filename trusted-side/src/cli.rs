@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use crate::audit::AuditOptions;
-use crate::config::GlobalOptions;
-use crate::exit::Outcome;
+use airlock::audit::AuditOptions;
+use airlock::config::GlobalOptions;
+use airlock::exit::Outcome;
 
 /// airlock: run code-generating agents on untrusted machines without trusting them.
 ///
@@ -522,8 +522,8 @@ impl GlobalArgs {
 }
 
 impl PackInputs {
-    fn options(self) -> crate::pack::PackInputs {
-        crate::pack::PackInputs {
+    fn options(self) -> airlock::pack::PackInputs {
+        airlock::pack::PackInputs {
             limits: self.limits.to_job_limits(),
             repo: self.repo,
             rev: self.rev,
@@ -543,50 +543,50 @@ impl PackInputs {
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
     let global = cli.global.options();
     match cli.command {
-        Command::Init(a) => crate::config::init(
+        Command::Init(a) => airlock::config::init(
             &global,
-            &crate::config::InitOptions {
+            &airlock::config::InitOptions {
                 store: a.store,
                 json: a.json,
             },
         ),
-        Command::Pack(a) => crate::pack::run(
+        Command::Pack(a) => airlock::pack::run(
             &global,
-            &crate::pack::PackCommandOptions {
+            &airlock::pack::PackCommandOptions {
                 pack: a.pack.options(),
                 out: a.out,
                 json: a.json,
             },
         ),
-        Command::Submit(a) => crate::submit::run(
+        Command::Submit(a) => airlock::submit::run(
             &global,
-            &crate::submit::SubmitOptions {
+            &airlock::submit::SubmitOptions {
                 pack: a.pack.options(),
                 ttl: a.ttl,
                 token_out: a.token_out,
                 json: a.json,
             },
         ),
-        Command::Resubmit(a) => crate::resubmit::run(
+        Command::Resubmit(a) => airlock::resubmit::run(
             &global,
-            &crate::resubmit::ResubmitOptions {
+            &airlock::resubmit::ResubmitOptions {
                 job: a.job,
                 ttl: a.ttl,
                 token_out: a.token_out,
                 json: a.json,
             },
         ),
-        Command::Fetch(a) => crate::fetch::run(
+        Command::Fetch(a) => airlock::fetch::run(
             &global,
-            &crate::fetch::FetchOptions {
+            &airlock::fetch::FetchOptions {
                 job: a.job,
                 checkpoint: a.checkpoint,
                 json: a.json,
             },
         ),
-        Command::Gate(a) => crate::gate::command(
+        Command::Gate(a) => airlock::gate::command(
             &global,
-            &crate::gate::GateCommandOptions {
+            &airlock::gate::GateCommandOptions {
                 job: a.job,
                 repo: a.repo,
                 policy: a.policy,
@@ -596,8 +596,8 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 html: a.html,
             },
         ),
-        Command::Scan(a) => crate::scan_cmd::run(
-            &crate::scan_cmd::ScanOptions {
+        Command::Scan(a) => airlock::scan_cmd::run(
+            &airlock::scan_cmd::ScanOptions {
                 path: a.path,
                 rev: a.rev,
                 config: a.config,
@@ -609,7 +609,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
             global.quiet,
         ),
         Command::Classify(a) => {
-            crate::gate::classify::run_classify(
+            airlock::gate::classify::run_classify(
                 a.paths,
                 a.json,
                 a.policy.as_deref(),
@@ -619,24 +619,24 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
             )?;
             Ok(Outcome::Ok)
         }
-        Command::Status(a) => crate::status::run(
+        Command::Status(a) => airlock::status::run(
             &global,
-            &crate::status::StatusOptions {
+            &airlock::status::StatusOptions {
                 job: a.job,
                 json: a.json,
             },
         ),
-        Command::Gc(a) => crate::gc::run(
+        Command::Gc(a) => airlock::gc::run(
             &global,
-            &crate::gc::GcOptions {
+            &airlock::gc::GcOptions {
                 older_than: a.older_than,
                 dry_run: a.dry_run,
                 json: a.json,
             },
         ),
-        Command::Watch(a) => crate::watch::run(
+        Command::Watch(a) => airlock::watch::run(
             &global,
-            &crate::watch::WatchOptions {
+            &airlock::watch::WatchOptions {
                 jobs: a.jobs,
                 once: a.once,
                 max_jobs: a.max_jobs,
@@ -647,7 +647,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 json: a.json,
             },
         ),
-        Command::Audit(cmd) => crate::audit::run(
+        Command::Audit(cmd) => airlock::audit::run(
             &global,
             match cmd {
                 AuditCommand::Verify { head, json } => AuditOptions::Verify { head, json },
@@ -657,25 +657,25 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 }
             },
         ),
-        Command::Demo => crate::demo::run(&global),
+        Command::Demo => airlock::demo::run(&global),
         Command::Approve(a) => {
-            crate::approve::run(&global, &a.options(), crate::approve::Decision::Approve)
+            airlock::approve::run(&global, &a.options(), airlock::approve::Decision::Approve)
         }
         Command::Decline(a) => {
-            crate::approve::run(&global, &a.options(), crate::approve::Decision::Decline)
+            airlock::approve::run(&global, &a.options(), airlock::approve::Decision::Decline)
         }
-        Command::Show(a) => crate::show::run(
+        Command::Show(a) => airlock::show::run(
             &global,
-            &crate::show::ShowOptions {
+            &airlock::show::ShowOptions {
                 job: a.job,
                 html: a.html,
                 md: a.md,
                 json: a.json,
             },
         ),
-        Command::Compare(a) => crate::compare::run(
+        Command::Compare(a) => airlock::compare::run(
             &global,
-            &crate::compare::CompareOptions {
+            &airlock::compare::CompareOptions {
                 job_a: a.job_a,
                 job_b: a.job_b,
                 json: a.json,
@@ -685,8 +685,8 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
 }
 
 impl DecideArgs {
-    fn options(self) -> crate::approve::DecideOptions {
-        crate::approve::DecideOptions {
+    fn options(self) -> airlock::approve::DecideOptions {
+        airlock::approve::DecideOptions {
             job: self.job,
             note: self.note,
             by: self.by,
