@@ -609,7 +609,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
             global.quiet,
         ),
         Command::Classify(a) => {
-            airlock::gate::classify::run_classify(
+            airlock::classify::run_classify(
                 a.paths,
                 a.json,
                 a.policy.as_deref(),

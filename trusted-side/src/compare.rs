@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::exit::Outcome;
-use crate::gate::report::shown;
+use crate::report::shown;
 
 /// One side of the comparison.
 #[derive(Debug, Serialize)]

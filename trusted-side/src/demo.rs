@@ -145,7 +145,7 @@ pub fn run(global: &GlobalOptions) -> Result<Outcome> {
         }
         let opts = crate::gate::GateOptions::new(repo.clone(), None, true)?;
         let report = crate::gate::run_gate(&home, &store, &key, &job, &opts)?;
-        crate::gate::print(&report, false, None)?;
+        crate::gate::print(&report, false)?;
         println!();
         summary.push((job, title, report));
     }

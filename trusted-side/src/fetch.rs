@@ -676,7 +676,7 @@ fn run_checkpoint(
 
 /// Prints the egress log and, for a failed run, its exit in words and the log's tail.
 fn print_run(f: &Fetched) {
-    use crate::gate::report::shown;
+    use crate::report::shown;
     for a in &f.packet.egress {
         println!(
             "  egress    {} {}{}",

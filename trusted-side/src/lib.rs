@@ -19,6 +19,7 @@
 pub mod approve;
 pub mod audit;
 mod audit_export;
+pub mod classify;
 pub mod compare;
 pub mod config;
 pub mod demo;
@@ -32,6 +33,7 @@ mod model_key;
 pub mod output;
 pub mod pack;
 mod reasons;
+pub mod report;
 pub mod resubmit;
 mod run_account;
 pub mod scan_cmd;

@@ -27,13 +27,13 @@ use airlock_core::store_layout as layout;
 use airlock_core::tar::{read_members, AllowedNames};
 use anyhow::{Context, Result};
 
+use crate::classify::classify_path;
 use crate::exit::Outcome;
 use crate::fetch::MAX_PATCH_BYTES;
-use crate::gate::classify::classify_path;
-use crate::gate::report::{bom_rows, GateReport};
-use crate::gate::report_page::{ChainLink, FileView, HunkView, LineView, ReasonView, ReviewPage};
 use crate::ledger::entry::{entry_key, MAX_ENTRY_BYTES};
 use crate::ledger::BillOfMaterials;
+use crate::report::page::{ChainLink, FileView, HunkView, LineView, ReasonView, ReviewPage};
+use crate::report::{bom_rows, GateReport};
 use crate::store::Store;
 
 /// Bytes of `generator.log` read from the kept artifact.
@@ -607,10 +607,10 @@ pub fn write_after_gate(
 ) -> Result<()> {
     let page = page_after_gate(&home.dir, store, &home.public_key()?, report)?;
     if let Some(path) = html {
-        write_atomic(path, crate::gate::report_html::render(&page).as_bytes())?;
+        write_atomic(path, crate::report::html::render(&page).as_bytes())?;
     }
     if let Some(path) = md {
-        write_atomic(path, crate::gate::report_page::render_md(&page).as_bytes())?;
+        write_atomic(path, crate::report::page::render_md(&page).as_bytes())?;
     }
     Ok(())
 }
@@ -636,10 +636,10 @@ pub fn run(global: &crate::config::GlobalOptions, args: &ShowOptions) -> Result<
     let job = JobId::parse(&args.job)?;
     let page = page_from_ledger(&home.dir, &store, &trusted, &job)?;
     if let Some(path) = &args.html {
-        write_atomic(path, crate::gate::report_html::render(&page).as_bytes())?;
+        write_atomic(path, crate::report::html::render(&page).as_bytes())?;
     }
     if let Some(path) = &args.md {
-        write_atomic(path, crate::gate::report_page::render_md(&page).as_bytes())?;
+        write_atomic(path, crate::report::page::render_md(&page).as_bytes())?;
     }
     if args.json {
         crate::output::print_json(&page)?;
@@ -651,7 +651,7 @@ pub fn run(global: &crate::config::GlobalOptions, args: &ShowOptions) -> Result<
 
 /// A terminal summary of the page (inert text).
 fn render_text(p: &ReviewPage) -> String {
-    use crate::gate::report::shown;
+    use crate::report::shown;
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "job {}: {}", p.job, p.decision.to_uppercase());

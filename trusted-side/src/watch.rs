@@ -238,7 +238,7 @@ fn pass(
         Ok(report) => {
             watcher.record(job, true);
             if args.json || detail {
-                if let Err(e) = crate::gate::print(&report, args.json, None) {
+                if let Err(e) = crate::gate::print(&report, args.json) {
                     print_err.get_or_insert(e);
                 }
                 if !args.json {

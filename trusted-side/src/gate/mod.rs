@@ -4,26 +4,18 @@
 pub mod apply;
 pub mod bundle;
 pub mod checks;
-pub mod classify;
-pub mod content;
 pub mod decide;
 pub mod deps;
 pub mod drift;
 pub mod parse;
-pub mod placement;
 pub mod policy;
-pub mod reach;
 pub mod record;
-pub mod report;
-pub mod report_html;
-pub mod report_page;
 pub mod review;
 pub mod run;
 pub mod scan;
-pub mod tree;
 
 #[allow(unused_imports)] // `GateReport` is API for callers that name the type
-pub use report::{print, GateReport};
+pub use crate::report::{print, GateReport};
 pub use run::{run_gate, GateOptions};
 
 use std::path::PathBuf;
@@ -62,7 +54,7 @@ pub fn command(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outc
     let repo = crate::config::absolute(&args.repo)?;
     let opts = GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
     let report = run_gate(&home, &store, &key, &job, &opts)?;
-    print(&report, args.json, None)?;
+    print(&report, args.json)?;
     if args.html.is_some() || args.md.is_some() {
         crate::show::write_after_gate(
             &home,

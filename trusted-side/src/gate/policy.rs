@@ -23,7 +23,7 @@ use airlock_core::limits::JobLimits;
 use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
-use super::classify::{compile_glob, fold_path, normalize_path, Bucket, Classification};
+use crate::classify::{compile_glob, fold_path, normalize_path, Bucket, Classification};
 use crate::reasons::ReasonCode;
 
 /// Largest policy file accepted.

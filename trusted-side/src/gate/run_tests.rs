@@ -253,7 +253,7 @@ fn source_edit_is_queued_and_review_branch_holds_it_without_touching_the_checkou
         r.decision,
         Verdict::Queue,
         "{}",
-        crate::gate::report::render_text(&r)
+        crate::report::render_text(&r)
     );
     assert_eq!(codes(&r), vec!["src-path-changed"]);
     assert_eq!(
@@ -279,10 +279,7 @@ fn source_edit_is_queued_and_review_branch_holds_it_without_touching_the_checkou
         "Airlock-Model-Requested: model-a".into(),
         "Airlock-Model-Reported: model-a".into(),
         "Airlock-Decision: queue".into(),
-        format!(
-            "Airlock-Gate-Version: {}",
-            crate::gate::report::GATE_VERSION
-        ),
+        format!("Airlock-Gate-Version: {}", crate::report::GATE_VERSION),
     ] {
         assert!(msg.contains(&t), "missing {t:?} in\n{msg}");
     }
@@ -343,9 +340,7 @@ fn ci_edit_needs_a_human_and_gets_a_review_branch() {
     assert_eq!(codes(&r), vec!["ci-path-changed"]);
     assert!(r.review_branch.is_some());
     assert_eq!(
-        r.buckets
-            .get(&crate::gate::classify::Bucket::Ci)
-            .map(Vec::len),
+        r.buckets.get(&crate::classify::Bucket::Ci).map(Vec::len),
         Some(1)
     );
 }
@@ -453,7 +448,7 @@ fn hunk_git_would_apply_at_an_offset_is_rejected() {
         r.decision,
         Verdict::Reject,
         "{}",
-        crate::gate::report::render_text(&r)
+        crate::report::render_text(&r)
     );
     let a = r
         .reasons
@@ -500,7 +495,7 @@ fn new_dependency_is_listed_by_name() {
         r.decision,
         Verdict::Human,
         "{}",
-        crate::gate::report::render_text(&r)
+        crate::report::render_text(&r)
     );
     let names: Vec<&str> = r.new_dependencies.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, vec!["event-stream"]);
