@@ -330,3 +330,7 @@ fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
 #[cfg(test)]
 #[path = "run_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "run_reject_tests.rs"]
+mod reject_tests;
