@@ -282,9 +282,7 @@ pub fn check_relative_path(p: &str, max_bytes: usize, max_depth: usize) -> Resul
 /// assert_eq!(collision_key("caf\u{e9}"), collision_key("cafe\u{301}"));
 /// ```
 pub fn collision_key(p: &str) -> String {
-    // ASCII text is its own NFC form, and its Unicode lowercase is its ASCII lowercase: the
-    // same key without the normaliser's per-character table lookups (~4.8 K instructions per
-    // call; the gate keys every member and path component of a bundle and a patch).
+    // ASCII is its own NFC form and lowercases as ASCII: the same key without the normaliser.
     if p.is_ascii() {
         return p.to_ascii_lowercase();
     }

@@ -192,10 +192,23 @@ pub fn decide(
     })
 }
 
+/// What `airlock approve` / `airlock decline` is asked to do.
+#[derive(Debug, Clone)]
+pub struct DecideOptions {
+    /// The job id.
+    pub job: String,
+    /// Why (required for decline; recorded in the ledger).
+    pub note: Option<String>,
+    /// Who is deciding (default: the OS user, $USER).
+    pub by: Option<String>,
+    /// Print the result as JSON.
+    pub json: bool,
+}
+
 /// `airlock approve` / `airlock decline`.
 pub fn run(
-    global: &crate::cli::GlobalArgs,
-    args: &crate::cli::DecideArgs,
+    global: &crate::config::GlobalOptions,
+    args: &DecideOptions,
     decision: Decision,
 ) -> Result<Outcome> {
     let home = crate::config::Home::load(&global.home)?;

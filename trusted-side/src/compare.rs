@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::exit::Outcome;
-use crate::gate::report::shown;
+use crate::report::shown;
 
 /// One side of the comparison.
 #[derive(Debug, Serialize)]
@@ -219,8 +219,19 @@ fn yes(b: bool) -> &'static str {
     }
 }
 
+/// What `airlock compare` is asked to do.
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// The first job id.
+    pub job_a: String,
+    /// The second job id.
+    pub job_b: String,
+    /// Print JSON.
+    pub json: bool,
+}
+
 /// `airlock compare`.
-pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::CompareArgs) -> Result<Outcome> {
+pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Result<Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let a = JobId::parse(&args.job_a)?;
     let b = JobId::parse(&args.job_b)?;

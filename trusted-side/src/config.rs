@@ -10,7 +10,6 @@ use airlock_core::keys::{self, PublicKey, SigningKey};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{GlobalArgs, InitArgs};
 use crate::exit::Outcome;
 
 /// File names inside the home directory.
@@ -118,8 +117,28 @@ fn file_store_dir(raw: &str) -> Result<PathBuf> {
     })
 }
 
+/// What every command is given besides its own options.
+#[derive(Debug, Clone)]
+pub struct GlobalOptions {
+    /// Directory holding config.toml and the trusted keypair.
+    pub home: PathBuf,
+    /// Logging level asked for (0 default, 1 info, 2+ debug).
+    pub verbose: u8,
+    /// Only errors on stderr; no progress bars.
+    pub quiet: bool,
+}
+
+/// What `airlock init` is asked to do.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    /// Object store URL; `None`: a store directory inside the home directory.
+    pub store: Option<String>,
+    /// Print the result as JSON.
+    pub json: bool,
+}
+
 /// `airlock init`: writes config.toml and a fresh trusted keypair.
-pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<Outcome> {
+pub fn init(global: &GlobalOptions, args: &InitOptions) -> Result<Outcome> {
     let created = create_home(&global.home, args.store.as_deref())?;
     let (abs_home, store, key_id) = (&created.dir, &created.store, &created.key_id);
     let excluded = exclude_from_git(abs_home)?;

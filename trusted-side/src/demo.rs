@@ -18,17 +18,21 @@ use airlock_core::store_layout as layout;
 use airlock_core::tar::{read_members, AllowedNames, DeterministicTarWriter};
 use anyhow::{bail, Context, Result};
 
-use crate::cli::{GlobalArgs, LimitArgs, PackInputs, SubmitArgs};
+use airlock_core::limits::JobLimits;
+
+use crate::config::GlobalOptions;
 use crate::config::{create_home, Home, TRUSTED_PUB_FILE};
 use crate::exit::Outcome;
 use crate::gate::policy::Verdict;
+use crate::pack::PackInputs;
 use crate::store::Store;
+use crate::submit::SubmitOptions;
 
 const DOCSTRING_GEN: &str = include_str!("../../examples/generators/docstring.sh");
 const CI_TOUCH_GEN: &str = include_str!("../../examples/generators/ci-touch.sh");
 
 /// `airlock demo`.
-pub fn run(global: &GlobalArgs) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions) -> Result<Outcome> {
     let worker = worker_binary()?;
     let root = demo_root()?;
     println!("airlock demo in {}", root.display());
@@ -80,7 +84,7 @@ pub fn run(global: &GlobalArgs) -> Result<Outcome> {
         let prompt_file = root.join(format!("prompt-{}.txt", n + 1));
         std::fs::write(&prompt_file, format!("{prompt}\n"))?;
         let token_file = root.join(format!("job-{}.token", n + 1));
-        let args = SubmitArgs {
+        let args = SubmitOptions {
             pack: PackInputs {
                 repo: repo.clone(),
                 rev: "HEAD".into(),
@@ -92,14 +96,15 @@ pub fn run(global: &GlobalArgs) -> Result<Outcome> {
                 redact: false,
                 max_file_bytes: 8 * 1024 * 1024,
                 egress: Vec::new(),
-                limits: LimitArgs {
+                limits: JobLimits {
                     wall_clock_secs: 60,
-                    checkpoint_secs: 30,
+                    checkpoint_every_secs: 30,
                     max_changed_files: 200,
                     max_changed_lines: 20_000,
                     max_artifact_bytes: 16 * 1024 * 1024,
                     max_log_bytes: 1024 * 1024,
                     max_tokens: 2_000_000,
+                    allow_binary: false,
                 },
             },
             ttl: "20m".into(),
@@ -140,7 +145,7 @@ pub fn run(global: &GlobalArgs) -> Result<Outcome> {
         }
         let opts = crate::gate::GateOptions::new(repo.clone(), None, true)?;
         let report = crate::gate::run_gate(&home, &store, &key, &job, &opts)?;
-        crate::gate::print(&report, false, None)?;
+        crate::gate::print(&report, false)?;
         println!();
         summary.push((job, title, report));
     }

@@ -39,6 +39,9 @@ use serde::Serialize;
 use crate::reasons::ReasonCode;
 use crate::store::Store;
 
+mod command;
+pub use command::{run, FetchOptions};
+
 /// Seconds of clock skew tolerated between the store and the trusted host.
 pub const STORE_SKEW_SECS: u64 = 120;
 /// Predicate type of the trusted side's record of the first artifact fetched for a job.
@@ -362,8 +365,7 @@ fn verify_drop(
 
     let dir = job_dir(home, job);
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    // A fresh random name, removed on every early return; the download creates the file (no
-    // empty file is created and deleted first: on ext4 that is an inode allocation for nothing).
+    // A fresh random name, removed on every early return; the download itself creates the file.
     let staging = tempfile::Builder::new()
         .prefix(".artifact-")
         .make_in(&dir, |_| Ok(()))?
@@ -576,161 +578,5 @@ fn first_artifact_wins(
     }
 }
 
-/// `airlock fetch JOB`.
-pub fn run(
-    global: &crate::cli::GlobalArgs,
-    args: &crate::cli::FetchArgs,
-) -> Result<crate::exit::Outcome> {
-    let home = crate::config::Home::load(&global.home)?;
-    let key = home.signing_key()?;
-    let store = home.open_store()?;
-    let job = JobId::parse(&args.job)?;
-    let now = crate::submit::now_unix();
-    if args.checkpoint {
-        return run_checkpoint(&store, &key, &home.dir, &job, args.json);
-    }
-    match fetch(&store, &key, &home.dir, &job, now, false) {
-        Ok(f) => {
-            crate::ledger::append(&store, &key, &job, f.ledger_event(), now)?;
-            if args.json {
-                crate::output::print_json(&f.summary())?;
-            } else {
-                let s = f.summary();
-                println!("job {} fetched and verified", s.job);
-                println!("  artifact  sha256:{}", s.artifact_sha256);
-                println!(
-                    "  model     requested {}, reported {}",
-                    s.model_requested, s.model_reported
-                );
-                println!(
-                    "  diff      {} files, +{} -{}",
-                    s.files_changed, s.lines_added, s.lines_removed
-                );
-                println!(
-                    "  sandbox   {}{}",
-                    s.sandbox,
-                    if s.partial { " (PARTIAL result)" } else { "" }
-                );
-                print_run(&f);
-            }
-            Ok(crate::exit::Outcome::Ok)
-        }
-        Err(FetchError::Refused(r)) => {
-            let event = crate::ledger::Event::Reject {
-                stage: r.code.stage().as_str().into(),
-                reason_code: r.code.code().into(),
-                detail: r.detail.clone(),
-            };
-            crate::ledger::append(&store, &key, &job, event, now)?;
-            Err(crate::exit::Refused(format!("job {job}: artifact refused: {r}")).into())
-        }
-        Err(FetchError::Failed(e)) => Err(e),
-    }
-}
-
-/// `airlock fetch JOB --checkpoint`: verify and keep the last checkpoint, loudly partial.
-fn run_checkpoint(
-    store: &Store,
-    key: &SigningKey,
-    home: &Path,
-    job: &JobId,
-    json: bool,
-) -> Result<crate::exit::Outcome> {
-    let f = match fetch_checkpoint(store, key, home, job) {
-        Ok(f) => f,
-        Err(FetchError::Refused(r)) => {
-            return Err(crate::exit::Refused(format!("job {job}: checkpoint refused: {r}")).into())
-        }
-        Err(FetchError::Failed(e)) => return Err(e),
-    };
-    if json {
-        return crate::output::print_json(&f.summary()).map(|()| crate::exit::Outcome::Ok);
-    }
-    let s = f.summary();
-    println!("job {job}: checkpoint fetched and verified: PARTIAL, not a final result (the gate never reads it)");
-    println!("  checkpoint sha256:{}", s.artifact_sha256);
-    println!(
-        "  landed     {} (store clock), {} s into the run",
-        airlock_core::jobid::rfc3339_utc(f.landed_at),
-        f.packet.timings.generator_ms / 1000
-    );
-    println!(
-        "  diff       {} files, +{} -{} so far",
-        s.files_changed, s.lines_added, s.lines_removed
-    );
-    println!("  kept at    {}", f.artifact_path.display());
-    println!("  next       `airlock resubmit {job}` dispatches the job again under a new job");
-    Ok(crate::exit::Outcome::Ok)
-}
-
-/// Prints the egress log and, for a failed run, its exit in words and the log's tail.
-fn print_run(f: &Fetched) {
-    use crate::gate::report::shown;
-    for a in &f.packet.egress {
-        println!(
-            "  egress    {} {}{}",
-            shown(&a.destination),
-            if a.allowed { "allowed" } else { "refused" },
-            a.reason
-                .as_deref()
-                .map_or_else(String::new, |r| format!(" ({})", shown(r)))
-        );
-    }
-    if let Some(run) = crate::run_account::of(
-        &f.packet,
-        f.log_tail.as_deref(),
-        f.record.limits.wall_clock_secs,
-    ) {
-        println!("  generator {}", run.exit);
-        if run.log_tail.is_empty() {
-            println!("  (no generator.log in the artifact)");
-        } else {
-            println!("  generator.log (last {} lines):", run.log_tail.len());
-            for l in &run.log_tail {
-                println!("    {l}");
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const PATCH: &[u8] =
-        b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n";
-
-    /// An honest artifact for `PATCH`, written to a file; with its digest.
-    fn artifact_file(dir: &Path) -> (PathBuf, Sha256Digest) {
-        let job = JobId::parse("20260101T000000Z-00112233445566778899").unwrap();
-        let packet = crate::test_artifact::packet(&job, Sha256Digest::of_bytes(b"b"), PATCH);
-        let (bytes, _) = crate::test_artifact::artifact(&packet, PATCH);
-        let path = dir.join("artifact.tar.gz");
-        std::fs::write(&path, &bytes).unwrap();
-        (path, Sha256Digest::of_bytes(&bytes))
-    }
-
-    #[test]
-    fn one_pass_reads_the_packet_and_keeps_the_patch_only_when_asked() {
-        let dir = tempfile::tempdir().unwrap();
-        let (path, digest) = artifact_file(dir.path());
-        let (packet, _, patch, _) = read_packet(&path, digest, true).unwrap();
-        assert_eq!(packet.diff_sha256, Sha256Digest::of_bytes(PATCH));
-        assert_eq!(patch.as_deref(), Some(PATCH));
-        let (_, _, patch, _) = read_packet(&path, digest, false).unwrap();
-        assert_eq!(patch, None);
-    }
-
-    #[test]
-    fn a_copy_that_changed_on_disk_is_refused_before_its_members_are_used() {
-        let dir = tempfile::tempdir().unwrap();
-        let (path, _) = artifact_file(dir.path());
-        let verified = Sha256Digest::of_bytes(b"the artifact the signature covered");
-        let Err(FetchError::Refused(refused)) = read_packet(&path, verified, true) else {
-            panic!("not a refusal");
-        };
-        assert_eq!(refused.code, ReasonCode::ArtifactChangedLocally);
-        assert!(refused.detail.contains("artifact.tar.gz"), "{refused}");
-        assert!(refused.detail.contains(&verified.to_string()), "{refused}");
-    }
-}
+mod tests;

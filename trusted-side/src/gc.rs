@@ -76,10 +76,21 @@ fn is_payload(key: &str) -> bool {
     key.ends_with(".tar.gz")
 }
 
+/// What `airlock gc` is asked to do.
+#[derive(Debug, Clone)]
+pub struct GcOptions {
+    /// Only jobs submitted at least this long ago (90s, 20m, 1h, 7d).
+    pub older_than: String,
+    /// List what would be removed; remove nothing.
+    pub dry_run: bool,
+    /// Print JSON.
+    pub json: bool,
+}
+
 /// `airlock gc`.
 pub fn run(
-    global: &crate::cli::GlobalArgs,
-    args: &crate::cli::GcArgs,
+    global: &crate::config::GlobalOptions,
+    args: &GcOptions,
 ) -> Result<crate::exit::Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;

@@ -216,7 +216,7 @@ pub fn stderr_lines(stderr: &[u8]) -> String {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .take(MAX_STDERR_LINES)
-        .map(crate::gate::report::shown)
+        .map(crate::report::shown)
         .collect();
     if lines.is_empty() {
         "git failed without a message".to_owned()

@@ -1,47 +1,14 @@
-//! `airlock`: the trusted side of airlock. Packs a redacted, signed bundle of a git revision,
-//! and (in later hops) submits it, fetches the worker's artifact and gates it.
-//!
-//! # Guarantees
-//! - Never packs a deny-listed path; refuses (or, with `--redact`, redacts and records) any
-//!   secret its scanner finds, then scans the finished bundle again.
-//! - Writes outputs atomically: on any error nothing half-written is left behind.
-//! - Exit codes are decided in one place ([`exit`]): 0 ok/queue, 1 error, 2 usage,
-//!   3 needs a human, 4 rejected/refused.
-//!
-//! # Not guaranteed
-//! - That the scanner finds every secret: it is a second line behind the deny-list, not a proof.
+//! `airlock`: the trusted side's command line. Parses the arguments ([`cli`]), hands each
+//! command its options type from the `airlock` library, and maps the result to the documented
+//! exit codes (0 ok/queue, 1 error, 2 usage, 3 needs a human, 4 rejected/refused).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod approve;
-mod audit_export;
 mod cli;
-mod compare;
-mod config;
-mod demo;
-mod exit;
-mod fetch;
-mod gate;
-mod gc;
-mod git;
-mod ledger;
-mod model_key;
-mod output;
-mod pack;
-mod reasons;
-mod resubmit;
-mod run_account;
-mod scan_cmd;
-mod show;
-mod status;
-mod store;
-mod submit;
-#[cfg(test)]
-mod test_artifact;
-mod watch;
 
 use std::process::ExitCode;
 
+use airlock::{exit, output};
 use clap::Parser;
 
 fn main() -> ExitCode {

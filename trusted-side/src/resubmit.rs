@@ -24,13 +24,26 @@ use airlock_core::tar::{read_members, AllowedNames};
 use airlock_core::Verified;
 use anyhow::{bail, Context, Result};
 
-use crate::cli::{GlobalArgs, ResubmitArgs};
+use crate::config::GlobalOptions;
 use crate::config::Home;
 use crate::exit::Outcome;
 use crate::submit::{Bundle, Dispatch};
 
+/// What `airlock resubmit` is asked to do.
+#[derive(Debug, Clone)]
+pub struct ResubmitOptions {
+    /// The job to dispatch again.
+    pub job: String,
+    /// How long the new token stays valid: 90s, 20m, 1h (max 24h).
+    pub ttl: String,
+    /// Also write the new token to this file (created new, mode 0600).
+    pub token_out: Option<std::path::PathBuf>,
+    /// Print the result as JSON (includes the token).
+    pub json: bool,
+}
+
 /// `airlock resubmit JOB`.
-pub fn run(global: &GlobalArgs, args: &ResubmitArgs) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
     let key = home.signing_key()?;
     let store = home.open_store()?;

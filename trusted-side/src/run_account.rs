@@ -10,7 +10,7 @@
 use airlock_core::format::{ExitInfo, ExitKind, Packet};
 use serde::Serialize;
 
-use crate::gate::report::shown_max;
+use crate::report::shown_max;
 
 /// Most bytes kept from the end of `generator.log`.
 pub const MAX_TAIL_BYTES: usize = 8 * 1024;

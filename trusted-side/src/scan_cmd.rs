@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use airlock_scan::{ScanReport, Scanner, SkipReason, SkippedFile};
 use anyhow::{bail, Context, Result};
 
-use crate::cli::ScanArgs;
 use crate::exit::Outcome;
 
 /// Builds the scanner from the built-in rules, an airlock TOML config, or a gitleaks config.
@@ -163,8 +162,27 @@ fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
     Ok(report)
 }
 
+/// What `airlock scan` is asked to do.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// A directory or file (default: the current directory); with `rev`, the repository.
+    pub path: Option<PathBuf>,
+    /// Scan this git revision's tree instead of the files on disk.
+    pub rev: Option<String>,
+    /// An airlock scanner config (TOML; extends the built-ins).
+    pub config: Option<PathBuf>,
+    /// A gitleaks config to import.
+    pub gitleaks_config: Option<PathBuf>,
+    /// Print the report as JSON.
+    pub json: bool,
+    /// Also write SARIF 2.1.0 here.
+    pub sarif: Option<PathBuf>,
+    /// Print every rule's regex, one per line, and exit.
+    pub print_regex: bool,
+}
+
 /// `airlock scan`.
-pub fn run(args: &ScanArgs, quiet: bool) -> Result<Outcome> {
+pub fn run(args: &ScanOptions, quiet: bool) -> Result<Outcome> {
     let scanner = scanner(args.config.as_deref(), args.gitleaks_config.as_deref())?;
     if args.print_regex {
         for pattern in scanner.regex_patterns() {

@@ -1,8 +1,8 @@
 //! `airlock show JOB [--html FILE] [--md FILE] [--json]`, and `airlock gate --html`: the
 //! review report of a gated job, filled from the verified ledger (decision, reasons, prompt,
 //! models, people's decisions), the artifact kept in the home (diff, packet, generator log)
-//! and the store's envelopes (the chain of signatures). Rendering is `gate/report_html.rs`
-//! and `gate/report_page.rs`.
+//! and the store's envelopes (the chain of signatures, `show/chain.rs`). Rendering is
+//! `report/html.rs` and `report/page.rs`.
 //!
 //! Guards against: showing something other than what was judged: the kept artifact must hash
 //! to the digest the ledger's gate entry judged (else the diff is not shown, and the page says
@@ -18,23 +18,23 @@ use std::path::Path;
 
 use airlock_core::diff::{parse_patch, DiffLimits, FileKind, LineKind, ParsedPatch};
 use airlock_core::digest::{sha256_file, Sha256Digest};
-use airlock_core::dsse::verify_envelope;
-use airlock_core::format::{Packet, MAX_ENVELOPE_BYTES, MAX_PACKET_BYTES};
+use airlock_core::format::{Packet, MAX_PACKET_BYTES};
 use airlock_core::jobid::{rfc3339_utc, JobId};
 use airlock_core::keys::PublicKey;
 use airlock_core::limits::TarLimits;
-use airlock_core::store_layout as layout;
 use airlock_core::tar::{read_members, AllowedNames};
 use anyhow::{Context, Result};
 
+use crate::classify::classify_path;
 use crate::exit::Outcome;
 use crate::fetch::MAX_PATCH_BYTES;
-use crate::gate::classify::classify_path;
-use crate::gate::report::{bom_rows, GateReport};
-use crate::gate::report_page::{ChainLink, FileView, HunkView, LineView, ReasonView, ReviewPage};
-use crate::ledger::entry::{entry_key, MAX_ENTRY_BYTES};
-use crate::ledger::BillOfMaterials;
+use crate::report::page::{FileView, HunkView, LineView, ReasonView, ReviewPage};
+use crate::report::{bom_rows, GateReport};
 use crate::store::Store;
+
+mod chain;
+
+use chain::chain;
 
 /// Bytes of `generator.log` read from the kept artifact.
 const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
@@ -196,213 +196,6 @@ fn file_views(patch: &ParsedPatch) -> Vec<FileView> {
             }
         })
         .collect()
-}
-
-/// The chain of signatures: trusted key -> job record -> bundle envelope -> job key ->
-/// artifact envelope -> the job's ledger entries, each verified here.
-fn chain(
-    home: &Path,
-    store: &Store,
-    trusted: &PublicKey,
-    job: &JobId,
-    bom: &BillOfMaterials,
-) -> Vec<ChainLink> {
-    let mut out = vec![ChainLink {
-        what: "trusted key".into(),
-        location: home.join("trusted.pub").display().to_string(),
-        key_id: trusted.key_id(),
-        digest: "-".into(),
-        status: "pinned in this home".into(),
-    }];
-    let file_digest = |b: &[u8]| format!("envelope sha256:{}", Sha256Digest::of_bytes(b));
-    let link =
-        |what: &str, key: String, key_id: String, digest: String, status: String| ChainLink {
-            what: what.into(),
-            location: key,
-            key_id,
-            digest,
-            status,
-        };
-    // The bundle envelope, trusted key.
-    let bkey = layout::inbox_bundle_envelope(job);
-    out.push(match store.get_bytes(&bkey, MAX_ENVELOPE_BYTES as u64) {
-        Ok(Some(b)) => match verify_envelope(&b, std::slice::from_ref(trusted), MAX_ENVELOPE_BYTES)
-        {
-            Ok(st) => link(
-                "bundle envelope",
-                bkey,
-                trusted.key_id(),
-                format!(
-                    "bundle.tar.gz sha256:{} ({})",
-                    st.subject_digest("bundle.tar.gz")
-                        .map_or_else(|| "-".into(), |d| d.to_string()),
-                    file_digest(&b)
-                ),
-                "verified (trusted key)".into(),
-            ),
-            Err(e) => link(
-                "bundle envelope",
-                bkey,
-                "-".into(),
-                file_digest(&b),
-                format!("NOT VERIFIED: {e}"),
-            ),
-        },
-        Ok(None) => link(
-            "bundle envelope",
-            bkey,
-            "-".into(),
-            "-".into(),
-            "missing from the store".into(),
-        ),
-        Err(e) => link(
-            "bundle envelope",
-            bkey,
-            "-".into(),
-            "-".into(),
-            format!("unreadable: {e:#}"),
-        ),
-    });
-    // The job record, trusted key; it names the job key.
-    let rkey = layout::job_record(job);
-    let record = crate::fetch::load_record(store, trusted, job);
-    let record_bytes = store
-        .get_bytes(&rkey, MAX_ENVELOPE_BYTES as u64)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let job_key = match &record {
-        Ok(r) => {
-            out.push(link(
-                "job record",
-                rkey,
-                trusted.key_id(),
-                format!(
-                    "bundle sha256:{} ({})",
-                    r.bundle_sha256,
-                    file_digest(&record_bytes)
-                ),
-                "verified (trusted key)".into(),
-            ));
-            PublicKey::from_raw_hex(&r.job_public_key).ok()
-        }
-        Err(e) => {
-            out.push(link(
-                "job record",
-                rkey,
-                "-".into(),
-                "-".into(),
-                format!("NOT VERIFIED: {e:#}"),
-            ));
-            None
-        }
-    };
-    match &job_key {
-        Some(k) => out.push(link(
-            "job key",
-            "named by the job record".into(),
-            k.key_id(),
-            format!("public key {}", k.raw_hex()),
-            "one key per job; its private half lived only in the job token".into(),
-        )),
-        None => out.push(link(
-            "job key",
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "unknown (no verified record)".into(),
-        )),
-    }
-    // The artifact envelope, job key: the store's, else the home's kept copy.
-    let akey = layout::drop_artifact_envelope(job);
-    let kept = crate::fetch::job_dir(home, job).join("artifact.dsse.json");
-    let (where_, bytes) = match store
-        .get_bytes(&akey, MAX_ENVELOPE_BYTES as u64)
-        .ok()
-        .flatten()
-    {
-        Some(b) => (akey, Some(b)),
-        None => (kept.display().to_string(), std::fs::read(&kept).ok()),
-    };
-    let judged = bom.gates.last().map(|g| g.event.artifact_sha256);
-    out.push(match (bytes, &job_key) {
-        (Some(b), Some(k)) => {
-            match verify_envelope(&b, std::slice::from_ref(k), MAX_ENVELOPE_BYTES) {
-                Ok(st) => {
-                    let d = st.subject_digest("artifact.tar.gz");
-                    let status = match (d, judged) {
-                        (Some(d), Some(j)) if d == j => {
-                            "verified (job key); the digest the gate judged".to_owned()
-                        }
-                        (Some(_), Some(j)) => {
-                            format!("verified (job key), but the gate judged sha256:{j}")
-                        }
-                        _ => "verified (job key)".to_owned(),
-                    };
-                    link(
-                        "artifact envelope",
-                        where_,
-                        k.key_id(),
-                        format!(
-                            "artifact.tar.gz sha256:{} ({})",
-                            d.map_or_else(|| "-".into(), |d| d.to_string()),
-                            file_digest(&b)
-                        ),
-                        status,
-                    )
-                }
-                Err(e) => link(
-                    "artifact envelope",
-                    where_,
-                    "-".into(),
-                    file_digest(&b),
-                    format!("NOT VERIFIED: {e}"),
-                ),
-            }
-        }
-        (Some(b), None) => link(
-            "artifact envelope",
-            where_,
-            "-".into(),
-            file_digest(&b),
-            "no job key to verify it with".into(),
-        ),
-        (None, _) => link(
-            "artifact envelope",
-            where_,
-            "-".into(),
-            "-".into(),
-            "not found (never landed?)".into(),
-        ),
-    });
-    // The job's ledger entries (the ledger verified in full to build `bom`).
-    let mut kinds: Vec<(u64, &str)> = Vec::new();
-    kinds.extend(bom.submit.iter().map(|x| (x.seq, "submit")));
-    kinds.extend(bom.fetches.iter().map(|x| (x.seq, "fetch")));
-    kinds.extend(bom.gates.iter().map(|x| (x.seq, "gate")));
-    kinds.extend(bom.rejects.iter().map(|x| (x.seq, "reject")));
-    kinds.extend(bom.reviews.iter().map(|x| (x.seq, x.event.decision)));
-    kinds.sort();
-    let head = bom
-        .ledger
-        .head
-        .map_or_else(|| "-".into(), |h| h.to_string());
-    for (seq, kind) in kinds {
-        let key = entry_key(seq);
-        let digest = store
-            .get_bytes(&key, MAX_ENTRY_BYTES as u64)
-            .ok()
-            .flatten()
-            .map_or_else(|| "-".into(), |b| file_digest(&b));
-        out.push(link(
-            &format!("ledger entry {seq} ({kind})"),
-            key,
-            trusted.key_id(),
-            digest,
-            format!("verified (trusted key); chain intact to head {head}"),
-        ));
-    }
-    out
 }
 
 /// The page of a gated job from the ledger, the kept artifact and the store's envelopes.
@@ -607,26 +400,39 @@ pub fn write_after_gate(
 ) -> Result<()> {
     let page = page_after_gate(&home.dir, store, &home.public_key()?, report)?;
     if let Some(path) = html {
-        write_atomic(path, crate::gate::report_html::render(&page).as_bytes())?;
+        write_atomic(path, crate::report::html::render(&page).as_bytes())?;
     }
     if let Some(path) = md {
-        write_atomic(path, crate::gate::report_page::render_md(&page).as_bytes())?;
+        write_atomic(path, crate::report::page::render_md(&page).as_bytes())?;
     }
     Ok(())
 }
 
+/// What `airlock show` is asked to do.
+#[derive(Debug, Clone)]
+pub struct ShowOptions {
+    /// The job id.
+    pub job: String,
+    /// Write the review report as one self-contained HTML file here.
+    pub html: Option<std::path::PathBuf>,
+    /// Write a pull-request body (Markdown) here.
+    pub md: Option<std::path::PathBuf>,
+    /// Print the report data as JSON.
+    pub json: bool,
+}
+
 /// `airlock show JOB`.
-pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::ShowArgs) -> Result<Outcome> {
+pub fn run(global: &crate::config::GlobalOptions, args: &ShowOptions) -> Result<Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;
     let store = home.open_store()?;
     let job = JobId::parse(&args.job)?;
     let page = page_from_ledger(&home.dir, &store, &trusted, &job)?;
     if let Some(path) = &args.html {
-        write_atomic(path, crate::gate::report_html::render(&page).as_bytes())?;
+        write_atomic(path, crate::report::html::render(&page).as_bytes())?;
     }
     if let Some(path) = &args.md {
-        write_atomic(path, crate::gate::report_page::render_md(&page).as_bytes())?;
+        write_atomic(path, crate::report::page::render_md(&page).as_bytes())?;
     }
     if args.json {
         crate::output::print_json(&page)?;
@@ -638,7 +444,7 @@ pub fn run(global: &crate::cli::GlobalArgs, args: &crate::cli::ShowArgs) -> Resu
 
 /// A terminal summary of the page (inert text).
 fn render_text(p: &ReviewPage) -> String {
-    use crate::gate::report::shown;
+    use crate::report::shown;
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "job {}: {}", p.job, p.decision.to_uppercase());

@@ -123,10 +123,19 @@ fn shown(s: &str) -> String {
         .collect()
 }
 
+/// What `airlock status` is asked to do.
+#[derive(Debug, Clone)]
+pub struct StatusOptions {
+    /// Only this job.
+    pub job: Option<String>,
+    /// Print JSON.
+    pub json: bool,
+}
+
 /// `airlock status [JOB] [--json]`.
 pub fn run(
-    global: &crate::cli::GlobalArgs,
-    args: &crate::cli::StatusArgs,
+    global: &crate::config::GlobalOptions,
+    args: &StatusOptions,
 ) -> Result<crate::exit::Outcome> {
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;

@@ -24,10 +24,11 @@ use airlock_core::token::{mint_token, BundleRef, DropTargets, JobClaims, JobKey,
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::cli::{GlobalArgs, SubmitArgs};
+use crate::config::GlobalOptions;
 use crate::config::Home;
 use crate::exit::Outcome;
 use crate::model_key::ModelKeyConfig;
+use crate::pack::PackInputs;
 use crate::pack::{self, PackOptions, PackSummary};
 use crate::store::{Access, Store};
 
@@ -77,8 +78,21 @@ pub fn now_unix() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// What `airlock submit` is asked to do.
+#[derive(Debug, Clone)]
+pub struct SubmitOptions {
+    /// What to pack.
+    pub pack: PackInputs,
+    /// How long the job token (and every URL in it) stays valid: 90s, 20m, 1h (max 24h).
+    pub ttl: String,
+    /// Also write the token to this file (created new, mode 0600).
+    pub token_out: Option<PathBuf>,
+    /// Print the result as JSON (includes the token).
+    pub json: bool,
+}
+
 /// `airlock submit`.
-pub fn run(global: &GlobalArgs, args: &SubmitArgs) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions, args: &SubmitOptions) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
     let key = home.signing_key()?;
     let store = home.open_store()?;
@@ -135,7 +149,7 @@ pub fn print_submitted(out: &Submitted, json: bool) -> Result<()> {
 
 /// Packing reads the committed tree only: say so when HEAD was packed from a working tree
 /// with changes the user may have meant to send.
-fn warn_if_dirty(args: &SubmitArgs, revision: &str) {
+fn warn_if_dirty(args: &SubmitOptions, revision: &str) {
     if args.pack.rev != "HEAD" {
         return;
     }
@@ -155,7 +169,7 @@ fn warn_if_dirty(args: &SubmitArgs, revision: &str) {
 pub fn submit_job(
     store: &Store,
     key: &SigningKey,
-    args: &SubmitArgs,
+    args: &SubmitOptions,
     quiet: bool,
 ) -> Result<Submitted> {
     submit_job_cached(store, key, args, None, quiet, None)
@@ -166,7 +180,7 @@ pub fn submit_job(
 pub fn submit_job_cached(
     store: &Store,
     key: &SigningKey,
-    args: &SubmitArgs,
+    args: &SubmitOptions,
     model_key: Option<&ModelKeyConfig>,
     quiet: bool,
     cache_dir: Option<PathBuf>,
@@ -192,7 +206,7 @@ pub fn submit_job_cached(
     };
     let job = pack::new_job_id()?;
     let request = Request {
-        limits: args.pack.limits.to_job_limits(),
+        limits: args.pack.limits.clone(),
         egress: args.pack.egress.clone(),
         model_key_env: model_key.map(|m| m.env.clone()),
         ..Request::new(prompt, args.pack.model.clone())
@@ -308,7 +322,7 @@ pub struct Bundle {
 }
 
 /// One job to dispatch: a packed bundle (on local disk) and its request, under `job`.
-pub struct Dispatch<'a> {
+pub(crate) struct Dispatch<'a> {
     /// The new job's id (the bundle's envelope must name it).
     pub job: JobId,
     /// The bundle.
@@ -329,7 +343,7 @@ pub struct Dispatch<'a> {
 
 /// Uploads the bundle and its envelope, writes the signed job record, mints the model key
 /// and the token, and appends the `submit` entry: the part of `submit` that `resubmit` shares.
-pub fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Result<Submitted> {
+pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Result<Submitted> {
     let Dispatch {
         job,
         bundle: summary,

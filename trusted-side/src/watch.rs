@@ -25,7 +25,7 @@ use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use anyhow::{bail, Context, Result};
 
-use crate::cli::{GlobalArgs, WatchArgs};
+use crate::config::GlobalOptions;
 use crate::config::Home;
 use crate::exit::Outcome;
 use crate::gate::policy::Verdict;
@@ -216,7 +216,7 @@ fn pass(
     store: &Store,
     trusted: &airlock_core::keys::PublicKey,
     watcher: &mut Watcher,
-    args: &WatchArgs,
+    args: &WatchOptions,
     budget: Option<u64>,
     detail: bool,
 ) -> Result<Pass> {
@@ -238,7 +238,7 @@ fn pass(
         Ok(report) => {
             watcher.record(job, true);
             if args.json || detail {
-                if let Err(e) = crate::gate::print(&report, args.json, None) {
+                if let Err(e) = crate::gate::print(&report, args.json) {
                     print_err.get_or_insert(e);
                 }
                 if !args.json {
@@ -317,8 +317,29 @@ impl Wake {
     }
 }
 
+/// What `airlock watch` is asked to do.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// Gate at most this many jobs at once.
+    pub jobs: usize,
+    /// Process what has landed, then exit.
+    pub once: bool,
+    /// Exit after gating this many jobs.
+    pub max_jobs: Option<u64>,
+    /// Longest wait between two listings of a remote store (a duration: 30s, 2m).
+    pub poll_max: String,
+    /// The local repository holding the packed revisions.
+    pub repo: std::path::PathBuf,
+    /// Policy file; `None`: the built-in policy.
+    pub policy: Option<std::path::PathBuf>,
+    /// Commit each result on `refs/heads/airlock/<job>`.
+    pub review_branch: bool,
+    /// Print each report as JSON (one document per job).
+    pub json: bool,
+}
+
 /// `airlock watch`.
-pub fn run(global: &GlobalArgs, args: &WatchArgs) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
     if args.jobs == 0 || args.jobs > MAX_CONCURRENCY {
         bail!("--jobs must be between 1 and {MAX_CONCURRENCY}");
     }

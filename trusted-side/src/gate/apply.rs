@@ -155,7 +155,7 @@ fn compare(
     if let Some(path) = changed.keys().find(|p| patch.file(p).is_none()) {
         return Failed(format!(
             "git changed {}, which the patch as parsed does not name",
-            super::report::shown(path)
+            crate::report::shown(path)
         ));
     }
     let oids: Vec<String> = changed

@@ -23,9 +23,9 @@ use anyhow::{Context, Result};
 
 use super::checks::RedactedLines;
 use super::policy::Verdict;
-use super::report::Reason;
 use super::run::Stop;
 use crate::reasons::ReasonCode;
+use crate::report::Reason;
 use crate::store::Store;
 
 /// The marker the packer writes in place of each line of a redacted secret.

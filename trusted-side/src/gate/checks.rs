@@ -23,9 +23,9 @@ use airlock_core::format::{JobRecord, Manifest, Packet, MODEL_UNREPORTED};
 use airlock_core::paths::collision_key;
 
 use super::policy::Verdict;
-use super::report::{shown, Reason};
 use crate::pack::select::{Selector, Verdict as PackVerdict};
 use crate::reasons::ReasonCode;
+use crate::report::{shown, Reason};
 
 /// Every directory of the packed tree (all proper ancestors of packed files), `""` for the top.
 pub fn packed_dirs(manifest: &Manifest) -> HashSet<String> {

@@ -12,13 +12,13 @@ use std::collections::BTreeMap;
 use airlock_core::diff::{FileKind, FileMode, ParsedPatch};
 
 use super::apply::AppliedFile;
-use super::classify::classify_change;
 use super::deps;
 use super::policy::{Policy, Verdict};
-use super::reach::Change;
-use super::report::{ChangedFile, GateReport, Reason};
-use super::tree::Tree;
+use crate::classify::classify_change;
+use crate::classify::reach::Change;
+use crate::classify::tree::Tree;
 use crate::reasons::ReasonCode;
+use crate::report::{ChangedFile, GateReport, Reason};
 
 /// One policy reason per changed path, the changed-file table, new dependencies. Each path is
 /// classified by its name, its content (the new content for added and modified files, the old

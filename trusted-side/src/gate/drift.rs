@@ -18,9 +18,9 @@ use airlock_core::keys::PublicKey;
 use anyhow::Result;
 
 use super::policy::Verdict;
-use super::report::{shown, Reason};
 use crate::ledger::{self, Event};
 use crate::reasons::ReasonCode;
+use crate::report::{shown, Reason};
 use crate::store::Store;
 
 /// How many earlier answers the reason summarises.

@@ -4,27 +4,72 @@
 pub mod apply;
 pub mod bundle;
 pub mod checks;
-pub mod classify;
-pub mod content;
 pub mod decide;
 pub mod deps;
 pub mod drift;
 pub mod parse;
-pub mod placement;
 pub mod policy;
-pub mod reach;
 pub mod record;
-pub mod report;
-pub mod report_html;
-pub mod report_page;
 pub mod review;
 pub mod run;
 pub mod scan;
-pub mod tree;
 
 #[allow(unused_imports)] // `GateReport` is API for callers that name the type
-pub use report::{print, GateReport};
+pub use crate::report::{print, GateReport};
 pub use run::{run_gate, GateOptions};
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::config::GlobalOptions;
+use crate::exit::Outcome;
+
+/// What `airlock gate` is asked to do.
+#[derive(Debug, Clone)]
+pub struct GateCommandOptions {
+    /// The job id.
+    pub job: String,
+    /// The local repository holding the packed revision.
+    pub repo: PathBuf,
+    /// Policy file; `None`: the built-in policy.
+    pub policy: Option<PathBuf>,
+    /// Commit the patched tree on `refs/heads/airlock/<job>`.
+    pub review_branch: bool,
+    /// Print the report as JSON.
+    pub json: bool,
+    /// Also write a pull-request body (Markdown) here.
+    pub md: Option<PathBuf>,
+    /// Also write the review report as one self-contained HTML file here.
+    pub html: Option<PathBuf>,
+}
+
+/// `airlock gate JOB`: exit 0 queue, 3 human, 4 reject.
+pub fn command(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outcome> {
+    use policy::Verdict;
+    let home = crate::config::Home::load(&global.home)?;
+    let key = home.signing_key()?;
+    let store = home.open_store()?;
+    let job = airlock_core::jobid::JobId::parse(&args.job)?;
+    let repo = crate::config::absolute(&args.repo)?;
+    let opts = GateOptions::new(repo, args.policy.as_deref(), args.review_branch)?;
+    let report = run_gate(&home, &store, &key, &job, &opts)?;
+    print(&report, args.json)?;
+    if args.html.is_some() || args.md.is_some() {
+        crate::show::write_after_gate(
+            &home,
+            &store,
+            &report,
+            args.html.as_deref(),
+            args.md.as_deref(),
+        )?;
+    }
+    Ok(match report.decision {
+        Verdict::Queue => Outcome::Ok,
+        Verdict::Human => Outcome::Human,
+        Verdict::Reject => Outcome::Reject,
+    })
+}
 
 /// Test helper shared by the crate's unit tests (gate, pack cache).
 #[cfg(test)]

@@ -11,10 +11,10 @@ use airlock_core::diff::{self, parse_patch, DiffError, DiffLimits, ParsedPatch};
 use airlock_core::digest::Sha256Digest;
 
 use super::policy::Verdict;
-use super::report::Reason;
 use super::run::Stop;
 use crate::fetch::MAX_PATCH_BYTES;
 use crate::reasons::ReasonCode;
+use crate::report::Reason;
 
 /// Step 2: the fetch read the artifact through the safe reader (every tar rule, exact member
 /// names) and re-hashed it on the way; `patch.diff` must be there and within the cap.

@@ -23,8 +23,14 @@ use airlock_core::limits::JobLimits;
 use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
-use super::classify::{compile_glob, fold_path, normalize_path, Bucket, Classification};
+use crate::classify::{compile_glob, fold_path, normalize_path, Bucket, Classification};
 use crate::reasons::ReasonCode;
+
+mod canonical;
+mod error;
+
+use canonical::{Canonical, CanonicalBuckets, CanonicalModels, CanonicalRule};
+pub use error::PolicyError;
 
 /// Largest policy file accepted.
 pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
@@ -149,91 +155,6 @@ pub struct Reason {
     pub detail: String,
     /// Index of the `[[paths]]` rule that decided, if one did.
     pub policy_rule: Option<usize>,
-}
-
-/// Why a policy was refused. Each variant names its rule id.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    /// The file could not be read.
-    #[error("cannot read policy file (policy.read): {0}")]
-    Read(#[source] std::io::Error),
-    /// The file is larger than [`MAX_POLICY_BYTES`].
-    #[error("policy file is larger than {limit} bytes (policy.too-large)")]
-    TooLarge {
-        /// The limit.
-        limit: u64,
-    },
-    /// Not valid TOML, an unknown key or bucket, or a wrong type.
-    #[error("invalid policy (policy.parse): {0}")]
-    Parse(String),
-    /// `version` is not 1.
-    #[error("policy version {seen} is not supported (policy.version): expected 1")]
-    Version {
-        /// The version written.
-        seen: i64,
-    },
-    /// More `[[paths]]` rules than [`MAX_PATH_RULES`].
-    #[error("policy has {seen} [[paths]] rules, more than {limit} (policy.too-many-rules)")]
-    TooManyRules {
-        /// The limit.
-        limit: usize,
-        /// Rules seen.
-        seen: usize,
-    },
-    /// A `[[paths]]` glob does not compile or is too long.
-    #[error("policy [[paths]][{index}] glob {glob:?} is invalid (policy.bad-glob): {message}")]
-    BadGlob {
-        /// Rule index.
-        index: usize,
-        /// The glob (truncated).
-        glob: String,
-        /// Why.
-        message: String,
-    },
-    /// A `[[paths]]` rule has an empty reason.
-    #[error("policy [[paths]][{index}] glob {glob:?} has an empty reason (policy.empty-reason): say why the rule exists")]
-    EmptyReason {
-        /// Rule index.
-        index: usize,
-        /// The glob.
-        glob: String,
-    },
-    /// A limit is zero.
-    #[error("policy [limits] {field} = 0 (policy.zero-limit): a limit must be at least 1; omit it to keep the request's")]
-    ZeroLimit {
-        /// The key.
-        field: &'static str,
-    },
-    /// Any of the above, in a named file.
-    #[error("policy file {path}: {source}")]
-    InFile {
-        /// The file.
-        path: String,
-        /// The error.
-        #[source]
-        source: Box<PolicyError>,
-    },
-}
-
-impl PolicyError {
-    /// The rule id of this error (`policy.parse`, …).
-    #[cfg_attr(
-        not(test),
-        allow(dead_code, reason = "for callers that branch on the rule id")
-    )]
-    pub fn rule(&self) -> &'static str {
-        match self {
-            PolicyError::Read(_) => "policy.read",
-            PolicyError::TooLarge { .. } => "policy.too-large",
-            PolicyError::Parse(_) => "policy.parse",
-            PolicyError::Version { .. } => "policy.version",
-            PolicyError::TooManyRules { .. } => "policy.too-many-rules",
-            PolicyError::BadGlob { .. } => "policy.bad-glob",
-            PolicyError::EmptyReason { .. } => "policy.empty-reason",
-            PolicyError::ZeroLimit { .. } => "policy.zero-limit",
-            PolicyError::InFile { source, .. } => source.rule(),
-        }
-    }
 }
 
 /// `[buckets]` as written: every key optional, unknown keys refused.
@@ -403,45 +324,6 @@ impl Default for Policy {
             model_drift: Verdict::Human,
         }
     }
-}
-
-/// The canonical serialization hashed by [`Policy::digest`]: fixed key order, defaults
-/// filled in, so two files that mean the same thing have the same digest.
-#[derive(Serialize)]
-struct Canonical<'a> {
-    format: &'static str,
-    buckets: CanonicalBuckets,
-    limits: PolicyLimits,
-    paths: Vec<CanonicalRule<'a>>,
-    /// Only when not the default, so that policies written before `[models]` keep their digest.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    models: Option<CanonicalModels>,
-}
-
-#[derive(Serialize)]
-struct CanonicalModels {
-    drift: Verdict,
-}
-
-#[derive(Serialize)]
-struct CanonicalBuckets {
-    ci: Verdict,
-    iac: Verdict,
-    deps: Verdict,
-    build: Verdict,
-    governance: Verdict,
-    agent: Verdict,
-    src: Verdict,
-    tests: Verdict,
-    docs: Verdict,
-    other: Verdict,
-}
-
-#[derive(Serialize)]
-struct CanonicalRule<'a> {
-    glob: &'a str,
-    verdict: Verdict,
-    reason: &'a str,
 }
 
 impl Policy {

@@ -1,6 +1,6 @@
 //! Unit tests of `policy.rs`.
 use super::*;
-use crate::gate::classify::classify_path;
+use crate::classify::classify_path;
 use std::collections::HashSet;
 
 fn decide(policy: &Policy, path: &str) -> Reason {

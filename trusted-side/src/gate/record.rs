@@ -16,9 +16,9 @@ use airlock_core::keys::SigningKey;
 use anyhow::Result;
 
 use super::policy::Verdict;
-use super::report::{GateReport, GATE_VERSION};
 use crate::fetch::Fetched;
 use crate::ledger::{self, Event};
+use crate::report::{GateReport, GATE_VERSION};
 use crate::store::Store;
 
 /// Where the gate appends: the store, the trusted key, the job, the gate's clock.

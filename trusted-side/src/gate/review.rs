@@ -16,9 +16,9 @@ use anyhow::{bail, Context, Result};
 use std::path::Path;
 
 use super::policy::Verdict;
-use super::report::{GateReport, Reason, GATE_VERSION};
 use crate::fetch::Fetched;
 use crate::git::{is_full_oid, Git};
+use crate::report::{GateReport, Reason, GATE_VERSION};
 
 /// What goes into the review commit.
 #[derive(Debug, Clone)]

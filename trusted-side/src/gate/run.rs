@@ -46,12 +46,12 @@ use super::decide::{self, from_policy};
 use super::parse;
 use super::policy::{Policy, Verdict};
 use super::record::{self, Ledger};
-use super::report::{ChangeStats, GateReport, Reason, ReviewBranch};
 use super::review;
 use super::scan;
 use crate::fetch::{self, FetchError, FetchRefused, Fetched};
 use crate::pack::select::Selector;
 use crate::reasons::ReasonCode;
+use crate::report::{ChangeStats, GateReport, Reason, ReviewBranch};
 use crate::store::Store;
 
 /// What `airlock gate` is asked to do.
@@ -252,11 +252,16 @@ fn judge(
     // 10. classification, policy, dependencies; policy rules that matched nothing
     // The tree layers see the packed revision: the manifest's listing, blobs read from the
     // local repository at that revision (`tree.rs`).
-    let listing = bundle.manifest.files.iter().map(|f| super::tree::TreeFile {
-        path: f.path.clone(),
-        executable: f.executable(),
-    });
-    let packed_tree = super::tree::GitTree::new(&opts.repo, &record.revision, listing.collect());
+    let listing = bundle
+        .manifest
+        .files
+        .iter()
+        .map(|f| crate::classify::tree::TreeFile {
+            path: f.path.clone(),
+            executable: f.executable(),
+        });
+    let packed_tree =
+        crate::classify::tree::GitTree::new(&opts.repo, &record.revision, listing.collect());
     decide::decide_paths(&patch, &files, &opts.policy, &packed_tree, report);
     let packed = bundle.manifest.files.iter().map(|f| f.path.as_str());
     let seen = packed.chain(patch.files.iter().map(|f| f.path.as_str()));
@@ -325,3 +330,7 @@ fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
 #[cfg(test)]
 #[path = "run_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "run_reject_tests.rs"]
+mod reject_tests;

@@ -12,8 +12,8 @@ use airlock_core::diff::ParsedPatch;
 use anyhow::{Context, Result};
 
 use super::policy::Verdict;
-use super::report::Reason;
 use crate::reasons::ReasonCode;
+use crate::report::Reason;
 
 /// Most secret findings listed one by one; the rest are counted in one more reason.
 pub const MAX_SECRET_REASONS: usize = 50;

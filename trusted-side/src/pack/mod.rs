@@ -18,33 +18,34 @@
 //! and a bundle held in memory (one file at a time, bounded queues between threads).
 
 pub mod cache;
+mod command;
+mod files;
 pub mod select;
+
+pub use command::{run, PackCommandOptions, PackInputs};
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
 
-use airlock_core::digest::{HashingWriter, Sha256Digest};
+use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
 use airlock_core::format::{
-    self, BundlePredicate, FileEntry, Manifest, Omission, Packer, Redaction, Request, Source,
-    MANIFEST_FORMAT, PREDICATE_BUNDLE,
+    self, BundlePredicate, Manifest, Packer, Request, Source, MANIFEST_FORMAT, PREDICATE_BUNDLE,
 };
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
 use airlock_core::paths;
-use airlock_core::tar::{read_members, AllowedNames, Cut, DeterministicTarWriter};
-use airlock_scan::{Finding, Scanner};
+use airlock_core::tar::{read_members, AllowedNames};
+use airlock_scan::Scanner;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::cli::{GlobalArgs, PackArgs};
-use crate::config::Home;
-use crate::exit::{Outcome, Refused};
+use crate::exit::Refused;
 use crate::git::{Repo, TreeEntry};
+use files::{redaction_of, write_files, FilesPart, Tar};
 use select::{Selector, Verdict};
 
 /// Largest prompt file accepted.
@@ -121,47 +122,6 @@ pub struct PackSummary {
     pub envelope_path: PathBuf,
     /// Key id of the signer.
     pub key_id: String,
-}
-
-/// `airlock pack`.
-pub fn run(global: &GlobalArgs, args: &PackArgs) -> Result<Outcome> {
-    let (json, out) = (args.json, &args.out);
-    let args = &args.pack;
-    let prompt = read_prompt(&args.prompt_file)?;
-    let repo_dir = crate::config::absolute(&args.repo)?;
-    let repo_name = match &args.repo_name {
-        Some(n) => n.clone(),
-        None => repo_dir
-            .file_name()
-            .map_or_else(|| "repo".to_owned(), |n| n.to_string_lossy().into_owned()),
-    };
-    let home = Home::load(&global.home)?;
-    let key = home.signing_key()?;
-    let opts = PackOptions {
-        repo: &repo_dir,
-        rev: &args.rev,
-        repo_name,
-        request: Request {
-            limits: args.limits.to_job_limits(),
-            egress: args.egress.clone(),
-            ..Request::new(prompt, args.model.clone())
-        },
-        include: &args.include,
-        exclude: &args.exclude,
-        redact: args.redact,
-        max_file_bytes: args.max_file_bytes,
-        job: new_job_id()?,
-        quiet: global.quiet || json,
-        cache_dir: cache::dir(&home.dir),
-        durable: true,
-    };
-    let summary = pack_bundle(&opts, &key, out)?;
-    if json {
-        crate::output::print_json(&summary)?;
-    } else {
-        print_summary(&summary);
-    }
-    Ok(Outcome::Ok)
 }
 
 /// Reads a prompt file: UTF-8, at most [`MAX_PROMPT_BYTES`].
@@ -500,172 +460,6 @@ struct Written {
     bundle_bytes: u64,
 }
 
-/// The bundle's writer after its `files/` members, cut (see `DeterministicTarWriter::cut`).
-type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
-
-/// The `files/` part of a bundle: its members (already in `tar`), what the scan found and
-/// redacted, and where the compressed stream was cut after them.
-struct FilesPart {
-    files: Vec<FileEntry>,
-    tar: Tar,
-    findings: Vec<Finding>,
-    redactions: Vec<Redaction>,
-    omitted: Vec<Omission>,
-    bytes: u64,
-    cut: Cut,
-}
-
-fn redaction_of(f: &Finding) -> Redaction {
-    Redaction {
-        path: f.path.clone(),
-        line: f.line,
-        rule: f.rule_id.clone(),
-        fingerprint: f.fingerprint.clone(),
-    }
-}
-
-/// One file on its way from git to the tar writer.
-struct Blob {
-    path: String,
-    executable: bool,
-    content: Vec<u8>,
-}
-
-/// Selects, scans, redacts and writes every `files/` member, then cuts the stream.
-fn write_files(
-    repo: &Repo,
-    keep: &[(String, TreeEntry)],
-    opts: &PackOptions<'_>,
-    scanner: &Scanner,
-    file: File,
-) -> Result<FilesPart> {
-    let (mut requests, mut responses) = repo.blobs()?.split()?;
-    let bar = crate::output::progress(keep.len() as u64, "pack", opts.quiet);
-    let max = opts.max_file_bytes;
-
-    std::thread::scope(|s| -> Result<FilesPart> {
-        // Thread 1 feeds object ids to git; thread 2 reads blobs; this thread scans and
-        // redacts; thread 3 compresses. Queues are bounded: memory stays flat.
-        s.spawn(move || {
-            for (_, e) in keep {
-                if requests.request(&e.oid).is_err() {
-                    break;
-                }
-            }
-        });
-        let (blob_tx, blob_rx) = sync_channel::<Result<Blob>>(8);
-        s.spawn(move || {
-            for (path, e) in keep {
-                let mut content = Vec::new();
-                let r = responses
-                    .next_blob(&e.oid, max, &mut content)
-                    .map(|()| Blob {
-                        path: path.clone(),
-                        executable: e.mode == "100755",
-                        content,
-                    });
-                let failed = r.is_err();
-                if blob_tx.send(r).is_err() || failed {
-                    break;
-                }
-            }
-        });
-        let (out_tx, out_rx) = sync_channel::<Blob>(8);
-        let writer = s.spawn(move || -> Result<(Vec<FileEntry>, Tar)> {
-            let hashing = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file));
-            let mut tar = DeterministicTarWriter::new(hashing);
-            let mut entries = Vec::new();
-            for b in out_rx {
-                let sha256 = Sha256Digest::of_bytes(&b.content);
-                tar.append_file(
-                    &format!("files/{}", b.path),
-                    b.executable,
-                    b.content.len() as u64,
-                    b.content.as_slice(),
-                )?;
-                entries.push(FileEntry {
-                    path: b.path,
-                    size: b.content.len() as u64,
-                    mode: if b.executable { "0755" } else { "0644" }.to_owned(),
-                    sha256,
-                });
-            }
-            Ok((entries, tar))
-        });
-
-        let mut findings = Vec::new();
-        let mut redactions = Vec::new();
-        let mut omitted = Vec::new();
-        let mut bytes = 0u64;
-        let mut receive_error = None;
-        for blob in blob_rx {
-            let mut blob = match blob {
-                Ok(b) => b,
-                Err(e) => {
-                    receive_error = Some(e);
-                    break;
-                }
-            };
-            bar.inc(1);
-            // Archives never ship: their compressed members cannot be scanned byte for byte
-            // (see scan/RULES.md), so they are not scanned either.
-            if airlock_scan::content::archive_kind(&blob.content).is_some() {
-                omitted.push(Omission {
-                    path: blob.path,
-                    rule: ARCHIVE_RULE.to_owned(),
-                    fingerprint: None,
-                });
-                continue;
-            }
-            let scanned = scanner.scan_content(&blob.path, &blob.content);
-            let found = scanned.findings;
-            if !found.is_empty() {
-                if !opts.redact {
-                    findings.extend(found);
-                    continue;
-                }
-                if !scanned.form.redactable() {
-                    // Binary or UTF-16: the finding cannot be cut out in place; the file stays.
-                    omitted.extend(found.iter().map(|f| Omission {
-                        path: f.path.clone(),
-                        rule: f.rule_id.clone(),
-                        fingerprint: Some(f.fingerprint.clone()),
-                    }));
-                    continue;
-                }
-                blob.content = airlock_scan::redact(&blob.content, &found);
-                redactions.extend(found.iter().map(redaction_of));
-            }
-            bytes += blob.content.len() as u64;
-            if !findings.is_empty() {
-                continue; // refusing anyway: stop feeding the writer, keep scanning
-            }
-            if out_tx.send(blob).is_err() {
-                break;
-            }
-        }
-        drop(out_tx);
-        bar.finish_and_clear();
-        let joined = writer
-            .join()
-            .map_err(|_| anyhow::anyhow!("bundle writer panicked"))?;
-        if let Some(e) = receive_error {
-            return Err(e);
-        }
-        let (files, mut tar) = joined?;
-        let cut = tar.cut()?;
-        Ok(FilesPart {
-            files,
-            tar,
-            findings,
-            redactions,
-            omitted,
-            bytes,
-            cut,
-        })
-    })
-}
-
 /// Writes `manifest.json` and `request.json` after the files part and finishes the bundle.
 fn finish_bundle(
     mut tar: Tar,
@@ -779,36 +573,4 @@ fn rescan_bundle(path: &Path, scanner: &Scanner, expected_members: u64) -> Resul
         return Err(Refused(msg).into());
     }
     Ok(())
-}
-
-fn print_summary(s: &PackSummary) {
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    println!("packed {} for job {}", &s.revision, s.job);
-    println!("  tree      {}", s.tree);
-    println!("  files     {} ({:.1} MiB)", s.files, mib(s.bytes));
-    let skipped: u64 = s.skipped.values().sum();
-    let rules: Vec<String> = s.skipped.iter().map(|(r, n)| format!("{r} {n}")).collect();
-    println!("  skipped   {skipped} ({})", rules.join(", "));
-    let redacted: u64 = s.redacted.values().sum();
-    if redacted > 0 {
-        let rules: Vec<String> = s.redacted.iter().map(|(r, n)| format!("{r} {n}")).collect();
-        println!(
-            "  redacted  {redacted} value(s) in {} file(s) ({})",
-            s.redacted_files,
-            rules.join(", ")
-        );
-    } else {
-        println!("  redacted  0");
-    }
-    println!(
-        "  bundle    {} ({:.1} MiB) sha256:{}",
-        s.bundle_path.display(),
-        mib(s.bundle_bytes),
-        s.bundle_sha256
-    );
-    println!(
-        "  envelope  {} (signed by {})",
-        s.envelope_path.display(),
-        &s.key_id
-    );
 }

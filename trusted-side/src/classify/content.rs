@@ -12,7 +12,7 @@
 //! Does not check: whether the object would deploy (a manifest nobody applies is still `iac`);
 //! which bucket the name gave: the caller only lets content raise `src` and `other`.
 
-use super::classify::Bucket;
+use super::Bucket;
 
 /// Bytes of a file's start that content tests read; the rest is ignored.
 pub const HEAD_MAX_BYTES: usize = 64 * 1024;

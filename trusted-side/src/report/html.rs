@@ -16,7 +16,7 @@
 
 use std::fmt::Write as _;
 
-use super::report_page::{FileView, ReviewPage};
+use super::page::{FileView, ReviewPage};
 
 /// The page's Content-Security-Policy: nothing but its own inline style and `data:` images.
 pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
@@ -310,7 +310,7 @@ pub fn render(p: &ReviewPage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::report_page::{HunkView, LineView, ReasonView};
+    use crate::report::page::{HunkView, LineView, ReasonView};
 
     fn hostile_page() -> ReviewPage {
         let evil = "<script>document.title='pwned'</script></pre>\"><img src=x onerror=alert(1)> <a href=\"javascript:alert(1)\">x</a> abc\u{202e}cba\u{2066}z\u{1b}[2J";

@@ -1,6 +1,6 @@
 //! The review report as data ([`ReviewPage`]: everything a person needs to decide, in the
 //! order they need it) and its Markdown rendering for pull requests ([`render_md`]). The
-//! HTML rendering is `report_html.rs`; `show.rs` fills the page from a gate report or from the
+//! HTML rendering is `html.rs`; `show.rs` fills the page from a gate report or from the
 //! ledger and the kept artifact.
 //!
 //! Guards against: worker-controlled text becoming Markdown or HTML (every such string goes
@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::report::{md_code, shown_max};
+use super::{md_code, shown_max};
 
 /// GitHub's limit on a comment or pull-request body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -340,7 +340,7 @@ fn shown_lines(text: &str) -> String {
 /// Text for HTML inside Markdown (a `<summary>`): inert, with `<`, `>`, `&`, quotes and
 /// backticks escaped as entities.
 fn html_inline(s: &str) -> String {
-    super::report_html::escape(&shown_max(s, 300)).replace('`', "&#96;")
+    super::html::escape(&shown_max(s, 300)).replace('`', "&#96;")
 }
 
 #[cfg(test)]
@@ -406,6 +406,32 @@ mod tests {
         // The fence outgrows the backticks inside; no line closes it early.
         assert!(md.contains("````diff"), "{md}");
         assert!(md.contains(&"ab".repeat(32)), "signer key id");
+    }
+
+    #[test]
+    fn markdown_has_its_sections_and_quotes_worker_text_so_backticks_cannot_close_it() {
+        let page = ReviewPage {
+            model_reported: Some("evil`](http://x) <img src=x>".into()),
+            bom: vec![("model reported".into(), "evil`](http://x)".into())],
+            ..page_with_files(1, 2)
+        };
+        let md = render_md(&page);
+        for want in [
+            "### Bill of materials",
+            "### Blast radius",
+            "### Reasons",
+            "| `src` | 1 | 2 | 0 |",
+        ] {
+            assert!(md.contains(want), "missing {want:?} in\n{md}");
+        }
+        assert!(
+            md.contains("- reported: ``evil`](http://x) <img src=x>``"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `model reported` | ``evil`](http://x)`` |"),
+            "{md}"
+        );
     }
 
     #[test]

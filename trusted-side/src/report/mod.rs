@@ -1,28 +1,29 @@
-//! The gate's result as data ([`GateReport`]) and its three renderings: human text on stdout,
-//! `--json`, and `--md FILE` (a pull-request body: summary, bill of materials, blast-radius
-//! table, reasons).
+//! The gate's result as data ([`GateReport`]) and its renderings: human text on stdout and
+//! `--json` here; the review page for `--md` / `--html` (pull-request body, HTML file) in
+//! [`page`] and [`html`], filled by `show.rs`.
 //!
 //! Guards against: worker-controlled text (model names, refused paths, dependency names)
 //! reaching a terminal or a pull request as anything but inert text: every such string is
 //! shown through [`shown`] (control characters escaped, length capped) and, in Markdown,
 //! inside a code span that no backtick in the text can close ([`md_code`]).
-//! Does not check: anything; the steps listed in `run.rs` do.
+//! Does not check: anything; the steps listed in `gate/run.rs` do.
+
+pub mod html;
+pub mod page;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::Path;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::jobid::{rfc3339_utc, JobId};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use airlock_core::format::EgressAttempt;
 
-use super::classify::Bucket;
-use super::deps::NewDependency;
-use super::policy::Verdict;
+use crate::classify::Bucket;
+use crate::gate::deps::NewDependency;
+use crate::gate::policy::Verdict;
 use crate::reasons::ReasonCode;
 use crate::run_account::RunAccount;
 
@@ -484,155 +485,6 @@ pub fn render_text(report: &GateReport) -> String {
     s
 }
 
-/// The pull-request body (`--md FILE`).
-pub fn render_markdown(report: &GateReport) -> String {
-    let mut s = String::new();
-    let st = report.stats;
-    let _ = writeln!(
-        s,
-        "## airlock gate: {} — job `{}`\n",
-        verdict_word(report.decision),
-        report.job
-    );
-    let _ = writeln!(
-        s,
-        "Generated on an untrusted worker and checked by {} (signature, binding, safe unpack, strict diff, apply, secret scan, classification). **{} files, +{} −{}.**\n",
-        md_code(&report.bom.gate_version),
-        st.files_changed,
-        st.lines_added,
-        st.lines_removed
-    );
-    let decision_text = match report.decision {
-        Verdict::Queue => "Ordinary review queue.",
-        Verdict::Human => "A person must approve: see the reasons below.",
-        Verdict::Reject => "Rejected: do not merge.",
-    };
-    let _ = writeln!(s, "**Decision:** `{}`. {decision_text}\n", report.decision);
-    if let Some(b) = &report.review_branch {
-        let _ = writeln!(
-            s,
-            "**Review branch:** `{}` at `{}` (parent `{}`).\n",
-            b.name, b.commit, b.parent
-        );
-    }
-    let _ = writeln!(s, "### Bill of materials\n\n| | |\n|---|---|");
-    for (k, v) in bom_rows(&report.bom) {
-        let _ = writeln!(s, "| {k} | {} |", md_code(&v));
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "### Blast radius\n\n| bucket | files | +lines | −lines | verdict |\n|---|---:|---:|---:|---|"
-    );
-    for row in &report.blast_radius {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            row.bucket, row.files, row.lines_added, row.lines_removed, row.verdict
-        );
-    }
-    if report.blast_radius.is_empty() {
-        let _ = writeln!(s, "| (no change) | 0 | 0 | 0 | queue |");
-    }
-    let _ = writeln!(s);
-    if !report.new_dependencies.is_empty() {
-        let _ = writeln!(
-            s,
-            "### New dependencies\n\n| manifest | ecosystem | section | name | requirement | change |\n|---|---|---|---|---|---|"
-        );
-        for d in &report.new_dependencies {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} |",
-                md_code(&d.manifest),
-                d.ecosystem,
-                md_code(&d.section),
-                md_code(&d.name),
-                md_code(&d.spec),
-                d.change.as_str()
-            );
-        }
-        let _ = writeln!(s);
-    }
-    let _ = writeln!(s, "### Reasons\n");
-    if report.reasons.is_empty() {
-        let _ = writeln!(s, "None.");
-    }
-    for r in notable(report) {
-        let path = r
-            .path
-            .as_deref()
-            .map(|p| format!(" {}", md_code(p)))
-            .unwrap_or_default();
-        let rule = r
-            .rule
-            .as_deref()
-            .map(|x| format!(" ({})", md_code(x)))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "- **{}** `{}`{path}{rule}: {}",
-            r.verdict,
-            r.code,
-            md_code(&r.detail)
-        );
-    }
-    let quiet = report.reasons.len() - notable(report).count();
-    if quiet > 0 {
-        let _ = writeln!(
-            s,
-            "- {quiet} more path(s) in queue buckets (see the table)."
-        );
-    }
-    if !report.files.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n<details><summary>Changed files</summary>\n\n| path | change | bucket | rule | verdict | + | − |\n|---|---|---|---|---|---:|---:|"
-        );
-        for f in &report.files {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | `{}` | {} | {} | {} |",
-                md_code(&f.path),
-                f.kind,
-                f.bucket,
-                f.class_rule,
-                f.verdict,
-                f.lines_added,
-                f.lines_removed
-            );
-        }
-        let _ = writeln!(s, "\n</details>");
-    }
-    if !report.egress.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n### Egress\n\n| destination | result | rule | bytes up | bytes down |\n|---|---|---|---:|---:|"
-        );
-        for a in &report.egress {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} |",
-                md_code(&a.destination),
-                if a.allowed { "allowed" } else { "refused" },
-                a.reason.as_deref().map_or_else(|| "-".to_owned(), md_code),
-                a.bytes_up,
-                a.bytes_down
-            );
-        }
-    }
-    if let Some(run) = &report.failed_run {
-        let _ = writeln!(s, "\n### Generator\n\nThe generator {}.", run.exit);
-        if !run.log_tail.is_empty() {
-            let _ = writeln!(s, "\nLast lines of `generator.log`:\n");
-            for l in &run.log_tail {
-                let _ = writeln!(s, "    {l}");
-            }
-        }
-    }
-    s
-}
-
 /// One egress attempt, inert, for the text report.
 fn egress_line(a: &EgressAttempt) -> String {
     format!(
@@ -647,34 +499,13 @@ fn egress_line(a: &EgressAttempt) -> String {
     )
 }
 
-/// Prints the report: pretty JSON on stdout with `json`, else the human text; with `md_path`,
-/// also writes the pull-request body there (atomically: a temp file beside it, renamed).
-pub fn print(report: &GateReport, json: bool, md_path: Option<&Path>) -> Result<()> {
+/// Prints the report: pretty JSON on stdout with `json`, else the human text.
+pub fn print(report: &GateReport, json: bool) -> Result<()> {
     if json {
         crate::output::print_json(report)?;
     } else {
         print!("{}", render_text(report));
     }
-    if let Some(path) = md_path {
-        write_atomic(path, render_markdown(report).as_bytes())?;
-    }
-    Ok(())
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".airlock-md-")
-        .tempfile_in(dir)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
     Ok(())
 }
 
@@ -720,35 +551,14 @@ mod tests {
     }
 
     #[test]
-    fn markdown_has_summary_bom_table_and_reasons_and_quotes_worker_text() {
+    fn text_report_says_the_verdict_and_its_exit_code() {
         let mut r = GateReport::new(&job());
-        r.bom.model_reported = Some("evil`](http://x) <img src=x>".into());
         r.push(
             Reason::new(ReasonCode::CiPathChanged, Verdict::Human, "ci path")
                 .at(".github/workflows/ci.yml"),
         );
-        r.files.push(ChangedFile {
-            path: ".github/workflows/ci.yml".into(),
-            kind: "modified",
-            bucket: Bucket::Ci,
-            class_rule: "ci.github-workflow",
-            verdict: Verdict::Human,
-            lines_added: 2,
-            lines_removed: 1,
-            new_mode: None,
-        });
         r.conclude();
         assert_eq!(r.decision, Verdict::Human);
-        let md = render_markdown(&r);
-        for want in [
-            "### Bill of materials",
-            "### Blast radius",
-            "### Reasons",
-            "| ci | 1 | 2 | 1 | human |",
-        ] {
-            assert!(md.contains(want), "missing {want:?} in\n{md}");
-        }
-        assert!(md.contains("``evil`](http://x) <img src=x>``"), "{md}");
         let text = render_text(&r);
         assert!(text.contains("HUMAN (exit 3)"), "{text}");
     }

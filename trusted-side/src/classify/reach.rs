@@ -17,8 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::classify::Bucket;
 pub use super::tree::{MemTree, Tree};
+use super::Bucket;
 
 /// Largest number of entry points read.
 pub const MAX_ENTRY_POINTS: usize = 4096;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::gate::classify::classify_path;
+use crate::classify::classify_path;
 
 const FIXTURES: &str = include_str!("../../tests/data/classify/content.txt");
 
@@ -27,13 +27,13 @@ fn fixture_contents_classify_by_what_they_are() {
     let fx = fixtures();
     assert!(fx.len() >= 18);
     for (path, exec, rule, content) in fx {
-        let change = crate::gate::reach::Change {
+        let change = crate::classify::reach::Change {
             path: &path,
             new: Some(content.as_bytes()),
             executable: exec,
         };
         let got =
-            crate::gate::classify::classify_change(&[change], &crate::gate::reach::MemTree::new());
+            crate::classify::classify_change(&[change], &crate::classify::reach::MemTree::new());
         assert_eq!(got[0].class.rule, rule, "{path}");
     }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::gate::classify::{classify_change, Layer};
+use crate::classify::{classify_change, Layer};
 
 const FIXTURES: &str = include_str!("../../tests/data/classify/trees.txt");
 

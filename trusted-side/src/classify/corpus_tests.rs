@@ -5,9 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use super::super::policy::{Policy, Verdict};
-use super::super::reach::{Change, MemTree};
+use super::reach::{Change, MemTree};
 use super::*;
+use crate::gate::policy::{Policy, Verdict};
 
 /// Small content of each kind the facts column names (no file of the corpus is copied).
 fn content_of(facts: &[&str]) -> Vec<u8> {

@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::classify::Bucket;
 use super::reach::{dir_of, Change, Raised};
+use super::Bucket;
 
 /// Helm templates and deploy templates, by where they sit in the tree.
 pub(crate) fn placement(

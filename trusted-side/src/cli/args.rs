@@ -1,0 +1,400 @@
+//! Each command's arguments as clap parses them (plain comments, not doc comments: clap
+//! would read those as help; each command's help is its `Command` variant's doc comment).
+//! `cli.rs` turns them into the commands' options types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+// `airlock approve` / `airlock decline` (a plain comment: see `Command`)
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The job id.
+    pub job: String,
+    /// Why (required for decline; recorded in the ledger, readable by everyone who can
+    /// read the store: never put a secret here).
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// Who is deciding (default: the OS user, $USER).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock show` (a plain comment: see `Command`)
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The job id.
+    pub job: String,
+    /// Write the review report as one self-contained HTML file (no script, no remote load).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write a pull-request body (Markdown) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
+    /// Print the report data as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock compare` (a plain comment: see `Command`)
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first job id.
+    pub job_a: String,
+    /// The second job id.
+    pub job_b: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock gate` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The job id.
+    pub job: String,
+    /// The local repository holding the packed revision.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Policy file (TOML, see docs/CLASSIFY.md); default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Commit the patched tree on refs/heads/airlock/<job> (based on the packed revision,
+    /// with bill-of-materials trailers). Never moves HEAD or touches the working tree.
+    #[arg(long)]
+    pub review_branch: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a pull-request body (Markdown) to FILE: verdict and reasons, each file's
+    /// diff in a collapsible block, prompt, model, signer key ids (cut to fit GitHub's limit).
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
+    /// Also write the review report as one self-contained HTML file (no script, no remote
+    /// load) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+// `airlock scan` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// A directory or file (default: the current directory); with --rev, the repository.
+    pub path: Option<PathBuf>,
+    /// Scan this git revision's tree instead of the files on disk.
+    #[arg(long)]
+    pub rev: Option<String>,
+    /// Rules and allowlists from an airlock scanner config (TOML; extends the built-ins).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Import a gitleaks config (unsupported fields are reported, not ignored).
+    #[arg(long, value_name = "FILE")]
+    pub gitleaks_config: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write SARIF 2.1.0 to FILE (for code-scanning UIs).
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Print every rule's regex, one per line (`rg -f` input, for comparing with other
+    /// tools), and exit.
+    #[arg(long, hide = true)]
+    pub print_regex: bool,
+}
+
+// `airlock classify` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct ClassifyArgs {
+    /// Paths to classify; read from stdin (one per line) when none are given.
+    pub paths: Vec<String>,
+    /// Policy file (TOML); default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Repository whose committed tree the content and reachability layers read, as the gate
+    /// does; without it, only the path rules (and a file's content under the current
+    /// directory) apply.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Revision of --repo to read (default: HEAD).
+    #[arg(long, value_name = "REV", requires = "repo")]
+    pub rev: Option<String>,
+}
+
+// `airlock status` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Only this job.
+    pub job: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock gc` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Only jobs submitted at least this long ago: 90s, 20m, 1h, 7d.
+    #[arg(long, default_value = "1d")]
+    pub older_than: String,
+    /// List what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock watch` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Gate at most this many jobs at once.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub jobs: usize,
+    /// Process what has landed, then exit (exit 1 if a job could not be gated).
+    #[arg(long)]
+    pub once: bool,
+    /// Exit after gating this many jobs.
+    #[arg(long, value_name = "N")]
+    pub max_jobs: Option<u64>,
+    /// Longest wait between two listings of a remote store (the first is 0.5 s, doubling
+    /// while nothing lands); on file:// stores, how often to rescan besides notifications.
+    #[arg(long, default_value = "30s", value_name = "DUR")]
+    pub poll_max: String,
+    /// The local repository holding the packed revisions.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Policy file (TOML, see docs/CLASSIFY.md); default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Commit each result on refs/heads/airlock/<job> (as `airlock gate --review-branch`).
+    #[arg(long)]
+    pub review_branch: bool,
+    /// Print each report as JSON (one document per job).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `airlock audit …`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Verify every entry's signature (trusted key only) and the hash chain; names the
+    /// first broken entry and exits 4 if any. Pass --head SEQ:SHA256 (printed by an
+    /// earlier verify) to also detect a truncated tail.
+    Verify {
+        /// A head pinned earlier.
+        #[arg(long, value_name = "SEQ:SHA256")]
+        head: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The generation bill of materials of one job: prompt, models asked and reported,
+    /// digests, decision and reasons.
+    Show {
+        /// The job id.
+        job: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every envelope of the selected jobs (bundle, job record, artifact, first-fetch
+    /// record, ledger entries) as in-toto JSON lines, for verification offline with standard
+    /// tools (docs/AUDIT.md). Works after `airlock gc`: gc never deletes envelopes.
+    Export {
+        /// Only jobs submitted on or after this date (YYYY-MM-DD, UTC).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Where to write the lines (conventionally *.intoto.jsonl).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+// `airlock init` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Object store URL: file:///abs/dir, s3://bucket/prefix, gs://…, az://…, memory://.
+    /// Default: a store directory inside the home directory.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// What to pack: shared by `pack` and `submit` (a plain comment: see `Command`)
+#[derive(Debug, Args)]
+pub struct PackInputs {
+    /// The git repository to pack.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// The revision to pack (any commit-ish). Its tree is read, never the working tree.
+    #[arg(long, default_value = "HEAD")]
+    pub rev: String,
+    /// File holding the prompt for the generator (UTF-8).
+    #[arg(long)]
+    pub prompt_file: PathBuf,
+    /// The model to ask for (recorded in the request and, later, the packet).
+    #[arg(long, default_value = "unspecified")]
+    pub model: String,
+    /// Name recorded for the repository (default: the directory name).
+    #[arg(long)]
+    pub repo_name: Option<String>,
+    /// Only pack paths matching one of these globs (repeatable). Never re-admits a denied path.
+    #[arg(long = "include", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Also leave out paths matching these globs (repeatable).
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Replace each secret found with [REDACTED:<rule>] (recorded in the manifest) instead of
+    /// refusing the pack.
+    #[arg(long)]
+    pub redact: bool,
+    /// Files larger than this are left out (rule pack.too-large).
+    #[arg(long, default_value_t = 8 * 1024 * 1024, value_name = "BYTES")]
+    pub max_file_bytes: u64,
+    /// Let the generator reach HOST:PORT through the worker's egress proxy (repeatable), e.g.
+    /// `--egress api.openai.com:443`. Recorded in the signed request; the worker logs every
+    /// attempt into the packet. Default: no network at all.
+    #[arg(long = "egress", value_name = "HOST:PORT", value_parser = parse_egress)]
+    pub egress: Vec<airlock_core::format::EgressRule>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `HOST:PORT` -> an egress rule: the host lowercased, then held to `request.egress` (a DNS
+/// name of `a-z 0-9 . -`, at most 253 bytes, no wildcard) and a port from 1 to 65535.
+fn parse_egress(s: &str) -> Result<airlock_core::format::EgressRule, String> {
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{s:?}: expected HOST:PORT (request.egress)"))?;
+    let host = host.to_ascii_lowercase();
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("{s:?}: port must be 1 to 65535 (request.egress)"))?;
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-');
+    if !ok {
+        return Err(format!(
+            "{s:?}: host must be a DNS name of a-z 0-9 . - (no wildcard, at most 253 bytes) \
+             (request.egress)"
+        ));
+    }
+    Ok(airlock_core::format::EgressRule { host, port })
+}
+
+// `airlock pack` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    #[command(flatten)]
+    pub pack: PackInputs,
+    /// Output directory for bundle.tar.gz and bundle.dsse.json (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock submit` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub pack: PackInputs,
+    /// How long the job token (and every URL in it) stays valid: 90s, 20m, 1h (max 24h).
+    #[arg(long, default_value = "20m")]
+    pub ttl: String,
+    /// Also write the token to this file (created new, mode 0600), e.g. a worker's
+    /// tickets/ directory.
+    #[arg(long, value_name = "FILE")]
+    pub token_out: Option<PathBuf>,
+    /// Print the result as JSON (includes the token).
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock resubmit` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct ResubmitArgs {
+    /// The job to dispatch again.
+    pub job: String,
+    /// How long the new token (and every URL in it) stays valid: 90s, 20m, 1h (max 24h).
+    #[arg(long, default_value = "20m")]
+    pub ttl: String,
+    /// Also write the new token to this file (created new, mode 0600).
+    #[arg(long, value_name = "FILE")]
+    pub token_out: Option<PathBuf>,
+    /// Print the result as JSON (includes the token).
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `airlock fetch` (a plain comment, as on every command's arguments: see `Command`)
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// The job id.
+    pub job: String,
+    /// Fetch and verify the last checkpoint instead of the final artifact (partial).
+    #[arg(long)]
+    pub checkpoint: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// The job's limits, recorded in the signed request; the worker and the gate enforce them.
+// (A plain comment: see `Command`.)
+#[derive(Debug, Args, Clone)]
+pub struct LimitArgs {
+    /// Wall-clock seconds the generator may run before its whole process tree is killed.
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub wall_clock_secs: u64,
+    /// Seconds between checkpoints while the generator runs.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub checkpoint_secs: u64,
+    /// Files the diff may change.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub max_changed_files: u64,
+    /// Lines the diff may add plus remove.
+    #[arg(long, default_value_t = 20_000, value_name = "N")]
+    pub max_changed_lines: u64,
+    /// Bytes of the compressed artifact.
+    #[arg(long, default_value_t = 16 * 1024 * 1024, value_name = "BYTES")]
+    pub max_artifact_bytes: u64,
+    /// Bytes of generator output kept in generator.log.
+    #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
+    pub max_log_bytes: u64,
+    /// Tokens (in + out) the generator may report using.
+    #[arg(long, default_value_t = 2_000_000, value_name = "N")]
+    pub max_tokens: u64,
+}
+
+impl LimitArgs {
+    /// The limits as recorded in the request.
+    pub fn to_job_limits(&self) -> airlock_core::limits::JobLimits {
+        airlock_core::limits::JobLimits {
+            wall_clock_secs: self.wall_clock_secs,
+            checkpoint_every_secs: self.checkpoint_secs,
+            max_changed_files: self.max_changed_files,
+            max_changed_lines: self.max_changed_lines,
+            max_artifact_bytes: self.max_artifact_bytes,
+            max_log_bytes: self.max_log_bytes,
+            max_tokens: self.max_tokens,
+            allow_binary: false,
+        }
+    }
+}
