@@ -100,6 +100,7 @@ pub fn run(global: &GlobalArgs) -> Result<Outcome> {
                     max_artifact_bytes: 16 * 1024 * 1024,
                     max_log_bytes: 1024 * 1024,
                     max_tokens: 2_000_000,
+                    max_disk_bytes: airlock_core::limits::DEFAULT_MAX_DISK_BYTES,
                 },
             },
             ttl: "20m".into(),
