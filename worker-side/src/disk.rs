@@ -284,7 +284,7 @@ mod tests {
         std::fs::create_dir(&a).unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("big"), vec![7u8; 1 << 20]).unwrap();
-        let before = usage(&[a.clone()]);
+        let before = usage(std::slice::from_ref(&a));
         std::fs::write(a.join("f"), vec![1u8; 256 * 1024]).unwrap();
         std::fs::hard_link(a.join("f"), a.join("g")).unwrap();
         std::os::unix::fs::symlink(outside.path(), a.join("l")).unwrap();
@@ -293,7 +293,7 @@ mod tests {
             .unwrap()
             .set_len(1 << 30)
             .unwrap();
-        let added = usage(&[a.clone()]) - before;
+        let added = usage(std::slice::from_ref(&a)) - before;
         assert!((256 * 1024..512 * 1024).contains(&added), "{added}");
     }
 
