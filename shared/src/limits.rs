@@ -42,6 +42,28 @@ pub struct JobLimits {
     pub max_tokens: u64,
     /// Whether the diff may contain binary files.
     pub allow_binary: bool,
+    /// Bytes the generator may add under its workdir and private tmp (allocated blocks,
+    /// counted from the generator's start). Absent in JSON: [`DEFAULT_MAX_DISK_BYTES`];
+    /// omitted when it has that value, so one value has one encoding and requests that
+    /// predate the field keep their bytes.
+    #[serde(
+        default = "default_max_disk_bytes",
+        skip_serializing_if = "is_default_max_disk_bytes"
+    )]
+    pub max_disk_bytes: u64,
+}
+
+/// Default per-run disk ceiling: 4 GiB. Room for a dependency install or a build in the
+/// workdir (a `node_modules`, a virtualenv), while a runaway generator is stopped long before
+/// it fills the disk of a typical small worker VM.
+pub const DEFAULT_MAX_DISK_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
+fn default_max_disk_bytes() -> u64 {
+    DEFAULT_MAX_DISK_BYTES
+}
+
+fn is_default_max_disk_bytes(v: &u64) -> bool {
+    *v == DEFAULT_MAX_DISK_BYTES
 }
 
 impl Default for JobLimits {
@@ -55,6 +77,7 @@ impl Default for JobLimits {
             max_log_bytes: 1024 * 1024,
             max_tokens: 2_000_000,
             allow_binary: false,
+            max_disk_bytes: DEFAULT_MAX_DISK_BYTES,
         }
     }
 }
@@ -311,6 +334,22 @@ mod tests {
     fn from_io_ignores_other_errors() {
         let e = io::Error::other("boom");
         assert!(LimitError::from_io(&e).is_none());
+    }
+
+    #[test]
+    fn max_disk_bytes_is_optional_defaulted_and_omitted_at_its_default() {
+        let d = JobLimits::default();
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(!json.contains("max_disk_bytes"), "{json}");
+        let back: JobLimits = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.max_disk_bytes, DEFAULT_MAX_DISK_BYTES);
+        let small = JobLimits {
+            max_disk_bytes: 1 << 20,
+            ..JobLimits::default()
+        };
+        let json = serde_json::to_string(&small).unwrap();
+        assert!(json.contains("\"max_disk_bytes\":1048576"), "{json}");
+        assert_eq!(serde_json::from_str::<JobLimits>(&json).unwrap(), small);
     }
 
     #[test]

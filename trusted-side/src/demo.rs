@@ -105,6 +105,7 @@ pub fn run(global: &GlobalOptions) -> Result<Outcome> {
                     max_log_bytes: 1024 * 1024,
                     max_tokens: 2_000_000,
                     allow_binary: false,
+                    max_disk_bytes: airlock_core::limits::DEFAULT_MAX_DISK_BYTES,
                 },
             },
             ttl: "20m".into(),

@@ -5,7 +5,8 @@
 //! killed), one that sees the worker's environment (cleared to `--pass-env` + our variables;
 //! the token's variable and ours cannot be passed), one that fills the disk (a file-size
 //! rlimit derived from the job's limits, reported as `file-size` whether the writer died of
-//! `SIGXFSZ` or shrugged it off), one that reads the token from the worker's command line (a
+//! `SIGXFSZ` or shrugged it off; and `disk`, stopped, when it writes past the job's disk
+//! ceiling or fills the work root's file system: see `disk`), one that reads the token from the worker's command line (a
 //! token given with `--token` requires the namespace sandbox, whose `/proc` shows no host
 //! process), and silently running unconfined (no sandbox and no `--unsafe-no-sandbox` is an
 //! error before anything starts). Egress: only with a request that allows it, through the
@@ -114,6 +115,8 @@ pub struct GeneratorSetup<'a> {
     /// The job's scoped model key and the variable the request names for it (see
     /// [`model_key_var`]).
     pub model_key: Option<(&'a str, &'a str)>,
+    /// The disk ceiling and full-disk watch (stops the generator, says `disk`).
+    pub disk: &'a crate::disk::DiskWatch,
 }
 
 /// Pairs the token's model key with the request's variable name. Both or neither: a key
@@ -136,7 +139,7 @@ pub fn model_key_var<'a>(
 pub struct GeneratorRun {
     /// Exit details for the packet.
     pub exit: ExitInfo,
-    /// Limits hit (`wall-clock`, `cpu-secs`, `file-size`, `log-bytes`).
+    /// Limits hit (`wall-clock`, `cpu-secs`, `file-size`, `log-bytes`, `disk`).
     pub limits_hit: Vec<String>,
     /// The sandbox that actually ran.
     pub sandbox: String,
@@ -314,16 +317,24 @@ pub fn run_generator(
     let every = Duration::from_secs(setup.limits.checkpoint_every_secs.max(1));
     let mut next_checkpoint = start + every;
     let mut timed_out = false;
+    let mut disk_hit = None;
     let outcome = loop {
         if term.requested() {
             running.kill_group()?;
+        }
+        if disk_hit.is_none() {
+            disk_hit = setup.disk.poll();
+            if let Some(hit) = &disk_hit {
+                tracing::warn!("{hit}: stopping the generator");
+                running.kill_group()?;
+            }
         }
         let now = Instant::now();
         if now >= start + wall && !timed_out {
             timed_out = true;
             running.kill_group()?;
         }
-        if now >= next_checkpoint && !timed_out && !term.requested() {
+        if now >= next_checkpoint && !timed_out && disk_hit.is_none() && !term.requested() {
             if let Err(e) = checkpoint(ms(start.elapsed()), running.sandbox().as_str()) {
                 tracing::warn!("checkpoint failed: {e:#}");
             }
@@ -378,6 +389,15 @@ pub fn run_generator(
     }
     if outcome.log_truncated {
         limits_hit.push("log-bytes".to_owned());
+    }
+    if disk_hit.is_none() {
+        disk_hit = setup.disk.last_look();
+        if let Some(hit) = &disk_hit {
+            tracing::warn!("{hit}");
+        }
+    }
+    if disk_hit.is_some() {
+        limits_hit.push(crate::disk::DISK.to_owned());
     }
     // The run is over: the proxy's tunnels are closed and its log is final.
     let egress_log = proxy.map(|p| p.log());

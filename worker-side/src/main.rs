@@ -21,6 +21,7 @@
 
 mod artifact;
 mod cli;
+mod disk;
 mod generate;
 mod gitignore;
 mod home;

@@ -5,16 +5,19 @@
 //!    refuse a job whose final artifact is already in the store (`worker.finished`); check
 //!    the `--readable` roots, `--allow-local` grants and `--home-template` (nothing fetched
 //!    yet);
-//! 2. make a fresh, locked run directory (leftovers of dead runs removed first);
+//! 2. make a fresh, locked run directory (leftovers of dead runs removed first) and reserve the
+//!    disk space the end of the run needs (`disk`);
 //! 3. fetch the bundle with the token's size cap; its SHA-256 must equal the token's;
 //! 4. fetch and verify `bundle.dsse.json` with the pinned key; it must name this bundle and job;
 //! 5. unpack the bundle straight into the workdir with the safe reader, checking every file
 //!    against the manifest; manifest and request must match the statement;
 //! 6. write the prompt and make the generator's private HOME (from the template);
-//! 7. run the generator in the sandbox, checkpointing every N seconds;
-//! 8. diff the workdir against the pristine tree (new paths the packed `.gitignore` files
-//!    ignore left out unread), build the packet, sign and drop the artifact; say how the
-//!    generator ended (`outcome`);
+//! 7. run the generator in the sandbox, checkpointing every N seconds, stopping it at the
+//!    job's disk ceiling or a full disk;
+//! 8. release the reserve; diff the workdir against the pristine tree (new paths the packed `.gitignore` files
+//!    ignore left out unread), build the packet, sign and drop the artifact (out of disk: an
+//!    empty patch, then no log either, `limits_hit: disk`); say how the generator ended
+//!    (`outcome`);
 //! 9. remove the run directory (also on error and on SIGTERM/SIGINT).
 //!
 //! Guards against: running anything on unverified input (steps 1-5 all precede 7, and a
@@ -222,6 +225,9 @@ pub fn run_job(
     workspace::remove_leftovers(&root);
     let run_id = new_run_id()?;
     let run_dir = RunDir::create(&root, &run_id)?;
+    // Room to finish, taken before anything else can fill the disk (released at step 8).
+    let mut reserve =
+        crate::disk::Reserve::allocate(run_dir.path(), crate::disk::reserve_bytes(&claims.limits))?;
     tracing::info!(job = %claims.job, run = %run_id, "job accepted");
     step(&mut t, "run dir");
     // 3-5. Bundle: fetch, verify, unpack into the workdir.
@@ -249,6 +255,11 @@ pub fn run_job(
         started_at_ms,
         checkpoints: 0,
     };
+    let disk = crate::disk::DiskWatch::start(
+        run_dir.path(),
+        &[&work, &tmp],
+        job.request.limits.max_disk_bytes,
+    );
     let gen = generate::run_generator(
         &generate::GeneratorSetup {
             command: &args.generator,
@@ -269,13 +280,15 @@ pub fn run_job(
                 job.request.model_key_env.as_deref(),
                 job.claims.model_key.as_ref(),
             )?,
+            disk: &disk,
         },
         term,
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
     )?;
     step(&mut t, "generator");
     check_term(term)?;
-    // 8. Diff, packet, sign, drop.
+    // 8. Diff, packet, sign, drop (in the room the reserve kept).
+    reserve.release()?;
     let report = generate::read_report(&tmp);
     let packet = ctx.finish(&gen, &report)?;
     step(&mut t, "diff, pack, sign, drop");
@@ -539,15 +552,70 @@ impl RunContext<'_> {
     }
 
     /// Builds, signs and drops the final artifact. Returns its packet.
+    ///
+    /// Out of disk while building it (after a disk limit, or `ENOSPC` on the way), the run's
+    /// scratch files go and it is built again with an empty patch, then without the log too:
+    /// what is dropped carries a whole diff or none, never a cut one.
     fn finish(&mut self, gen: &GeneratorRun, report: &Report) -> Result<Packet> {
-        let limits = &self.job.request.limits;
+        let disk_hit = gen.limits_hit.iter().any(|l| l == crate::disk::DISK);
+        let mut keep = Keep::PatchAndLog;
+        let (packet, built) = loop {
+            match self.build_final(gen, report, keep) {
+                Ok(done) => break done,
+                Err(e) if disk_hit || crate::disk::is_out_of_space(&e) => {
+                    let Some(next) = keep.less() else {
+                        return Err(e);
+                    };
+                    tracing::warn!("out of disk while building the artifact ({e:#}); building it with {next:?}");
+                    self.remove_scratch();
+                    keep = next;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let t = Instant::now();
-        let mut patch = self.diff()?;
-        tracing::debug!(ms = t.elapsed().as_millis() as u64, "step diff");
-        let mut limits_hit: Vec<String> = gen.limits_hit.clone();
-        if let Some(l) = patch.stats.limit_hit {
-            limits_hit.push(l.as_str().to_owned());
+        artifact::sign_and_drop(
+            &self.job.claims,
+            self.job_key,
+            DropKind::Final,
+            &built,
+            &packet,
+        )?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "step sign and drop");
+        Ok(packet)
+    }
+
+    /// Removes what building an artifact leaves in the run directory.
+    fn remove_scratch(&self) {
+        for f in ["patch.diff", "artifact.tar.gz"] {
+            let _ = std::fs::remove_file(self.run_dir.join(f));
         }
+        let _ = crate::workspace::remove_all(&self.run_dir.join("before"));
+    }
+
+    /// Builds the final artifact with what `keep` says.
+    fn build_final(
+        &mut self,
+        gen: &GeneratorRun,
+        report: &Report,
+        keep: Keep,
+    ) -> Result<(Packet, artifact::Built)> {
+        let limits = &self.job.request.limits;
+        let mut limits_hit: Vec<String> = gen.limits_hit.clone();
+        let mut patch = if keep == Keep::PatchAndLog {
+            let t = Instant::now();
+            let patch = self.diff()?;
+            tracing::debug!(ms = t.elapsed().as_millis() as u64, "step diff");
+            if let Some(l) = patch.stats.limit_hit {
+                limits_hit.push(l.as_str().to_owned());
+            }
+            patch
+        } else {
+            if !limits_hit.iter().any(|l| l == crate::disk::DISK) {
+                limits_hit.push(crate::disk::DISK.to_owned());
+            }
+            empty_patch()
+        };
         if report
             .tokens_in
             .unwrap_or(0)
@@ -559,7 +627,7 @@ impl RunContext<'_> {
         let clean_exit = gen.exit.kind == ExitKind::Exited && gen.exit.code == Some(0);
         let partial = !clean_exit || !limits_hit.is_empty();
         let log = self.run_dir.join("generator.log");
-        let log = log.exists().then_some(log);
+        let log = (keep != Keep::Nothing && log.exists()).then_some(log);
         let path = self.run_dir.join("artifact.tar.gz");
         let facts = |limits_hit: Vec<String>, partial: bool| RunFacts {
             exit: gen.exit.clone(),
@@ -569,32 +637,53 @@ impl RunContext<'_> {
             sandbox: &gen.sandbox,
             partial,
         };
+        let patch_path = (keep == Keep::PatchAndLog).then_some(patch.path.as_path());
         let mut packet = self.packet(&patch, facts(limits_hit.clone(), partial));
         packet.egress = gen.egress.clone();
-        let mut built = artifact::build(&path, &packet, Some(&patch.path), log.as_deref())?;
+        let mut built = artifact::build(&path, &packet, patch_path, log.as_deref())?;
         if built.bytes > limits.max_artifact_bytes {
             // Over the cap: drop the patch and the log, keep the account of what happened.
             std::fs::remove_file(&path)?;
-            let _ = std::fs::remove_file(&patch.path);
-            patch = PatchFile {
-                path: PathBuf::new(),
-                stats: DiffStats::default(),
-                sha256: Sha256Digest::of_bytes(b""),
-            };
+            if patch_path.is_some() {
+                let _ = std::fs::remove_file(&patch.path);
+            }
+            patch = empty_patch();
             limits_hit.push("artifact-bytes".to_owned());
             packet = self.packet(&patch, facts(limits_hit, true));
             packet.egress = gen.egress.clone();
             built = artifact::build(&path, &packet, None, None)?;
         }
-        let t = Instant::now();
-        artifact::sign_and_drop(
-            &self.job.claims,
-            self.job_key,
-            DropKind::Final,
-            &built,
-            &packet,
-        )?;
-        tracing::debug!(ms = t.elapsed().as_millis() as u64, "step sign and drop");
-        Ok(packet)
+        Ok((packet, built))
+    }
+}
+
+/// What the final artifact carries besides its packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The diff of the workdir and the log.
+    PatchAndLog,
+    /// An empty patch and the log (out of disk for the diff).
+    LogOnly,
+    /// An empty patch, no log (out of disk even for the log).
+    Nothing,
+}
+
+impl Keep {
+    /// The next smaller artifact to try.
+    fn less(self) -> Option<Keep> {
+        match self {
+            Keep::PatchAndLog => Some(Keep::LogOnly),
+            Keep::LogOnly => Some(Keep::Nothing),
+            Keep::Nothing => None,
+        }
+    }
+}
+
+/// The empty patch's account.
+fn empty_patch() -> PatchFile {
+    PatchFile {
+        path: PathBuf::new(),
+        stats: DiffStats::default(),
+        sha256: Sha256Digest::of_bytes(b""),
     }
 }

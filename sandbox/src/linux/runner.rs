@@ -152,6 +152,9 @@ fn check_network(spec: &SandboxSpec, proxy: bool) -> Result<(), SandboxError> {
     }
 }
 
+/// Most of the log preallocated: an artifact member holds no more (`TarLimits::artifact`).
+const MAX_LOG_PREALLOC: u64 = 32 << 20;
+
 fn spawn_inner(
     host_exe: &Path,
     hidden_args: &[&str],
@@ -178,6 +181,10 @@ fn spawn_inner(
         .custom_flags(libc::O_NOFOLLOW)
         .open(&log.path)
         .map_err(SandboxError::io("create the log file"))?;
+    // The log's blocks are taken now, so a generator that fills the disk cannot cut the log
+    // short of its cap (its last lines are what tells why it stopped). Best effort: a file
+    // system without fallocate gets the plain writes.
+    let _ = sys::fallocate_keep_size(file.as_fd(), log.max_bytes.min(MAX_LOG_PREALLOC));
     let (log_r, log_w) = io::pipe().map_err(SandboxError::io("create the log pipe"))?;
     let log_w2 = log_w
         .try_clone()

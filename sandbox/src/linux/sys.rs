@@ -72,6 +72,14 @@ pub(crate) fn waitpid(
     }
 }
 
+/// `fallocate(2)` with `FALLOC_FL_KEEP_SIZE`: allocates blocks for `len` bytes from offset 0
+/// without changing the file's size.
+pub(crate) fn fallocate_keep_size(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: fallocate takes a descriptor the borrow keeps open and plain integers.
+    check(unsafe { libc::fallocate(fd.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) }).map(drop)
+}
+
 /// `kill(2)`. A negative `pid` addresses a process group.
 pub(crate) fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: kill takes plain integers.

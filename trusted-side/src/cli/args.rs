@@ -381,6 +381,10 @@ pub struct LimitArgs {
     /// Tokens (in + out) the generator may report using.
     #[arg(long, default_value_t = 2_000_000, value_name = "N")]
     pub max_tokens: u64,
+    /// Bytes the generator may write under its workdir and private tmp; past it (or on a full
+    /// disk) the worker stops it and drops a partial artifact saying `disk`.
+    #[arg(long, default_value_t = airlock_core::limits::DEFAULT_MAX_DISK_BYTES, value_name = "BYTES")]
+    pub max_disk_bytes: u64,
 }
 
 impl LimitArgs {
@@ -395,6 +399,7 @@ impl LimitArgs {
             max_log_bytes: self.max_log_bytes,
             max_tokens: self.max_tokens,
             allow_binary: false,
+            max_disk_bytes: self.max_disk_bytes,
         }
     }
 }

@@ -278,7 +278,8 @@ pub const MODEL_UNSPECIFIED: &str = "unspecified";
 ///   is real and verified but may be incomplete; a person decides whether it is useful, and it
 ///   can never be queued as if finished);
 /// - `sandbox: none`: `unsandboxed`, human (the generator had the worker's network and files);
-/// - `limits_hit` non-empty: `worker-limit-hit`, human (the diff may be cut short);
+/// - `limits_hit` non-empty: `worker-limit-hit`, human (the diff may be cut short; `disk`
+///   is said in words with the job's disk limit);
 /// - model reported differs from requested (both specific: reported, and not
 ///   `unspecified`): `model-mismatch`, **queue**:
 ///   recorded in the report, the ledger and the review commit, not a decision by itself
@@ -341,10 +342,20 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             .take(20)
             .map(|l| shown(l))
             .collect();
+        // Out of disk is said in words: it is the one limit a reviewer cannot guess from the
+        // diff (the worker may have kept only an empty patch to drop anything at all).
+        let disk = if packet.limits_hit.iter().any(|l| l == "disk") {
+            format!(
+                "the worker ran out of disk (limit {} bytes, or a full disk): the diff may be cut short or empty; ",
+                record.limits.max_disk_bytes
+            )
+        } else {
+            String::new()
+        };
         out.push(Reason::new(
             ReasonCode::WorkerLimitHit,
             Verdict::Human,
-            format!("the worker hit limit(s): {}", list.join(", ")),
+            format!("{disk}the worker hit limit(s): {}", list.join(", ")),
         ));
     }
     let reported = packet.model_reported.as_str();

@@ -98,6 +98,7 @@ pub(super) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
                     max_log_bytes: 1024 * 1024,
                     max_tokens: 1_000_000,
                     allow_binary: false,
+                    max_disk_bytes: airlock_core::limits::DEFAULT_MAX_DISK_BYTES,
                 },
             },
             ttl: "20m".into(),
