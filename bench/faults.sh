@@ -19,9 +19,14 @@ trap 'rm -f "$log"' EXIT
 start=$(date +%s)
 status=0
 AIRLOCK_FAULTS_N="$N" cargo test -q -p airlock-tests --test all \
-    faults::fault_campaign_every_scenario_holds_its_invariants -- --exact >"$log" 2>&1 || status=$?
+    suite::faults::fault_campaign_every_scenario_holds_its_invariants -- --exact >"$log" 2>&1 || status=$?
 # The campaign writes its table past the test harness's capture; violations are listed after it.
 sed -n '/^fault campaign (seed/,/^$/p' "$log"
+if ! grep -q '^fault campaign (seed' "$log"; then
+    tail -40 "$log"
+    echo "bench/faults.sh: the campaign printed no table" >&2
+    status=1
+fi
 grep '^VIOLATION' "$log" | head -50 || true
 echo "total: $(( $(date +%s) - start )) s, exit $status"
 exit "$status"

@@ -1,5 +1,5 @@
 //! The workspace reclaimed mid-run: `SIGKILL` of the worker at a random point (a fifth of the
-//! runs while it fetches and unpacks, the rest at a random moment of the generator's 1.5 s),
+//! runs while it fetches and unpacks, the rest at a random moment of the generator's 3 s),
 //! checkpoints every second, on a `file://` store.
 //!
 //! Holds: no artifact is accepted as final unless the run finished (a fetch that passes reads
@@ -15,7 +15,7 @@ use super::{Rng, Tally};
 use airlock_tests::*;
 
 /// What the generator does: an edit, this long asleep, the final edit.
-const GENERATOR_SECS: &str = "1.5";
+const GENERATOR_SECS: &str = "3";
 /// The checkpoint interval asked for, and the time a checkpoint takes to land after it.
 const CHECKPOINT: Duration = Duration::from_secs(1);
 const CHECKPOINT_SLACK: Duration = Duration::from_secs(1);
@@ -70,7 +70,7 @@ pub fn scenario(rng: &mut Rng, n: u32, tally: &mut Tally) {
             tally.check(i, dirs.len() == 1, || {
                 format!("a new start left other runs' directories: {dirs:?}")
             });
-            let wait = rng.millis(0, 2500);
+            let wait = rng.millis(0, 3500);
             std::thread::sleep(wait);
             since_generator = Some(started.elapsed());
         }
