@@ -133,11 +133,18 @@ fn judge(
         )
     });
     let has_checkpoint = drop.join("checkpoint.dsse.json").exists();
+    let mut in_window = false;
     if has_checkpoint {
         let out = run(lab
             .airlock()
             .args(["fetch", &job.id, "--checkpoint", "--json"]));
-        tally.check(i, out.status.success(), || {
+        // The documented checkpoint window (docs/THREAT-MODEL.md, "Known limits"): killed
+        // between the two renames of a checkpoint, the new tarball sits beside the previous
+        // envelope, and fetch refuses the pair by digest. Counted as its own outcome, shown in
+        // the table; any other refusal is a violation.
+        in_window = out.status.code() == Some(4)
+            && String::from_utf8_lossy(&out.stderr).contains("artifact-digest");
+        tally.check(i, out.status.success() || in_window, || {
             format!(
                 "the checkpoint left by a killed worker does not verify: {}",
                 show(&out)
@@ -152,6 +159,10 @@ fn judge(
         )
     });
     let partial_drop = drop.join("artifact.tar.gz").exists();
+    if in_window {
+        tally.outcome("killed-in-checkpoint-window");
+        return;
+    }
     tally.outcome(match (has_checkpoint, partial_drop, since_generator) {
         (_, true, _) => "killed-mid-drop",
         (true, false, _) => "killed-with-checkpoint",
