@@ -5,7 +5,8 @@
 //! In front of s3s sits a tiny fault injector: a rule matches a method and a key suffix and
 //! answers in place of the server for its next N matching requests (an HTTP status, a dropped
 //! connection, a body cut short, an outage that kills every connection and resets the next
-//! ones, or a hard stop that closes the listening socket until [`S3Server::restart`]). Every
+//! ones, a hard stop that closes the listening socket until [`S3Server::restart`], a request
+//! applied whose answer is lost, or a stall before it is served). Every
 //! request and what it got is logged, so a test asserts what the real server answered.
 //!
 //! Test-only: no home-made server is ever used in production (see `docs/STORES.md`).
@@ -55,6 +56,13 @@ pub enum FaultAction {
     /// The server stops: the listening socket is closed (connections are refused) and every
     /// open connection dropped, until [`S3Server::restart`].
     Stop,
+    /// s3s applies the request, then its answer is lost: the connection is closed (`None`)
+    /// or this status is sent instead (a conditional write the server applied whose
+    /// response never arrived).
+    Lost(Option<u16>),
+    /// Wait this many milliseconds before passing the request to s3s (a slow server: the
+    /// client's timeout fires while the request is still on its way).
+    Stall(u64),
 }
 
 /// A fault rule: the next `times` requests with this method whose path ends with `suffix`.
@@ -328,6 +336,11 @@ impl S3Server {
         });
     }
 
+    /// Removes every fault rule not yet used up.
+    pub fn clear_faults(&self) {
+        self.shared.faults.lock().unwrap().clear();
+    }
+
     /// Fault rules not yet used up.
     pub fn pending_faults(&self) -> Vec<Fault> {
         self.shared.faults.lock().unwrap().clone()
@@ -496,6 +509,29 @@ async fn handle(
             shared.record(entry);
             shared.kill_connections();
             Err("fault injected: server stopped".into())
+        }
+        FaultAction::Lost(status) => {
+            let applied = service.call(req.map(s3s::Body::from)).await;
+            let applied = applied.ok().map(|r| r.status().as_u16());
+            entry.status = status;
+            shared.record(entry);
+            match status {
+                None => Err(format!("fault injected: answer {applied:?} lost").into()),
+                Some(code) => Ok(Response::builder()
+                    .status(code)
+                    .header("content-type", "application/xml")
+                    .body(s3s::Body::from(format!(
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InjectedFault</Code>\
+                         <Message>fault injected after the server answered {applied:?}</Message></Error>"
+                    )))?),
+            }
+        }
+        FaultAction::Stall(ms) => {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            let resp = service.call(req.map(s3s::Body::from)).await;
+            entry.status = resp.as_ref().ok().map(|r| r.status().as_u16());
+            shared.record(entry);
+            resp.map_err(|e| -> BoxError { format!("s3s: {e:?}").into() })
         }
     }
 }

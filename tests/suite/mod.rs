@@ -13,6 +13,9 @@ mod dispatch;
 /// Egress: submit --egress -> worker's proxy -> the packet's egress log; the example
 /// OpenAI-compatible generator against a stand-in endpoint; refusals in the fallback.
 mod egress;
+/// Fault campaign (issue 28): every failure domain as a scenario repeated with random timing,
+/// outcomes counted, one table; any violation fails (N from `AIRLOCK_FAULTS_N`, CI: 20).
+mod faults;
 /// submit -> worker -> gate end to end: decisions, review branch content, checkout untouched.
 mod gate;
 /// Hostile worker: crafted artifacts signed with a real job key; `gate` must reject each (exit 4).

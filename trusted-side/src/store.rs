@@ -14,6 +14,7 @@
 //! Uploads above 8 MiB show a progress bar on a terminal (hidden when piped or with `-q`).
 
 mod local;
+pub mod retry;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -109,7 +110,9 @@ impl Store {
                 install_tls_provider();
                 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey as K};
                 use object_store::ClientConfigKey;
-                let mut b = AmazonS3Builder::from_env().with_url(url);
+                let mut b = AmazonS3Builder::from_env()
+                    .with_url(url)
+                    .with_retry(retry::config());
                 // Plain HTTP with static keys makes no TLS connection: no root certificates needed.
                 let plain_http = b
                     .get_config_value(&K::Endpoint)
@@ -127,6 +130,7 @@ impl Store {
                 install_tls_provider();
                 let gcs = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_url(url)
+                    .with_retry(retry::config())
                     .build()
                     .with_context(|| format!("store URL {url:?}"))?;
                 let gcs = Arc::new(gcs);
@@ -136,6 +140,7 @@ impl Store {
                 install_tls_provider();
                 let az = object_store::azure::MicrosoftAzureBuilder::from_env()
                     .with_url(url)
+                    .with_retry(retry::config())
                     .build()
                     .with_context(|| format!("store URL {url:?}"))?;
                 let az = Arc::new(az);
@@ -307,24 +312,31 @@ impl Store {
             .any(|scheme| self.url.starts_with(scheme))
     }
 
-    /// Writes a small object only if absent. `Ok(false)` if it already exists.
+    /// Writes a small object only if absent. `Ok(false)` if it already exists with other
+    /// bytes; a lost answer is settled by reading back ([`retry::create`]).
     pub fn put_new(&self, key: &str, bytes: &[u8]) -> Result<bool> {
         if let Some(path) = self.local_path(key) {
             return local::put(&path, key, bytes, true);
         }
         let path = self.path(key);
-        let opts = PutOptions {
+        let opts = || PutOptions {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
-        match self.rt.block_on(
-            self.inner
-                .put_opts(&path, PutPayload::from(bytes.to_vec()), opts),
-        ) {
-            Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-            Err(e) => Err(e).with_context(|| format!("{key}: write failed")),
-        }
+        let put = || {
+            let payload = PutPayload::from(bytes.to_vec());
+            self.rt
+                .block_on(self.inner.put_opts(&path, payload, opts()))
+                .map(drop)
+        };
+        // Bytes beyond ours mean another object: read one more than we wrote.
+        let read = || match self.get_bytes(key, bytes.len() as u64 + 1) {
+            Err(e) if format!("{e:#}").contains("store.too-large") => {
+                Ok(Some(vec![0; bytes.len() + 1]))
+            }
+            r => r,
+        };
+        retry::create(key, bytes, put, read)
     }
 
     /// Reads an object of at most `max` bytes; `None` if it does not exist.
