@@ -15,6 +15,8 @@
 //!   the files of the path's ancestor directories;
 //! - the order the files come in changes nothing.
 
+use std::collections::HashMap;
+
 use crate::gitignore::Rules;
 
 /// Paths asked about per input, at most (each check rebuilds the rules).
@@ -96,6 +98,7 @@ pub fn gitignore(data: &[u8]) -> Outcome {
     reversed.reverse();
     let reversed = Rules::from_files(reversed);
     let (mut ignored, mut kept) = (false, false);
+    let mut by_subset: HashMap<Vec<usize>, Rules> = HashMap::new();
     for (path, is_dir) in &case.paths {
         let answer = rules.ignores(path, *is_dir);
         if !well_formed(path) {
@@ -117,15 +120,16 @@ pub fn gitignore(data: &[u8]) -> Outcome {
                 );
             }
         }
-        let own: Vec<(String, Vec<u8>)> = case
-            .files
-            .iter()
-            .filter(|(p, _)| is_ancestor(dir_of(p), path))
-            .cloned()
+        let own: Vec<usize> = (0..case.files.len())
+            .filter(|&i| is_ancestor(dir_of(&case.files[i].0), path))
             .collect();
         if own.len() != case.files.len() {
+            // Paths of one directory share their subset: built once.
+            let subset = by_subset.entry(own).or_insert_with_key(|own| {
+                Rules::from_files(own.iter().map(|&i| case.files[i].clone()).collect())
+            });
             assert_eq!(
-                Rules::from_files(own).ignores(path, *is_dir),
+                subset.ignores(path, *is_dir),
                 answer,
                 "{path:?}: a .gitignore outside its ancestors changed the answer"
             );

@@ -138,3 +138,27 @@ fn hostile_paths_and_patterns_do_not_panic() {
                  --- paths\n/\n//\n../x\n/etc/passwd\na//b\n.\n\u{202e}x\nabs/y\nup/z\n";
     let _ = gitignore(input.as_bytes());
 }
+
+/// Found by the fuzzer: two files of one directory (`crates/web/.gitignore` and a mutated
+/// `crates/web/stati\x16...itignore`) were both taken as that directory's rules, so their
+/// order decided the answer. Only files named `.gitignore` count now.
+#[test]
+fn regression_inputs_keep_the_invariants() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/gitignore");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("regression-")
+        {
+            let _ = gitignore(&std::fs::read(&p).unwrap());
+            n += 1;
+        }
+    }
+    assert!(n >= 1, "regression inputs missing");
+    let one_dir = "=== a/.gitignore\n*.log\n=== a/other\n!x.log\n--- paths\na/x.log\n";
+    let rules = Rules::from_files(parse_case(one_dir.as_bytes()).files);
+    assert!(rules.ignores("a/x.log", false));
+}

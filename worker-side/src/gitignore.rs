@@ -46,11 +46,16 @@ impl Rules {
     }
 
     /// The rules of `.gitignore` files given as `(path of the file, its bytes)`, e.g.
-    /// `("pkg/.gitignore", b"build/\n")`.
+    /// `("pkg/.gitignore", b"build/\n")`. A path not named `.gitignore` is left out: a
+    /// directory has one such file, so the rules never depend on the order given.
     pub fn from_files(gitignores: Vec<(String, Vec<u8>)>) -> Rules {
         let mut files = Vec::new();
         for (path, bytes) in gitignores {
-            let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+            if name != ".gitignore" {
+                continue;
+            }
+            let dir = dir.to_owned();
             let mut b = GitignoreBuilder::new(virtual_root(&dir));
             for line in String::from_utf8_lossy(&bytes).lines() {
                 // A malformed glob is skipped, as git skips what it cannot parse.
