@@ -104,6 +104,7 @@ fn utf16_endianness(content: &[u8]) -> Option<bool> {
 /// Decodes UTF-16 text (BOM dropped, invalid units replaced). `None` if not UTF-16.
 pub fn decode_utf16(content: &[u8]) -> Option<String> {
     let le = utf16_endianness(content)?;
+    crate::work::walk(content.len());
     let body = if content.starts_with(b"\xff\xfe") || content.starts_with(b"\xfe\xff") {
         content.get(2..).unwrap_or_default()
     } else {
@@ -148,6 +149,8 @@ fn printable(b: u8) -> bool {
 
 /// Extracts ASCII runs and UTF-16LE runs of at least [`MIN_RUN`] characters.
 pub fn printable_runs(content: &[u8]) -> Runs {
+    // One ASCII pass and a UTF-16 pass at each alignment.
+    crate::work::walk(content.len().saturating_mul(3));
     let mut runs = Runs::default();
     let push =
         |runs: &mut Runs, start: usize, width: usize, bytes: &mut dyn Iterator<Item = u8>| {

@@ -83,6 +83,7 @@ fn mostly_printable(bytes: &[u8]) -> bool {
 fn piece(content: &[u8], span: (usize, usize), value: &[u8]) -> Piece {
     let ls = line_start(content, span.0);
     let mut text = content.get(ls..span.0).unwrap_or_default().to_vec();
+    crate::work::walk(text.len());
     let value_at = text.len();
     text.extend_from_slice(value);
     Piece {
@@ -94,6 +95,7 @@ fn piece(content: &[u8], span: (usize, usize), value: &[u8]) -> Piece {
 
 /// Every base64 run worth a second look: decoded text as pieces, key structures as blobs.
 pub fn base64_pieces(content: &[u8], pieces: &mut Vec<Piece>, blobs: &mut Vec<KeyBlob>) {
+    crate::work::walk(content.len());
     let mut i = 0;
     let n = content.len();
     while i < n {
@@ -125,6 +127,7 @@ pub fn base64_pieces(content: &[u8], pieces: &mut Vec<Piece>, blobs: &mut Vec<Ke
             continue;
         };
         // A run of a file path or a long identifier decodes to noise: dropped below.
+        crate::work::walk(run.len());
         let Some(decoded) = decode_base64(run) else {
             continue;
         };
@@ -163,6 +166,8 @@ pub fn percent_pieces(content: &[u8], pieces: &mut Vec<Piece>) {
             e += 1;
         }
         let run = content.get(s..e).unwrap_or_default();
+        // The walks back and forward from the escape, then the decoding.
+        crate::work::walk(2 * run.len());
         let mut out = Vec::with_capacity(run.len());
         let mut j = 0;
         while let Some(&c) = run.get(j) {

@@ -24,18 +24,48 @@ pub struct Scanned {
     pub findings: Vec<Finding>,
 }
 
-/// Line starts, for placing findings found elsewhere than in the file's own text.
+/// Bytes per block of [`Lines`]' code-point index.
+const BLOCK: usize = 64;
+
+/// Line starts, for placing findings found elsewhere than in the file's own text. Columns
+/// come from a code-point count per [`BLOCK`] bytes, so placing a finding costs at most two
+/// blocks whatever the line's length (many findings on one long line, or in a binary file
+/// without line breaks, stay linear).
 struct Lines<'a> {
     content: &'a [u8],
     newlines: Vec<usize>,
+    /// Code points in `content[..k * BLOCK]`, for every `k`.
+    chars: Vec<u64>,
+}
+
+fn code_points(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count() as u64
 }
 
 impl<'a> Lines<'a> {
     fn new(content: &'a [u8]) -> Lines<'a> {
+        crate::work::walk(content.len());
+        let mut chars = Vec::with_capacity(content.len() / BLOCK + 1);
+        let mut total = 0u64;
+        chars.push(0);
+        for block in content.chunks(BLOCK) {
+            total += code_points(block);
+            chars.push(total);
+        }
         Lines {
             content,
             newlines: memchr::memchr_iter(b'\n', content).collect(),
+            chars,
         }
+    }
+
+    /// Code points in `content[..at]`.
+    fn chars_before(&self, at: usize) -> u64 {
+        let at = at.min(self.content.len());
+        let k = at / BLOCK;
+        let seg = self.content.get(k * BLOCK..at).unwrap_or_default();
+        crate::work::walk(seg.len());
+        self.chars.get(k).copied().unwrap_or(0) + code_points(seg)
     }
 
     /// (line, column) of byte `at`, 1-based; columns in code points.
@@ -45,8 +75,7 @@ impl<'a> Lines<'a> {
             .checked_sub(1)
             .and_then(|k| self.newlines.get(k))
             .map_or(0, |n| n + 1);
-        let seg = self.content.get(ls..at).unwrap_or_default();
-        let col = seg.iter().filter(|&&b| (b & 0xC0) != 0x80).count() as u64;
+        let col = self.chars_before(at).saturating_sub(self.chars_before(ls));
         (k as u64 + 1, col + 1)
     }
 }

@@ -775,6 +775,7 @@ impl Scanner {
 
     /// The patterns over `content` as it is (no decoding, no joining).
     pub(crate) fn scan_text(&self, path: &str, content: &[u8]) -> Vec<Finding> {
+        crate::work::text(content.len());
         let n = self.rules.len();
         // Which rules apply to this path: None = not yet computed.
         let mut applies: Vec<Option<bool>> = vec![None; n];
@@ -1005,6 +1006,7 @@ impl Scanner {
             let start = r.start.min(content.len());
             let end = r.end.clamp(start, content.len());
             if let Some(seg) = content.get(pos..start) {
+                crate::work::walk(seg.len());
                 match memchr::memrchr(b'\n', seg) {
                     Some(last) => {
                         line += memchr::memchr_iter(b'\n', seg).count() as u64;
@@ -1016,6 +1018,7 @@ impl Scanner {
             }
             let column = 1 + chars_in_line;
             let body = content.get(start..end).unwrap_or_default();
+            crate::work::walk(body.len());
             let (end_line, end_column) = match memchr::memrchr(b'\n', body) {
                 Some(i) => (
                     line + memchr::memchr_iter(b'\n', body).count() as u64,

@@ -60,6 +60,9 @@ pub mod der;
 mod engine;
 mod error;
 pub mod eval;
+#[cfg(any(fuzzing, test))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gitleaks;
 mod lazy_regex;
 mod redact;
@@ -67,6 +70,7 @@ pub mod rule;
 pub mod sarif;
 mod split;
 pub mod testgen;
+mod work;
 
 pub use config::MAX_CONFIG_BYTES;
 pub use content::Form;

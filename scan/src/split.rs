@@ -29,22 +29,31 @@ struct Literal {
     value: Vec<u8>,
 }
 
-/// Reads the literal opening at `open`; `None` if it runs to the line end unclosed.
-fn literal(content: &[u8], open: usize) -> Option<Literal> {
-    let q = *content.get(open)?;
+/// Reads the literal opening at `open`; `None` if it runs to the line end unclosed (or
+/// past [`MAX_LITERAL`]). Also returns where the walk stopped.
+fn literal(content: &[u8], open: usize) -> (Option<Literal>, usize) {
+    let Some(&q) = content.get(open) else {
+        return (None, open);
+    };
     let mut value = Vec::new();
     let mut i = open + 1;
     loop {
-        let c = *content.get(i)?;
+        let Some(&c) = content.get(i) else {
+            crate::work::walk(i - open);
+            return (None, i);
+        };
         if c == q {
-            return Some(Literal {
+            let lit = Literal {
                 start: open,
                 end: i + 1,
                 value,
-            });
+            };
+            crate::work::walk(i + 1 - open);
+            return (Some(lit), i + 1);
         }
         if value.len() > MAX_LITERAL || (c == b'\n' && q != b'`') {
-            return None;
+            crate::work::walk(i - open);
+            return (None, i);
         }
         if c == b'\\' {
             match content.get(i + 1) {
@@ -62,7 +71,10 @@ fn literal(content: &[u8], open: usize) -> Option<Literal> {
                     i += 2;
                     continue;
                 }
-                None => return None,
+                None => {
+                    crate::work::walk(i - open);
+                    return (None, i);
+                }
             }
         }
         value.push(c);
@@ -115,6 +127,7 @@ fn assignment_prefix(content: &[u8], first: usize) -> Vec<u8> {
         ls = line_start(content, ls - 1);
         head = content.get(ls..first).unwrap_or_default();
     }
+    crate::work::walk(head.len());
     let trimmed = head.trim_ascii_end();
     let Some(open) = [&b"("[..], b"["]
         .iter()
@@ -161,6 +174,16 @@ fn flush(content: &[u8], group: &mut Vec<Literal>, pieces: &mut Vec<Piece>) {
 /// Every group of joined literals (or single literal with a line continuation).
 pub fn joined_pieces(content: &[u8], pieces: &mut Vec<Piece>) {
     let mut group: Vec<Literal> = Vec::new();
+    // Per quote character: where the last unclosed literal's walk stopped. A quote of the
+    // same kind before that point was read there as an escaped one (`\"`), and a walk from
+    // it would retrace the same bytes to the same end: it is skipped, so each byte is walked
+    // once per quote kind rather than once per escaped quote (quadratic on a line of them).
+    let mut dead = [0usize; 3];
+    let kind = |q: u8| match q {
+        b'"' => 0,
+        b'\'' => 1,
+        _ => 2,
+    };
     let mut i = 0;
     while i < content.len() {
         let Some(k) = memchr::memchr3(b'"', b'\'', b'`', content.get(i..).unwrap_or_default())
@@ -168,7 +191,20 @@ pub fn joined_pieces(content: &[u8], pieces: &mut Vec<Piece>) {
             break;
         };
         let open = i + k;
-        let Some(lit) = literal(content, open) else {
+        let q = kind(content.get(open).copied().unwrap_or(b'"'));
+        let known_dead = dead.get(q).is_some_and(|&d| open < d);
+        let lit = if known_dead {
+            None
+        } else {
+            let (lit, stop) = literal(content, open);
+            if lit.is_none() {
+                if let Some(d) = dead.get_mut(q) {
+                    *d = stop;
+                }
+            }
+            lit
+        };
+        let Some(lit) = lit else {
             flush(content, &mut group, pieces);
             i = open + 1;
             continue;

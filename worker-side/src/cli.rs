@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use airlock_worker::options::{JobOptions, RunOptions, WatchOptions};
 use clap::{Args, Parser, Subcommand};
 
 /// airlock-worker: run one airlock job on an untrusted machine.
@@ -100,4 +101,39 @@ pub struct WatchArgs {
     pub max_jobs: Option<u64>,
     #[command(flatten)]
     pub job: JobArgs,
+}
+
+impl From<JobArgs> for JobOptions {
+    fn from(a: JobArgs) -> JobOptions {
+        JobOptions {
+            trusted_pub: a.trusted_pub,
+            work_root: a.work_root,
+            pass_env: a.pass_env,
+            readable: a.readable,
+            home_template: a.home_template,
+            allow_local: a.allow_local,
+            unsafe_no_sandbox: a.unsafe_no_sandbox,
+            generator: a.generator,
+        }
+    }
+}
+
+impl From<RunArgs> for RunOptions {
+    fn from(a: RunArgs) -> RunOptions {
+        RunOptions {
+            token: a.token,
+            token_file: a.token_file,
+            job: a.job.into(),
+        }
+    }
+}
+
+impl From<WatchArgs> for WatchOptions {
+    fn from(a: WatchArgs) -> WatchOptions {
+        WatchOptions {
+            dir: a.dir,
+            max_jobs: a.max_jobs,
+            job: a.job.into(),
+        }
+    }
 }

@@ -38,9 +38,24 @@ fn virtual_root(dir: &str) -> PathBuf {
 impl Rules {
     /// Reads every `.gitignore` of the packed revision from the pack.
     pub fn from_base(base: &Base) -> Result<Rules> {
+        Ok(Rules::from_files(base.packed_named(
+            ".gitignore",
+            MAX_FILES,
+            MAX_BYTES,
+        )?))
+    }
+
+    /// The rules of `.gitignore` files given as `(path of the file, its bytes)`, e.g.
+    /// `("pkg/.gitignore", b"build/\n")`. A path not named `.gitignore` is left out: a
+    /// directory has one such file, so the rules never depend on the order given.
+    pub fn from_files(gitignores: Vec<(String, Vec<u8>)>) -> Rules {
         let mut files = Vec::new();
-        for (path, bytes) in base.packed_named(".gitignore", MAX_FILES, MAX_BYTES)? {
-            let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+        for (path, bytes) in gitignores {
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+            if name != ".gitignore" {
+                continue;
+            }
+            let dir = dir.to_owned();
             let mut b = GitignoreBuilder::new(virtual_root(&dir));
             for line in String::from_utf8_lossy(&bytes).lines() {
                 // A malformed glob is skipped, as git skips what it cannot parse.
@@ -53,7 +68,7 @@ impl Rules {
             }
         }
         files.sort_by_key(|f| std::cmp::Reverse(f.0.len()));
-        Ok(Rules { files })
+        Rules { files }
     }
 
     /// Whether any rule exists at all.
@@ -107,16 +122,15 @@ impl Rules {
 #[cfg(test)]
 impl Rules {
     fn of(files: &[(&str, &str)]) -> Rules {
-        let mut out = Vec::new();
-        for (dir, text) in files {
-            let mut b = GitignoreBuilder::new(virtual_root(dir));
-            for line in text.lines() {
-                b.add_line(None, line).unwrap();
-            }
-            out.push(((*dir).to_owned(), b.build().unwrap()));
-        }
-        out.sort_by_key(|f| std::cmp::Reverse(f.0.len()));
-        Rules { files: out }
+        let files = files.iter().map(|(dir, text)| {
+            let path = if dir.is_empty() {
+                ".gitignore".to_owned()
+            } else {
+                format!("{dir}/.gitignore")
+            };
+            (path, text.as_bytes().to_vec())
+        });
+        Rules::from_files(files.collect())
     }
 }
 

@@ -1,40 +1,14 @@
-//! `airlock-worker`: the untrusted hop. A job token and a bundle in, one signed artifact out.
-//!
-//! The worker holds nothing but its token: no store credentials, no git, no cloud SDK. It
-//! verifies everything it is given against the pinned trusted public key before it runs the
-//! generator, runs the generator confined (see `airlock-sandbox`), computes the diff itself,
-//! and signs the artifact with the per-job key from the token.
-//!
-//! # Guarantees
-//! - Nothing runs unless the token, the bundle digest and the bundle's signature verify.
-//! - The generator sees a cleared environment (explicit `--pass-env` allowlist only).
-//! - The per-run directory is removed on every exit path, including SIGTERM/SIGINT.
-//! - Exit codes (see `outcome`): 0 artifact dropped, 1 error or refusal (nothing dropped),
-//!   2 usage, 3 the generator failed (partial artifact dropped), 4 the job was already
-//!   finished (nothing ran), 5 the generator changed nothing (empty artifact dropped).
-//!
-//! # Not guaranteed
-//! - That a host compromised before the run did not tamper with the worker binary itself:
-//!   the trusted side verifies everything the worker returns and trusts none of it.
+//! `airlock-worker`'s command line: parses the flags (`cli.rs`), runs the library's `run` or
+//! `watch` (see the `airlock_worker` crate doc for what the worker guarantees) and maps the
+//! result to an exit code.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-mod artifact;
 mod cli;
-mod disk;
-mod generate;
-mod gitignore;
-mod home;
-mod outcome;
-mod readable;
-mod run;
-mod transfer;
-mod tree;
-mod watch;
-mod workspace;
 
 use std::process::ExitCode;
 
+use airlock_worker::{generate, outcome, run, watch};
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -45,8 +19,8 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
-        cli::Command::Run(args) => run::run_cli(&args).map(|o| o.code()),
-        cli::Command::Watch(args) => watch::watch(&args).map(|()| outcome::EXIT_OK),
+        cli::Command::Run(args) => run::run_cli(&args.into()).map(|o| o.code()),
+        cli::Command::Watch(args) => watch::watch(&args.into()).map(|()| outcome::EXIT_OK),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -42,8 +42,8 @@ use airlock_core::Verified;
 use anyhow::{bail, Context, Result};
 
 use crate::artifact::{self, DropKind};
-use crate::cli::{JobArgs, RunArgs};
 use crate::generate::{self, GeneratorRun, Report};
+use crate::options::{JobOptions, RunOptions};
 use crate::outcome::RunOutcome;
 use crate::tree::Base;
 use crate::workspace::{self, RunDir, Termination};
@@ -95,7 +95,7 @@ pub struct TokenOrigin {
 }
 
 /// `airlock-worker run`: reads the token from `--token`, `--token-file` or `AIRLOCK_JOB_TOKEN`.
-pub fn run_cli(args: &RunArgs) -> Result<RunOutcome> {
+pub fn run_cli(args: &RunOptions) -> Result<RunOutcome> {
     generate::check_pass_env(&args.job.pass_env)?;
     let token = read_token(args.token.as_deref(), args.token_file.as_deref())?;
     let origin = TokenOrigin {
@@ -176,7 +176,7 @@ fn check_term(term: &Termination) -> Result<()> {
 pub fn run_job(
     token: &str,
     origin: &TokenOrigin,
-    args: &JobArgs,
+    args: &JobOptions,
     term: &Termination,
 ) -> Result<RunOutcome> {
     let started_at_ms = now_ms();
@@ -316,7 +316,7 @@ fn key_body(path: &Path) -> String {
 }
 
 /// Paths the generator must never reach besides the token's: the trusted key, this binary.
-fn secret_paths(args: &JobArgs) -> Vec<PathBuf> {
+fn secret_paths(args: &JobOptions) -> Vec<PathBuf> {
     let mut v = vec![args.trusted_pub.clone()];
     if let Ok(exe) = std::env::current_exe() {
         v.push(exe);

@@ -17,7 +17,7 @@ use airlock_core::digest::Sha256Digest;
 use anyhow::{Context, Result};
 use notify::{RecursiveMode, Watcher};
 
-use crate::cli::WatchArgs;
+use crate::options::WatchOptions;
 use crate::workspace::Termination;
 
 const MAX_TICKET_BYTES: u64 = 64 * 1024;
@@ -91,7 +91,7 @@ impl Dirs {
 }
 
 /// Runs the watch loop until `--max-jobs` tickets were handled or a termination signal.
-pub fn watch(args: &WatchArgs) -> Result<()> {
+pub fn watch(args: &WatchOptions) -> Result<()> {
     crate::generate::check_pass_env(&args.job.pass_env)?;
     let dirs = Dirs::new(&args.dir)?;
     let term = Termination::install()?;
@@ -125,7 +125,7 @@ pub fn watch(args: &WatchArgs) -> Result<()> {
 }
 
 /// Claims and runs one ticket. Returns whether a ticket was consumed.
-fn handle(dirs: &Dirs, name: &str, args: &WatchArgs, term: &Termination) -> bool {
+fn handle(dirs: &Dirs, name: &str, args: &WatchOptions, term: &Termination) -> bool {
     let src = dirs.tickets.join(name);
     let claimed = dirs.claimed.join(name);
     // The rename is the claim: if it fails, another worker (or a vanished file) won.
