@@ -46,18 +46,24 @@ pub fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => LevelFilter::INFO,
         (false, _) => LevelFilter::DEBUG,
     };
-    // `RUST_LOG` takes `target=level` directives (`tracing_subscriber::filter::Targets`).
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|s| s.parse::<Targets>().ok())
-        .unwrap_or_else(|| Targets::new().with_default(level));
-    tracing_subscriber::fmt()
+    // `RUST_LOG` takes `target=level` directives (`tracing_subscriber::filter::Targets`);
+    // without it, the level of -v/-q is the subscriber's maximum (what `LevelFilter::current`
+    // reports, e.g. to hide progress bars under -q).
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(color_enabled())
-        .with_target(false)
-        .finish()
-        .with(filter)
-        .init();
+        .with_target(false);
+    match std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+    {
+        Some(targets) => builder
+            .with_max_level(LevelFilter::TRACE)
+            .finish()
+            .with(targets)
+            .init(),
+        None => builder.with_max_level(level).init(),
+    }
 }
 
 /// A progress bar on stderr, hidden when stderr is not a terminal or `quiet` is set.

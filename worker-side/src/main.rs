@@ -45,18 +45,24 @@ fn init_logging(verbose: u8) {
         1 => LevelFilter::INFO,
         _ => LevelFilter::DEBUG,
     };
-    // `RUST_LOG` takes `target=level` directives (`tracing_subscriber::filter::Targets`).
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|s| s.parse::<Targets>().ok())
-        .unwrap_or_else(|| Targets::new().with_default(level));
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stderr().is_terminal();
-    tracing_subscriber::fmt()
+    // `RUST_LOG` takes `target=level` directives (`tracing_subscriber::filter::Targets`);
+    // without it, the level of -v is the subscriber's maximum (what `LevelFilter::current`
+    // reports).
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(color)
-        .with_target(false)
-        .finish()
-        .with(filter)
-        .init();
+        .with_target(false);
+    match std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+    {
+        Some(targets) => builder
+            .with_max_level(LevelFilter::TRACE)
+            .finish()
+            .with(targets)
+            .init(),
+        None => builder.with_max_level(level).init(),
+    }
 }
