@@ -926,7 +926,8 @@ fn kill_9_mid_run_leaves_a_verifiable_partial_checkpoint() {
         let Ok(env_bytes) = std::fs::read(drop_dir.join(envelope)) else {
             return false;
         };
-        let statement = verify_envelope(&env_bytes, &[job_pub.clone()], 1 << 20).unwrap();
+        let statement =
+            verify_envelope(&env_bytes, std::slice::from_ref(&job_pub), 1 << 20).unwrap();
         let (digest, _) = sha256_file(&drop_dir.join(tgz)).unwrap();
         statement.subject_digest("checkpoint.tar.gz") == Some(digest)
     })
