@@ -622,6 +622,7 @@ mod seeds {
             bundle_sha256: Sha256Digest::of_bytes(b"bundle"),
             packet_sha256: Sha256Digest::of_bytes(b"packet"),
             partial: true,
+            seq: None,
         };
         let record = JobRecord {
             format: format::JOB_RECORD_FORMAT.into(),
@@ -685,6 +686,8 @@ mod seeds {
             drop: DropTargets {
                 checkpoint: format!("{base}/drop/{job}/checkpoint.tar.gz"),
                 checkpoint_envelope: format!("{base}/drop/{job}/checkpoint.dsse.json"),
+                checkpoint_1: format!("{base}/drop/{job}/checkpoint.1.tar.gz"),
+                checkpoint_1_envelope: format!("{base}/drop/{job}/checkpoint.1.dsse.json"),
                 artifact: format!("{base}/drop/{job}/artifact.tar.gz"),
                 artifact_envelope: format!("{base}/drop/{job}/artifact.dsse.json"),
                 artifact_envelope_get: None,

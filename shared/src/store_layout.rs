@@ -11,13 +11,27 @@ pub fn inbox_bundle(job: &JobId) -> String {
 pub fn inbox_bundle_envelope(job: &JobId) -> String {
     format!("inbox/{job}/bundle.dsse.json")
 }
-/// `drop/<job>/checkpoint.tar.gz`: partial artifact, overwritten while the generator runs.
-pub fn drop_checkpoint(job: &JobId) -> String {
-    format!("drop/{job}/checkpoint.tar.gz")
+/// Checkpoint slots: the worker writes each checkpoint into the slot that does not hold the
+/// latest complete pair, so a kill mid-write tears only that slot and the other still verifies.
+pub const CHECKPOINT_SLOTS: u8 = 2;
+
+/// The object names of checkpoint slot `slot` (0 or 1): slot 0 is `checkpoint.tar.gz` and
+/// `checkpoint.dsse.json` (the single-slot names of older drops), slot 1 is
+/// `checkpoint.1.tar.gz` and `checkpoint.1.dsse.json`.
+pub fn checkpoint_slot_names(slot: u8) -> (&'static str, &'static str) {
+    if slot == 0 {
+        ("checkpoint.tar.gz", "checkpoint.dsse.json")
+    } else {
+        ("checkpoint.1.tar.gz", "checkpoint.1.dsse.json")
+    }
 }
-/// `drop/<job>/checkpoint.dsse.json`: statement over the checkpoint digest, job key.
-pub fn drop_checkpoint_envelope(job: &JobId) -> String {
-    format!("drop/{job}/checkpoint.dsse.json")
+/// `drop/<job>/checkpoint[.1].tar.gz`: partial artifact of slot `slot`, overwritten in turn.
+pub fn drop_checkpoint(job: &JobId, slot: u8) -> String {
+    format!("drop/{job}/{}", checkpoint_slot_names(slot).0)
+}
+/// `drop/<job>/checkpoint[.1].dsse.json`: statement over slot `slot`'s checkpoint, job key.
+pub fn drop_checkpoint_envelope(job: &JobId, slot: u8) -> String {
+    format!("drop/{job}/{}", checkpoint_slot_names(slot).1)
 }
 /// `drop/<job>/artifact.tar.gz`: the final artifact, written once.
 pub fn drop_artifact(job: &JobId) -> String {

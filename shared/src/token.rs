@@ -294,10 +294,14 @@ pub struct BundleRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DropTargets {
-    /// `drop/<job>/checkpoint.tar.gz`.
+    /// `drop/<job>/checkpoint.tar.gz` (checkpoint slot 0).
     pub checkpoint: String,
-    /// `drop/<job>/checkpoint.dsse.json`.
+    /// `drop/<job>/checkpoint.dsse.json` (checkpoint slot 0).
     pub checkpoint_envelope: String,
+    /// `drop/<job>/checkpoint.1.tar.gz` (checkpoint slot 1).
+    pub checkpoint_1: String,
+    /// `drop/<job>/checkpoint.1.dsse.json` (checkpoint slot 1).
+    pub checkpoint_1_envelope: String,
     /// `drop/<job>/artifact.tar.gz`.
     pub artifact: String,
     /// `drop/<job>/artifact.dsse.json`.
@@ -351,12 +355,17 @@ impl std::fmt::Debug for JobClaims {
 
 impl JobClaims {
     /// The URL claims with their names, for checks.
-    fn urls(&self) -> [(&'static str, &str); 6] {
+    fn urls(&self) -> [(&'static str, &str); 8] {
         [
             ("bundle.url", &self.bundle.url),
             ("bundle_envelope_url", &self.bundle_envelope_url),
             ("drop.checkpoint", &self.drop.checkpoint),
             ("drop.checkpoint_envelope", &self.drop.checkpoint_envelope),
+            ("drop.checkpoint_1", &self.drop.checkpoint_1),
+            (
+                "drop.checkpoint_1_envelope",
+                &self.drop.checkpoint_1_envelope,
+            ),
             ("drop.artifact", &self.drop.artifact),
             ("drop.artifact_envelope", &self.drop.artifact_envelope),
         ]
@@ -784,6 +793,8 @@ mod tests {
             drop: DropTargets {
                 checkpoint: format!("{base}/checkpoint.tar.gz"),
                 checkpoint_envelope: format!("{base}/checkpoint.dsse.json"),
+                checkpoint_1: format!("{base}/checkpoint.1.tar.gz"),
+                checkpoint_1_envelope: format!("{base}/checkpoint.1.dsse.json"),
                 artifact: format!("{base}/artifact.tar.gz"),
                 artifact_envelope: format!("{base}/artifact.dsse.json"),
                 artifact_envelope_get: None,

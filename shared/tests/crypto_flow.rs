@@ -46,6 +46,8 @@ fn worker_artifact_is_accepted_only_under_its_job_key() {
         drop: DropTargets {
             checkpoint: format!("file://{root}/drop/{job}/checkpoint.tar.gz"),
             checkpoint_envelope: format!("file://{root}/drop/{job}/checkpoint.dsse.json"),
+            checkpoint_1: format!("file://{root}/drop/{job}/checkpoint.1.tar.gz"),
+            checkpoint_1_envelope: format!("file://{root}/drop/{job}/checkpoint.1.dsse.json"),
             artifact: format!("file://{root}/drop/{job}/artifact.tar.gz"),
             artifact_envelope: format!("file://{root}/drop/{job}/artifact.dsse.json"),
             artifact_envelope_get: None,
@@ -138,6 +140,8 @@ fn worker_forged_token_with_its_own_job_key_is_refused() {
         drop: DropTargets {
             checkpoint: url.clone(),
             checkpoint_envelope: url.clone(),
+            checkpoint_1: url.clone(),
+            checkpoint_1_envelope: url.clone(),
             artifact: url.clone(),
             artifact_envelope: url,
             artifact_envelope_get: None,

@@ -303,6 +303,8 @@ fn worked_token_example_matches_the_code() {
         drop: DropTargets {
             checkpoint: url(format!("drop/{job}/checkpoint.tar.gz")),
             checkpoint_envelope: url(format!("drop/{job}/checkpoint.dsse.json")),
+            checkpoint_1: url(format!("drop/{job}/checkpoint.1.tar.gz")),
+            checkpoint_1_envelope: url(format!("drop/{job}/checkpoint.1.dsse.json")),
             artifact: url(format!("drop/{job}/artifact.tar.gz")),
             artifact_envelope: url(format!("drop/{job}/artifact.dsse.json")),
             artifact_envelope_get: None,

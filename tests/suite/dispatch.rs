@@ -520,12 +520,17 @@ fn a_checkpoint_after_kill_int_shows_in_status_fetches_as_partial_and_resubmit_r
         !jobdir.join("artifact.tar.gz").exists(),
         "never taken for the final artifact"
     );
-    // A tampered checkpoint is refused.
-    let cp = drop_dir.join("checkpoint.tar.gz");
-    let mut bytes = std::fs::read(&cp).unwrap();
-    let n = bytes.len();
-    bytes[n - 9] ^= 1;
-    std::fs::write(&cp, bytes).unwrap();
+    // A tampered checkpoint is refused: both slots tampered (one alone is passed over, with a
+    // warning naming it, for the other).
+    for slot in ["checkpoint.tar.gz", "checkpoint.1.tar.gz"] {
+        let cp = drop_dir.join(slot);
+        let Ok(mut bytes) = std::fs::read(&cp) else {
+            continue;
+        };
+        let n = bytes.len();
+        bytes[n - 9] ^= 1;
+        std::fs::write(&cp, bytes).unwrap();
+    }
     let out = env.run(env.airlock().args(["fetch", &job.id, "--checkpoint"]));
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
     assert!(

@@ -200,6 +200,7 @@ pub fn envelope(
         bundle_sha256: job.claims.bundle.sha256,
         packet_sha256: Sha256Digest::of_bytes(packet_bytes),
         partial: false,
+        seq: None,
     });
     let statement = Statement::new(
         "artifact.tar.gz",
@@ -596,6 +597,7 @@ fn rejects_another_jobs_artifact_resigned_with_this_jobs_key() {
         bundle_sha256: a.claims.bundle.sha256,
         packet_sha256: Sha256Digest::of_bytes(&packet_bytes),
         partial: false,
+        seq: None,
     };
     let env = envelope(&b, &tgz, &packet_bytes, &b.key, Some(pred));
     w.drop_raw(&b, &tgz, &env);

@@ -269,6 +269,8 @@ fn s3_submit_worker_fetch_gate_end_to_end_with_a_credential_free_worker() {
         &claims.bundle_envelope_url,
         &claims.drop.checkpoint,
         &claims.drop.checkpoint_envelope,
+        &claims.drop.checkpoint_1,
+        &claims.drop.checkpoint_1_envelope,
         &claims.drop.artifact,
         &claims.drop.artifact_envelope,
     ] {
@@ -297,6 +299,8 @@ fn s3_submit_worker_fetch_gate_end_to_end_with_a_credential_free_worker() {
             format!("/{BUCKET}/{PREFIX}/drop/{id}/artifact.dsse.json"),
             format!("/{BUCKET}/{PREFIX}/drop/{id}/checkpoint.tar.gz"),
             format!("/{BUCKET}/{PREFIX}/drop/{id}/checkpoint.dsse.json"),
+            format!("/{BUCKET}/{PREFIX}/drop/{id}/checkpoint.1.tar.gz"),
+            format!("/{BUCKET}/{PREFIX}/drop/{id}/checkpoint.1.dsse.json"),
         ];
         assert!(allowed.contains(&r.path), "{r:?}");
         // The one 404: the worker's look for a final artifact before it runs the generator.

@@ -12,8 +12,9 @@
 //! 7. first artifact wins: a different artifact for a job already fetched is tampering; then
 //!    the downloaded copy becomes the job directory's `artifact.tar.gz`.
 //!
-//! `--checkpoint` runs steps 1-6 on the checkpoint ([`fetch_checkpoint`]) and keeps it apart
-//! (`checkpoint.tar.gz`): a partial result is never taken for the final one.
+//! `--checkpoint` runs steps 1-6 on each checkpoint slot ([`fetch_checkpoint`], in
+//! `fetch/checkpoint.rs`), takes the verified one with the highest sequence number and keeps
+//! it apart (`checkpoint.tar.gz`): a partial result is never taken for the final one.
 //!
 //! Guards against: forged or replayed artifacts (another job's, another key's), artifacts
 //! landing after expiry, oversize downloads, and a worker swapping the artifact after a fetch.
@@ -39,7 +40,10 @@ use serde::Serialize;
 use crate::reasons::ReasonCode;
 use crate::store::Store;
 
+mod checkpoint;
 mod command;
+
+pub use checkpoint::fetch_checkpoint;
 pub use command::{run, FetchOptions};
 
 /// Seconds of clock skew tolerated between the store and the trusted host.
@@ -108,6 +112,9 @@ pub struct Fetched {
     /// The last bytes of `generator.log` (at most [`crate::run_account::MAX_TAIL_BYTES`]),
     /// read in the same pass; `None` if the artifact has none.
     pub log_tail: Option<Vec<u8>>,
+    /// A checkpoint's signed sequence number in its run (`None` for final artifacts and
+    /// older checkpoints).
+    pub seq: Option<u64>,
 }
 
 /// Which drop object a fetch reads.
@@ -115,22 +122,31 @@ pub struct Fetched {
 pub enum DropObject {
     /// `artifact.tar.gz`: the final result, written once.
     Artifact,
-    /// `checkpoint.tar.gz`: the latest partial result, overwritten while the generator runs.
-    Checkpoint,
+    /// Checkpoint slot `0` (`checkpoint.tar.gz`) or `1` (`checkpoint.1.tar.gz`): a partial
+    /// result; the two slots are overwritten in turn while the generator runs.
+    Checkpoint(u8),
 }
 
 impl DropObject {
     fn subject(self) -> &'static str {
         match self {
             DropObject::Artifact => "artifact.tar.gz",
-            DropObject::Checkpoint => "checkpoint.tar.gz",
+            DropObject::Checkpoint(_) => "checkpoint.tar.gz",
+        }
+    }
+
+    /// The tarball's object name in the drop (the subject, but per slot for checkpoints).
+    fn object_name(self) -> &'static str {
+        match self {
+            DropObject::Artifact => "artifact.tar.gz",
+            DropObject::Checkpoint(slot) => layout::checkpoint_slot_names(slot).0,
         }
     }
 
     fn envelope_name(self) -> &'static str {
         match self {
             DropObject::Artifact => "artifact.dsse.json",
-            DropObject::Checkpoint => "checkpoint.dsse.json",
+            DropObject::Checkpoint(slot) => layout::checkpoint_slot_names(slot).1,
         }
     }
 
@@ -140,9 +156,9 @@ impl DropObject {
                 layout::drop_artifact(job),
                 layout::drop_artifact_envelope(job),
             ),
-            DropObject::Checkpoint => (
-                layout::drop_checkpoint(job),
-                layout::drop_checkpoint_envelope(job),
+            DropObject::Checkpoint(slot) => (
+                layout::drop_checkpoint(job, slot),
+                layout::drop_checkpoint_envelope(job, slot),
             ),
         }
     }
@@ -275,29 +291,6 @@ pub fn fetch(
     Ok(fetched)
 }
 
-/// Fetches and verifies a job's last checkpoint (steps 1-6 with the checkpoint's names; its
-/// statement must say `partial`), kept as `checkpoint.tar.gz` in the job directory. Never a
-/// final result: no first-artifact record, no ledger entry, and the gate never reads it.
-pub fn fetch_checkpoint(
-    store: &Store,
-    trusted_key: &SigningKey,
-    home: &Path,
-    job: &JobId,
-) -> Result<Fetched, FetchError> {
-    let (fetched, staging, _) =
-        verify_drop(store, trusted_key, home, job, false, DropObject::Checkpoint)?;
-    if !fetched.packet.partial {
-        return Err(refuse(
-            ReasonCode::PacketBinding,
-            "the checkpoint is not marked partial",
-        ));
-    }
-    staging
-        .persist(&fetched.artifact_path)
-        .map_err(|e| FetchError::Failed(e.error.into()))?;
-    Ok(fetched)
-}
-
 /// Steps 1-6 for `object`: the verified copy stays at the returned temporary path; the
 /// [`Fetched::artifact_path`] is where it will be kept.
 fn verify_drop(
@@ -310,6 +303,7 @@ fn verify_drop(
 ) -> Result<(Fetched, tempfile::TempPath, Vec<u8>), FetchError> {
     let (object_key, envelope_key) = object.keys(job);
     let name = object.subject();
+    let object_name = object.object_name();
     let envelope_name = object.envelope_name();
     let record = load_record(store, &trusted_key.public(), job)?;
     let job = &record.job.clone();
@@ -320,7 +314,7 @@ fn verify_drop(
         .map_err(|e| refuse(ReasonCode::ArtifactTooLarge, format!("{e:#}")))?
         .with_context(|| match object {
             DropObject::Artifact => format!("job {job}: no artifact yet (nothing landed in the drop; `airlock status {job}` shows a checkpoint if one landed)"),
-            DropObject::Checkpoint => format!("job {job}: no checkpoint landed"),
+            DropObject::Checkpoint(_) => format!("job {job}: no checkpoint landed"),
         })?;
     let statement: Verified<Statement> = verify_envelope(
         &env_bytes,
@@ -373,15 +367,22 @@ fn verify_drop(
     let cap = record.limits.max_artifact_bytes;
     let (digest, _, info) = store
         .get_to_file_info(&object_key, cap, &staging)
-        .map_err(|e| refuse(ReasonCode::ArtifactTooLarge, format!("{name}: {e:#}")))?
+        .map_err(|e| {
+            refuse(
+                ReasonCode::ArtifactTooLarge,
+                format!("{object_name}: {e:#}"),
+            )
+        })?
         .with_context(|| match object {
             DropObject::Artifact => gone_after_gc(store, home, job),
-            DropObject::Checkpoint => format!("job {job}: envelope present but {name} missing"),
+            DropObject::Checkpoint(_) => {
+                format!("job {job}: {envelope_name} present but {object_name} missing")
+            }
         })?;
     if digest != signed_digest {
         return Err(refuse(
             ReasonCode::ArtifactDigest,
-            format!("{name}: sha256 {digest} differs from the signed {signed_digest} (a checkpoint is overwritten while the worker runs: try again)"),
+            format!("{object_name}: sha256 {digest} differs from the signed {signed_digest} in {envelope_name}"),
         ));
     }
     // Last-modified of exactly the versions read and verified (the GET answers carry it).
@@ -432,6 +433,7 @@ fn verify_drop(
         landed_at,
         patch,
         log_tail,
+        seq: predicate.seq,
     };
     Ok((fetched, staging, env_bytes))
 }

@@ -74,7 +74,18 @@ pub fn job_status(
     now: u64,
 ) -> Result<JobStatus> {
     let record = crate::fetch::load_record(store, trusted, job)?;
-    let checkpoint = store.head(&layout::drop_checkpoint_envelope(job))?;
+    // The later of the two checkpoint slots' envelopes (either may be absent).
+    let mut checkpoint: Option<crate::store::ObjectInfo> = None;
+    for slot in 0..layout::CHECKPOINT_SLOTS {
+        if let Some(h) = store.head(&layout::drop_checkpoint_envelope(job, slot))? {
+            if checkpoint
+                .as_ref()
+                .is_none_or(|c| h.last_modified > c.last_modified)
+            {
+                checkpoint = Some(h);
+            }
+        }
+    }
     let landed = store.head(&layout::drop_artifact_envelope(job))?;
     let decision = decisions.get(job).cloned();
     let state = if decision.is_some() {

@@ -415,9 +415,19 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
             ttl_d,
         )?,
         drop: DropTargets {
-            checkpoint: store.worker_url(&layout::drop_checkpoint(&job), Access::Put, ttl_d)?,
+            checkpoint: store.worker_url(&layout::drop_checkpoint(&job, 0), Access::Put, ttl_d)?,
             checkpoint_envelope: store.worker_url(
-                &layout::drop_checkpoint_envelope(&job),
+                &layout::drop_checkpoint_envelope(&job, 0),
+                Access::Put,
+                ttl_d,
+            )?,
+            checkpoint_1: store.worker_url(
+                &layout::drop_checkpoint(&job, 1),
+                Access::Put,
+                ttl_d,
+            )?,
+            checkpoint_1_envelope: store.worker_url(
+                &layout::drop_checkpoint_envelope(&job, 1),
                 Access::Put,
                 ttl_d,
             )?,

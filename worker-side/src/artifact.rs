@@ -2,7 +2,8 @@
 //! exactly `generator.log`, `packet.json`, `patch.diff`, signed with the per-job key.
 //!
 //! Guards against: a reader seeing an envelope without its artifact (the tarball is written
-//! first, the envelope last), an artifact over the job's byte limit (replaced by one with an
+//! first, the envelope last), a kill mid-checkpoint tearing the only checkpoint (two slots,
+//! written in turn: see `run.rs`), an artifact over the job's byte limit (replaced by one with an
 //! empty patch that says so), and non-deterministic output (the core's deterministic writer).
 
 use std::fs::File;
@@ -14,6 +15,7 @@ use airlock_core::dsse::{self, Statement};
 use airlock_core::format::{self, ArtifactPredicate, Packet, PREDICATE_ARTIFACT};
 use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
+use airlock_core::store_layout as layout;
 use airlock_core::tar::DeterministicTarWriter;
 use airlock_core::token::JobClaims;
 use anyhow::{Context, Result};
@@ -23,17 +25,31 @@ use crate::transfer::{self, Overwrite};
 /// Which drop object pair to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropKind {
-    /// `drop/<job>/checkpoint.*`, overwritten while the generator runs.
-    Checkpoint,
+    /// Checkpoint number `seq` of the run into slot `slot` (`drop/<job>/checkpoint[.1].*`),
+    /// overwritten in turn while the generator runs.
+    Checkpoint {
+        /// The checkpoint slot (0 or 1).
+        slot: u8,
+        /// Its sequence number in the run, signed in the statement.
+        seq: u64,
+    },
     /// `drop/<job>/artifact.*`, written once at the end.
     Final,
 }
 
 impl DropKind {
-    /// The subject name in the statement.
+    /// The subject name in the statement: the same for both checkpoint slots.
     pub fn subject(self) -> &'static str {
         match self {
-            DropKind::Checkpoint => "checkpoint.tar.gz",
+            DropKind::Checkpoint { .. } => "checkpoint.tar.gz",
+            DropKind::Final => "artifact.tar.gz",
+        }
+    }
+
+    /// The tarball's object name.
+    pub fn object(self) -> &'static str {
+        match self {
+            DropKind::Checkpoint { slot, .. } => layout::checkpoint_slot_names(slot).0,
             DropKind::Final => "artifact.tar.gz",
         }
     }
@@ -41,7 +57,7 @@ impl DropKind {
     /// The envelope's object name.
     pub fn envelope(self) -> &'static str {
         match self {
-            DropKind::Checkpoint => "checkpoint.dsse.json",
+            DropKind::Checkpoint { slot, .. } => layout::checkpoint_slot_names(slot).1,
             DropKind::Final => "artifact.dsse.json",
         }
     }
@@ -122,6 +138,10 @@ pub fn sign_and_drop(
         bundle_sha256: claims.bundle.sha256,
         packet_sha256: built.packet_sha256,
         partial: packet.partial,
+        seq: match kind {
+            DropKind::Checkpoint { seq, .. } => Some(seq),
+            DropKind::Final => None,
+        },
     };
     let statement = Statement::new(
         kind.subject(),
@@ -131,9 +151,14 @@ pub fn sign_and_drop(
     );
     let envelope = dsse::sign_statement(&statement, job_key).to_json_pretty();
     let (obj_url, env_url, mode) = match kind {
-        DropKind::Checkpoint => (
+        DropKind::Checkpoint { slot: 0, .. } => (
             &claims.drop.checkpoint,
             &claims.drop.checkpoint_envelope,
+            Overwrite::Replace,
+        ),
+        DropKind::Checkpoint { .. } => (
+            &claims.drop.checkpoint_1,
+            &claims.drop.checkpoint_1_envelope,
             Overwrite::Replace,
         ),
         DropKind::Final => (
@@ -143,7 +168,7 @@ pub fn sign_and_drop(
         ),
     };
     transfer::drop_pair(
-        (obj_url, kind.subject(), &built.path),
+        (obj_url, kind.object(), &built.path),
         (env_url, kind.envelope(), &envelope),
         mode,
     )

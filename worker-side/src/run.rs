@@ -37,6 +37,7 @@ use airlock_core::format::{
     MODEL_UNREPORTED, PACKET_FORMAT, PREDICATE_BUNDLE,
 };
 use airlock_core::keys::{load_public_key, PublicKey};
+use airlock_core::store_layout as layout;
 use airlock_core::token::{verify_token, JobClaims};
 use airlock_core::Verified;
 use anyhow::{bail, Context, Result};
@@ -254,6 +255,7 @@ pub fn run_job(
         work: &work,
         started_at_ms,
         checkpoints: 0,
+        last_slot: None,
     };
     let disk = crate::disk::DiskWatch::start(
         run_dir.path(),
@@ -432,6 +434,8 @@ struct RunContext<'a> {
     work: &'a Path,
     started_at_ms: u64,
     checkpoints: u64,
+    /// The checkpoint slot holding this run's latest complete pair, if one was dropped.
+    last_slot: Option<u8>,
 }
 
 impl RunContext<'_> {
@@ -511,7 +515,9 @@ impl RunContext<'_> {
         })
     }
 
-    /// Writes a checkpoint: the diff so far, `partial: true`, signed, overwriting the last.
+    /// Writes a checkpoint: the diff so far, `partial: true`, signed, into the slot that does
+    /// not hold the latest complete pair, so a kill mid-write leaves that pair verifiable.
+    /// A failed write leaves the slot torn; the next goes there again, not over the good one.
     fn checkpoint(&mut self, elapsed_ms: u64, sandbox: &str) -> Result<()> {
         let patch = self.diff()?;
         let no_report = Report::default();
@@ -536,18 +542,21 @@ impl RunContext<'_> {
             },
         );
         self.checkpoints += 1;
+        let slot = match self.last_slot {
+            Some(last) => (last + 1) % layout::CHECKPOINT_SLOTS,
+            None => 0,
+        };
+        let kind = DropKind::Checkpoint {
+            slot,
+            seq: self.checkpoints,
+        };
         let path = self.run_dir.join("checkpoint.tar.gz");
         let _ = std::fs::remove_file(&path);
         let built = artifact::build(&path, &packet, Some(&patch.path), None)?;
-        artifact::sign_and_drop(
-            &self.job.claims,
-            self.job_key,
-            DropKind::Checkpoint,
-            &built,
-            &packet,
-        )?;
+        artifact::sign_and_drop(&self.job.claims, self.job_key, kind, &built, &packet)?;
+        self.last_slot = Some(slot);
         let _ = std::fs::remove_file(&path);
-        tracing::info!(n = self.checkpoints, "checkpoint dropped");
+        tracing::info!(n = self.checkpoints, slot, "checkpoint dropped");
         Ok(())
     }
 

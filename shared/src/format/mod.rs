@@ -173,4 +173,8 @@ pub struct ArtifactPredicate {
     pub packet_sha256: Sha256Digest,
     /// `true` for a checkpoint or an unfinished run.
     pub partial: bool,
+    /// A checkpoint's sequence number in its run (1, 2, ...): `fetch --checkpoint` takes the
+    /// verified slot with the highest. Absent from final artifacts and older checkpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }

@@ -3,7 +3,8 @@
 //! checkpoints every second, on a `file://` store.
 //!
 //! Holds: no artifact is accepted as final unless the run finished (a fetch that passes reads
-//! `partial: false` and the finished edit); a checkpoint present always verifies, and one is
+//! `partial: false` and the finished edit); a checkpoint present always verifies (a kill
+//! between a checkpoint's two renames tears only the slot being written), and one is
 //! there once the first checkpoint interval (plus a second to write it) has passed; the
 //! next start leaves no run directory but its own, and a last start leaves none.
 
@@ -132,19 +133,16 @@ fn judge(
             show(&fetched)
         )
     });
-    let has_checkpoint = drop.join("checkpoint.dsse.json").exists();
-    let mut in_window = false;
+    // Either checkpoint slot's envelope: a kill mid-checkpoint tears at most the slot being
+    // written, and fetch takes the other, so any refusal here is a violation.
+    let has_checkpoint = ["checkpoint.dsse.json", "checkpoint.1.dsse.json"]
+        .iter()
+        .any(|e| drop.join(e).exists());
     if has_checkpoint {
         let out = run(lab
             .airlock()
             .args(["fetch", &job.id, "--checkpoint", "--json"]));
-        // The documented checkpoint window (docs/THREAT-MODEL.md, "Known limits"): killed
-        // between the two renames of a checkpoint, the new tarball sits beside the previous
-        // envelope, and fetch refuses the pair by digest. Counted as its own outcome, shown in
-        // the table; any other refusal is a violation.
-        in_window = out.status.code() == Some(4)
-            && String::from_utf8_lossy(&out.stderr).contains("artifact-digest");
-        tally.check(i, out.status.success() || in_window, || {
+        tally.check(i, out.status.success(), || {
             format!(
                 "the checkpoint left by a killed worker does not verify: {}",
                 show(&out)
@@ -159,10 +157,6 @@ fn judge(
         )
     });
     let partial_drop = drop.join("artifact.tar.gz").exists();
-    if in_window {
-        tally.outcome("killed-in-checkpoint-window");
-        return;
-    }
     tally.outcome(match (has_checkpoint, partial_drop, since_generator) {
         (_, true, _) => "killed-mid-drop",
         (true, false, _) => "killed-with-checkpoint",

@@ -329,7 +329,7 @@ fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
 
 #[cfg(test)]
 #[path = "run_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "run_reject_tests.rs"]

@@ -21,13 +21,14 @@ use crate::pack::PackInputs;
 use crate::submit::SubmitOptions;
 use airlock_core::limits::JobLimits;
 
-pub(super) struct Fixture {
+/// Also the fixture of `fetch/checkpoint_tests.rs`.
+pub(crate) struct Fixture {
     pub(super) _tmp: tempfile::TempDir,
     pub(super) root: PathBuf,
     pub(super) repo: PathBuf,
-    pub(super) home: Home,
-    pub(super) key: SigningKey,
-    pub(super) store: Store,
+    pub(crate) home: Home,
+    pub(crate) key: SigningKey,
+    pub(crate) store: Store,
     pub(super) rev: String,
 }
 
@@ -35,7 +36,7 @@ pub(super) const LIB_RS: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\
 pub(super) const CI_YML: &str = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n";
 pub(super) const TEN: &str = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n";
 
-pub(super) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
+pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     let repo = root.join("repo");
@@ -163,6 +164,7 @@ pub(super) fn drop_artifact(f: &Fixture, claims: &JobClaims, d: Drop<'_>) {
         bundle_sha256: claims.bundle.sha256,
         packet_sha256: Sha256Digest::of_bytes(&packet_bytes),
         partial: false,
+        seq: None,
     };
     let statement = Statement::new(
         "artifact.tar.gz",
