@@ -14,7 +14,7 @@
 //! - the same holds for [`classify_change`], whose tree layers may also raise `tests` and
 //!   `docs` into a reviewed bucket and a `build` file into `ci`; with no content and an empty
 //!   tree it says what the name says;
-//! - bounded work: the first file's content repeated past the read cap and followed by a
+//! - bounded work (on one input in [`BOUNDED_EVERY`]): the first file's content repeated past the read cap and followed by a
 //!   Kubernetes object, a Terraform block, a systemd unit and a Dockerfile classifies exactly
 //!   as its first [`HEAD_MAX_BYTES`] (resp. [`CONTENT_HINT_MAX_BYTES`]) do: nothing past the
 //!   cap is looked at.
@@ -27,6 +27,9 @@ use crate::classify::{
 
 /// Files per input, at most.
 pub const MAX_FILES: usize = 8;
+
+/// The bounded-work check runs on inputs whose length is a multiple of this.
+pub const BOUNDED_EVERY: usize = 8;
 
 /// What lies past the cap in the bounded-work check: one shape of each kind the layer knows.
 const PAST_THE_CAP: &[u8] =
@@ -217,7 +220,9 @@ pub fn classify_content(data: &[u8]) -> Outcome {
         check_content_layer(&f.path, name, with);
         raised |= with != name;
     }
-    if let Some(first) = files.first() {
+    // Two reads of a full window per check: done on one input in BOUNDED_EVERY (by length), so
+    // the fuzzer keeps its pace on the other invariants; the unit tests check every seed.
+    if let Some(first) = files.first().filter(|_| data.len() % BOUNDED_EVERY == 0) {
         check_bounded(first);
     }
     check_change(&files);

@@ -11,8 +11,12 @@ fn every_seed_keeps_the_invariants_and_content_raises_something() {
     let seeds = corpus(TARGET, "seed-");
     assert!(seeds.len() >= 6, "seeds missing: {}", seeds.len());
     for (name, bytes) in &seeds {
-        assert!(!parse_case(bytes).is_empty(), "{name}: no file");
+        let files = parse_case(bytes);
+        assert!(!files.is_empty(), "{name}: no file");
         let _ = classify_content(bytes);
+        for f in &files {
+            check_bounded(f);
+        }
     }
     // Each kind of content the brief names is raised by content in some seed.
     let mut rules: Vec<&str> = Vec::new();
@@ -47,6 +51,9 @@ fn mutated_seeds_keep_the_invariants() {
     for _ in 0..200 {
         let seed = pool[rng.below(pool.len())].clone();
         let input = mutate(&mut rng, seed, BYTES);
+        if let Some(first) = parse_case(&input).first() {
+            check_bounded(first);
+        }
         match classify_content(&input) {
             Outcome::Raised => raised += 1,
             Outcome::Kept => kept += 1,
