@@ -222,7 +222,10 @@ pub fn classify_content(data: &[u8]) -> Outcome {
     }
     // Two reads of a full window per check: done on one input in BOUNDED_EVERY (by length), so
     // the fuzzer keeps its pace on the other invariants; the unit tests check every seed.
-    if let Some(first) = files.first().filter(|_| data.len() % BOUNDED_EVERY == 0) {
+    if let Some(first) = files
+        .first()
+        .filter(|_| data.len().is_multiple_of(BOUNDED_EVERY))
+    {
         check_bounded(first);
     }
     check_change(&files);
