@@ -25,6 +25,11 @@ pub mod config;
 pub mod demo;
 pub mod exit;
 pub mod fetch;
+/// Fuzz-target helpers: built for `cargo fuzz` (`cfg(fuzzing)`) and for this crate's unit
+/// tests, which run them on the committed seeds.
+#[cfg(any(fuzzing, test))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gate;
 pub mod gc;
 mod git;

@@ -32,8 +32,9 @@ tr.hunk td{background:#f1f8ff;color:#555}pre{background:#f6f8fa;padding:.6em;whi
 mark.ctl{background:#ffd54f;color:#000;border:1px solid #c00;font-weight:bold}code{font-family:ui-monospace,monospace}\
 section{margin:1.2em 0}.file{border:1px solid #ddd;padding:.5em;margin:.8em 0}";
 
-/// Whether `c` must be shown as a visible token rather than as itself.
-fn is_hidden_control(c: char) -> bool {
+/// Whether `c` must be shown as a visible token rather than as itself (also the set
+/// [`super::shown_max`] escapes, so the terminal, Markdown and HTML hide the same characters).
+pub(crate) fn is_hidden_control(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(c,
             '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{2028}' | '\u{2029}'

@@ -279,8 +279,9 @@ pub fn shown_max(s: &str, max: usize) -> String {
             out.push('…');
             break;
         }
-        let dangerous = c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
+        // One list with the HTML report's: a bidi control missing here (U+061C was) would
+        // reorder the Markdown report and the terminal.
+        let dangerous = c.is_control() || html::is_hidden_control(c);
         if dangerous {
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {
