@@ -383,18 +383,26 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
             continue;
         };
         for p in named_by(script, text, &all, &exec, false) {
-            if !level1.contains_key(&p) {
-                level2
-                    .entry(p)
-                    .or_insert((*bucket, format!("run by {script}, which {entry} runs")));
+            // A file CI runs is `ci`, whatever build definition also names it.
+            let ci_already = |m: &BTreeMap<String, (Bucket, String)>| {
+                m.get(&p).is_some_and(|(b, _)| *b == Bucket::Ci)
+            };
+            if ci_already(&level1) || ci_already(&level2) {
+                continue;
+            }
+            if *bucket == Bucket::Ci || !level2.contains_key(&p) {
+                level2.insert(p, (*bucket, format!("run by {script}, which {entry} runs")));
             }
         }
     }
     for c in changes {
-        let hit = level1
-            .get(c.path)
-            .map(|(b, e)| (*b, format!("run by {e}")))
-            .or_else(|| level2.get(c.path).map(|(b, why)| (*b, why.clone())));
+        let direct = level1.get(c.path).map(|(b, e)| (*b, format!("run by {e}")));
+        let indirect = level2.get(c.path).map(|(b, why)| (*b, why.clone()));
+        let hit = match (direct, indirect) {
+            (Some(d), Some(i)) if d.0 != Bucket::Ci && i.0 == Bucket::Ci => Some(i),
+            (Some(d), _) => Some(d),
+            (None, i) => i,
+        };
         if let Some((bucket, because)) = hit {
             let rule = if bucket == Bucket::Ci {
                 "ci.reached"

@@ -98,6 +98,57 @@ fn fixture_trees_classify_each_change_with_the_entry_point_named() {
 }
 
 #[test]
+fn a_file_ci_runs_through_a_script_is_ci_even_when_a_makefile_names_it() {
+    // The Makefile names tools/gen.py directly (`build`); the workflow runs scripts/check.sh,
+    // which runs tools/gen.py (`ci`, one level down): CI's reach wins, whatever the order.
+    let mut tree = MemTree::new();
+    tree.add(
+        ".github/workflows/ci.yml",
+        false,
+        b"jobs:\n  x:\n    steps:\n      - run: ./scripts/check.sh\n",
+    )
+    .add("Makefile", false, b"gen:\n\tpython3 tools/gen.py\n")
+    .add(
+        "scripts/check.sh",
+        true,
+        b"#!/bin/sh\npython3 tools/gen.py\n",
+    )
+    .add("tools/gen.py", false, b"print(1)\n")
+    .add("src/other.py", false, b"print(2)\n")
+    .add(
+        "scripts/build.sh",
+        true,
+        b"#!/bin/sh\npython3 src/other.py\n",
+    );
+    let changes = [Change {
+        path: "tools/gen.py",
+        new: Some(b"print(3)\n"),
+        executable: false,
+    }];
+    let got = classify_change(&changes, &tree);
+    assert_eq!(got[0].class.rule, "ci.reached", "{got:?}");
+    assert_eq!(
+        got[0].because.as_deref(),
+        Some("run by scripts/check.sh, which .github/workflows/ci.yml runs")
+    );
+    // A file only the Makefile reaches stays `build`.
+    let changes = [
+        Change {
+            path: "Makefile",
+            new: Some(b"gen:\n\tpython3 tools/gen.py\n\tpython3 src/other.py\n"),
+            executable: false,
+        },
+        Change {
+            path: "src/other.py",
+            new: Some(b"print(4)\n"),
+            executable: false,
+        },
+    ];
+    let got = classify_change(&changes, &tree);
+    assert_eq!(got[1].class.rule, "build.reached", "{got:?}");
+}
+
+#[test]
 fn a_change_that_adds_a_workflow_makes_the_script_it_runs_ci() {
     // Neither file is in the packed tree: the overlay of the change is read too.
     let wf = b"jobs:\n  x:\n    steps:\n      - run: python3 src/exfil.py\n";
