@@ -232,8 +232,31 @@ fn build_glob(glob: &str, case_insensitive: bool) -> Result<globset::Glob, globs
         .build()
 }
 
-/// Expands `{a,b}` alternations (not nested) into one glob each, so that most table globs
-/// become a plain file name or extension, which globset matches without a regex.
+/// The globs to compile for one table glob (already anchored): its `{a,b}` alternations
+/// expanded when every expansion is a name, a path suffix or an extension, which globset
+/// matches without a regex; otherwise the glob itself, one alternation in globset's single
+/// regex set (expanded, each would be a regex of its own, and building those was most of a
+/// gate's time).
+fn table_globs(glob: &str) -> Vec<String> {
+    let expanded = expand_braces(glob);
+    if expanded.iter().all(|g| matched_without_regex(g)) {
+        expanded
+    } else {
+        vec![glob.to_owned()]
+    }
+}
+
+/// Whether globset matches `glob` without a regex: a literal path, `**/` and a literal name
+/// or path suffix, or `**/*.` and a literal extension.
+fn matched_without_regex(glob: &str) -> bool {
+    let literal = |s: &str| !s.contains(['*', '?', '[', ']', '{', '}', '\\']);
+    match glob.strip_prefix("**/*.") {
+        Some(ext) if literal(ext) && !ext.contains('/') => true,
+        _ => literal(glob.strip_prefix("**/").unwrap_or(glob)),
+    }
+}
+
+/// Expands `{a,b}` alternations (not nested) into one glob each.
 fn expand_braces(glob: &str) -> Vec<String> {
     let Some(open) = glob.find('{') else {
         return vec![glob.to_owned()];
@@ -258,7 +281,7 @@ fn compile_table() -> Result<Compiled, String> {
             (rule.globs, &mut folded, &mut folded_rule),
             (rule.exact_globs, &mut exact, &mut exact_rule),
         ] {
-            for g in globs.iter().flat_map(|g| expand_braces(&anchor(g))) {
+            for g in globs.iter().flat_map(|g| table_globs(&anchor(g))) {
                 set.add(build_glob(&g, false).map_err(|e| format!("{}: {e}", rule.id))?);
                 map.push(i);
             }

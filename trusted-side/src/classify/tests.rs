@@ -112,6 +112,26 @@ fn brace_expansion_matches_what_globset_reads_in_the_unexpanded_glob() {
 }
 
 #[test]
+fn braces_are_expanded_only_into_globs_globset_matches_without_a_regex() {
+    assert_eq!(
+        table_globs("**/{makefile,gnumakefile}"),
+        ["**/makefile", "**/gnumakefile"]
+    );
+    assert_eq!(table_globs("**/*.{tf,hcl}"), ["**/*.tf", "**/*.hcl"]);
+    assert_eq!(
+        table_globs("**/.github/{codeowners,dependabot.yml}"),
+        ["**/.github/codeowners", "**/.github/dependabot.yml"]
+    );
+    // One expansion would need a regex (`*` inside a name): the glob stays whole.
+    assert_eq!(
+        table_globs("**/{jenkinsfile,jenkinsfile.*}"),
+        ["**/{jenkinsfile,jenkinsfile.*}"]
+    );
+    assert_eq!(table_globs("**/charts{,/**}"), ["**/charts{,/**}"]);
+    assert!(!matched_without_regex("**/*.d/*.conf") && !matched_without_regex("**/*test.java"));
+}
+
+#[test]
 fn real_world_paths() {
     let rows = rows();
     let distinct: HashSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
