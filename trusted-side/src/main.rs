@@ -11,6 +11,14 @@ use std::process::ExitCode;
 use airlock::{exit, output};
 use clap::Parser;
 
+/// The static musl build's allocator: musl's own is slow for a process that builds many small
+/// objects at once (the gate compiles the classification table's globs), and a gate paid for
+/// it in a benchmark (docs/PERFORMANCE.md). dlmalloc is pure Rust and needs no `unsafe` here;
+/// glibc builds keep glibc's allocator.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 fn main() -> ExitCode {
     output::quiet_on_closed_stdout();
     let cli = cli::Cli::parse();
