@@ -3,7 +3,8 @@
 //! The worker writes each checkpoint (tarball, then envelope) into the slot that does not hold
 //! its latest complete pair, so a kill mid-write tears at most the slot being written. Each
 //! slot is verified on its own (steps 1-6 of [`super::verify_drop`], `partial` required); the
-//! verified one with the highest signed `seq` is kept, a torn slot beside it is a warning.
+//! verified one of the latest run with the highest signed `seq` is kept, a torn slot beside it
+//! is a warning.
 //!
 //! Guards against: a kill between the two uploads of a checkpoint leaving no checkpoint that
 //! verifies, and a torn or forged slot being taken for the latest checkpoint.
@@ -92,10 +93,15 @@ fn verify_slot(
     Ok((fetched, staging))
 }
 
-/// Which of two verified checkpoints is the later: the signed sequence number (older
-/// checkpoints have none), then the store's landing time.
-fn order(f: &Fetched) -> (u64, u64) {
-    (f.seq.unwrap_or(0), f.landed_at)
+/// Which of two verified checkpoints is the later: the run that started later (a re-run of a
+/// killed job numbers its checkpoints from 1 again, beside the killed run's), then the signed
+/// sequence number (older checkpoints have none), then the store's landing time.
+fn order(f: &Fetched) -> (u64, u64, u64) {
+    (
+        f.packet.timings.started_at_ms,
+        f.seq.unwrap_or(0),
+        f.landed_at,
+    )
 }
 
 #[cfg(test)]

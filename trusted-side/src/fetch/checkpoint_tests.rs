@@ -15,12 +15,18 @@ use crate::reasons::ReasonCode;
 
 /// Checkpoint number `seq` of a run (its patch names it): the tarball and its envelope.
 fn checkpoint(claims: &JobClaims, seq: u64) -> (Vec<u8>, Vec<u8>) {
+    checkpoint_of_run(claims, 0, seq)
+}
+
+/// Checkpoint `seq` of the run that started `started` ms after the fixture's start time.
+fn checkpoint_of_run(claims: &JobClaims, started: u64, seq: u64) -> (Vec<u8>, Vec<u8>) {
     let patch = format!(
         "diff --git a/n.txt b/n.txt\nnew file mode 100644\n--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+checkpoint {seq}\n"
     );
     let mut packet =
         crate::test_artifact::packet(&claims.job, claims.bundle.sha256, patch.as_bytes());
     packet.partial = true;
+    packet.timings.started_at_ms += started;
     packet.exit.kind = ExitKind::Running;
     packet.exit.code = None;
     let (tgz, packet_bytes) = crate::test_artifact::artifact(&packet, patch.as_bytes());
@@ -92,6 +98,24 @@ fn the_highest_verified_slot_wins_and_a_torn_slot_is_passed_over() {
     let third = write(&f, &claims, 0, 3);
     tear(&f, &claims, 1, 4);
     assert_kept(fetch(&f, &claims).unwrap(), &third, 3);
+}
+
+#[test]
+fn a_rerun_s_first_checkpoint_beats_the_killed_run_s_later_one() {
+    let (f, claims) = fixture(&[], false);
+    write(&f, &claims, 0, 1);
+    let second = write(&f, &claims, 1, 2);
+    assert_kept(fetch(&f, &claims).unwrap(), &second, 2);
+    // The run is killed; a re-run starts a minute later and numbers from 1 again, into slot 0.
+    let (tgz, env) = checkpoint_of_run(&claims, 60_000, 1);
+    let job = &claims.job;
+    f.store
+        .put_bytes(&layout::drop_checkpoint(job, 0), &tgz)
+        .unwrap();
+    f.store
+        .put_bytes(&layout::drop_checkpoint_envelope(job, 0), &env)
+        .unwrap();
+    assert_kept(fetch(&f, &claims).unwrap(), &tgz, 1);
 }
 
 #[test]
