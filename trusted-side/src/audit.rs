@@ -56,6 +56,10 @@ pub fn run(global: &GlobalOptions, cmd: AuditOptions) -> Result<Outcome> {
             };
             match result {
                 Ok(report) => {
+                    // Later gates read the model history on from here (`gate/drift.rs`).
+                    if let Err(e) = crate::gate::drift::keep(&store, &trusted, &home.dir) {
+                        tracing::warn!("the model history for later gates was not kept: {e:#}");
+                    }
                     if json {
                         crate::output::print_json(&report)?;
                     } else {

@@ -265,19 +265,19 @@ fn read_entry(store: &Store, key: &str, size: u64) -> Result<Option<Vec<u8>>> {
 /// holding [`LedgerError::Broken`] with the first broken entry; store failures are other
 /// errors. The rules, in the order they are checked, are in `docs/LEDGER.md`.
 pub fn verify(store: &Store, trusted: &PublicKey) -> Result<VerifyReport> {
-    walk(store, trusted, None, |_, _| {})
+    walk(store, trusted, None, None, |_, _| {})
 }
 
 /// [`verify`], and also: the ledger reaches `pin.seq` (else `ledger.truncated`) and entry
 /// `pin.seq` hashes to `pin.sha256` (else `ledger.pin-mismatch`: history was rewritten).
 pub fn verify_pinned(store: &Store, trusted: &PublicKey, pin: &LedgerHead) -> Result<VerifyReport> {
-    walk(store, trusted, Some(pin), |_, _| {})
+    walk(store, trusted, Some(pin), None, |_, _| {})
 }
 
 /// The generation bill of materials of `job`, from a ledger that verifies in full.
 pub fn show_job(store: &Store, trusted: &PublicKey, job: &JobId) -> Result<BillOfMaterials> {
     let mut mine = Vec::new();
-    let report = walk(store, trusted, None, |seq, entry| {
+    let report = walk(store, trusted, None, None, |seq, entry| {
         if entry.job == *job {
             mine.push((seq, entry.clone()));
         }
@@ -296,7 +296,7 @@ pub fn decisions(
     trusted: &PublicKey,
 ) -> Result<std::collections::BTreeMap<JobId, String>> {
     let mut out = std::collections::BTreeMap::new();
-    walk(store, trusted, None, |_, entry| {
+    walk(store, trusted, None, None, |_, entry| {
         if let Event::Gate { decision, .. } = &entry.event {
             out.insert(entry.job.clone(), decision.clone());
         }
@@ -324,7 +324,7 @@ pub fn reviews(
     trusted: &PublicKey,
 ) -> Result<std::collections::BTreeMap<JobId, LastReview>> {
     let mut out = std::collections::BTreeMap::new();
-    walk(store, trusted, None, |_, entry| {
+    walk(store, trusted, None, None, |_, entry| {
         if let Event::Approve { by, gate_entry, .. } | Event::Decline { by, gate_entry, .. } =
             &entry.event
         {
@@ -347,14 +347,29 @@ pub fn visit_verified(
     trusted: &PublicKey,
     visit: impl FnMut(u64, &LedgerEntry),
 ) -> Result<VerifyReport> {
-    walk(store, trusted, None, visit)
+    walk(store, trusted, None, None, visit)
+}
+
+/// [`visit_verified`] for a reader that already read the ledger through `through`: the entries
+/// before it are listed (no gap) but not read, `through` itself must still hash the same (else
+/// `ledger.pin-mismatch`) and is not visited, and `visit` sees only the entries after it. The
+/// report's `first_at` is then the first read entry's.
+pub fn visit_verified_after(
+    store: &Store,
+    trusted: &PublicKey,
+    through: &LedgerHead,
+    visit: impl FnMut(u64, &LedgerEntry),
+) -> Result<VerifyReport> {
+    walk(store, trusted, None, Some(through), visit)
 }
 
 /// Walks `ledger/` in name order, checking every rule; calls `visit` on each valid entry.
+/// With `resume`, the entries before it are not read (see [`visit_verified_after`]).
 fn walk(
     store: &Store,
     trusted: &PublicKey,
     pin: Option<&LedgerHead>,
+    resume: Option<&LedgerHead>,
     mut visit: impl FnMut(u64, &LedgerEntry),
 ) -> Result<VerifyReport> {
     let broken = |key: String, rule: &'static str, reason: String| -> anyhow::Error {
@@ -385,6 +400,10 @@ fn walk(
                 format!("entry {expected} is missing (the next present entry is {key})"),
             ));
         }
+        if resume.is_some_and(|r| seq < r.seq) {
+            expected += 1;
+            continue;
+        }
         let Some(bytes) = read_entry(store, key, obj.size)? else {
             return Err(broken(
                 key.to_owned(),
@@ -394,6 +413,21 @@ fn walk(
         };
         let entry = open_entry(key, seq, &bytes, trusted).map_err(LedgerError::Broken)?;
         let digest = Sha256Digest::of_bytes(&bytes);
+        if let Some(r) = resume.filter(|r| r.seq == seq) {
+            if r.sha256 != digest {
+                return Err(broken(
+                    key.to_owned(),
+                    rule::PIN_MISMATCH,
+                    format!(
+                        "hashes to {digest}, but it was read through as {r} (history rewritten)"
+                    ),
+                ));
+            }
+            seen.insert(digest, seq);
+            last = Some((digest, entry.at));
+            expected += 1;
+            continue;
+        }
         match (&last, entry.prev) {
             (None, None) => {}
             (None, Some(p)) => {
@@ -461,7 +495,7 @@ fn walk(
         expected += 1;
     }
     let entries = expected - 1;
-    if let Some(pin) = pin {
+    if let Some(pin) = pin.or(resume) {
         if pin.seq > entries {
             return Err(broken(
                 entry_key(entries + 1),

@@ -185,7 +185,9 @@ pub struct WatchArgs {
 pub enum AuditCommand {
     /// Verify every entry's signature (trusted key only) and the hash chain; names the
     /// first broken entry and exits 4 if any. Pass --head SEQ:SHA256 (printed by an
-    /// earlier verify) to also detect a truncated tail.
+    /// earlier verify) to also detect a truncated tail. A ledger that verifies also leaves
+    /// its model history in the home, so later gates read only the entries after it (run it
+    /// regularly on a host that gates).
     Verify {
         /// A head pinned earlier.
         #[arg(long, value_name = "SEQ:SHA256")]

@@ -6,22 +6,110 @@
 //! no history to compare with, nor an `unreported` model.
 //!
 //! Guards against: a silent swap going unnoticed, and worker-chosen text in the reason (the
-//! names are shown through [`shown`]). The history is read only from a ledger that verifies in
-//! full; when it cannot be read, the gate says so in a warning (the swap is then unchecked).
+//! names are shown through [`shown`]). The history is read only from verified ledger entries;
+//! when it cannot be read, the gate says so in a warning (the swap is then unchecked).
+//!
+//! Reading every entry makes each gate slower than the last (one read and one signature check
+//! per entry, one GET per entry on a cloud store). So `airlock audit verify`, after a full
+//! verification, keeps what the ledger says of models in the trusted home
+//! (`cache/model-history.json`) with the entry it was read through, and a gate reads on from
+//! there: only the entries appended since, each verified. The kept entry must still hash the
+//! same, else the gate reads the whole ledger. The gate itself never writes it: a gate writes
+//! nothing outside its job directory.
 //! Does not check: that the reported name is true (it is the worker's claim).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 
 use airlock_core::format::MODEL_UNREPORTED;
 use airlock_core::jobid::JobId;
 use airlock_core::keys::PublicKey;
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use super::policy::Verdict;
-use crate::ledger::{self, Event};
+use crate::ledger::{self, Event, LedgerEntry, LedgerHead};
 use crate::reasons::ReasonCode;
 use crate::report::{shown, Reason};
 use crate::store::Store;
+
+/// Where the fold is kept, under the trusted home.
+pub const CACHE_FILE: &str = "cache/model-history.json";
+
+/// What the ledger says of models, through entry `through_seq` (whose bytes hash to
+/// `through_sha256`): each job's model request until its first fetch, and the answers of first
+/// fetches in ledger order.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Fold {
+    through_seq: u64,
+    through_sha256: Option<airlock_core::digest::Sha256Digest>,
+    /// Jobs submitted and not fetched yet: the model each asked for.
+    requested: HashMap<String, String>,
+    /// Jobs whose first fetch was folded.
+    answered: HashSet<String>,
+    /// (job, model asked, model reported) of each first fetch.
+    answers: Vec<(String, String, String)>,
+}
+
+impl Fold {
+    fn add(&mut self, entry: &LedgerEntry) {
+        let job = entry.job.as_str();
+        match &entry.event {
+            Event::Submit {
+                model_requested, ..
+            } if !self.answered.contains(job) => {
+                self.requested
+                    .entry(job.to_owned())
+                    .or_insert_with(|| model_requested.clone());
+            }
+            Event::Fetch { model_reported, .. } => {
+                if let Some(asked) = self.requested.remove(job) {
+                    self.answered.insert(job.to_owned());
+                    self.answers
+                        .push((job.to_owned(), asked, model_reported.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The fold kept under `home` read on to the ledger's end; the whole ledger when none is
+    /// kept or reading on fails (the kept entry changed or is gone).
+    fn read_on(store: &Store, trusted: &PublicKey, home: &Path) -> Result<Fold> {
+        let path = home.join(CACHE_FILE);
+        let kept = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Fold>(&b).ok());
+        match kept.map(|f| f.extend(store, trusted)) {
+            Some(Ok(fold)) => Ok(fold),
+            Some(Err(e)) => {
+                tracing::info!(
+                    "{}: set aside, the ledger is read again ({e:#})",
+                    path.display()
+                );
+                Fold::default().extend(store, trusted)
+            }
+            None => Fold::default().extend(store, trusted),
+        }
+    }
+
+    /// Folds the entries after the kept one (all of them without one).
+    fn extend(mut self, store: &Store, trusted: &PublicKey) -> Result<Fold> {
+        let through = self.through_sha256.map(|sha256| LedgerHead {
+            seq: self.through_seq,
+            sha256,
+        });
+        let report = match &through {
+            Some(head) => ledger::visit_verified_after(store, trusted, head, |_, e| self.add(e))?,
+            None => ledger::visit_verified(store, trusted, |_, e| self.add(e))?,
+        };
+        if let Some(head) = report.head {
+            self.through_seq = head.seq;
+            self.through_sha256 = Some(head.sha256);
+        }
+        Ok(self)
+    }
+}
 
 /// How many earlier answers the reason summarises.
 pub const RECENT_JOBS: usize = 12;
@@ -34,33 +122,22 @@ pub struct ModelHistory {
 }
 
 impl ModelHistory {
-    /// Reads the history from the verified ledger, leaving out `except` (the job being gated).
-    pub fn read(store: &Store, trusted: &PublicKey, except: &JobId) -> Result<ModelHistory> {
-        let mut requested: HashMap<JobId, String> = HashMap::new();
-        let mut answered: std::collections::HashSet<JobId> = Default::default();
+    /// Reads the history from the verified ledger, leaving out `except` (the job being gated):
+    /// the entries after the fold [`keep`] left under `home`, or all of them when there is
+    /// none or the ledger changed at or before its last entry.
+    pub fn read(
+        store: &Store,
+        trusted: &PublicKey,
+        home: &Path,
+        except: &JobId,
+    ) -> Result<ModelHistory> {
+        let fold = Fold::read_on(store, trusted, home)?;
         let mut history = ModelHistory::default();
-        ledger::visit_verified(store, trusted, |_, entry| {
-            if entry.job == *except {
-                return;
+        for (job, asked, reported) in &fold.answers {
+            if job != except.as_str() {
+                history.record(asked, reported);
             }
-            match &entry.event {
-                Event::Submit {
-                    model_requested, ..
-                } => {
-                    requested
-                        .entry(entry.job.clone())
-                        .or_insert_with(|| model_requested.clone());
-                }
-                Event::Fetch { model_reported, .. } => {
-                    if let Some(asked) = requested.get(&entry.job) {
-                        if answered.insert(entry.job.clone()) {
-                            history.record(asked, model_reported.as_str());
-                        }
-                    }
-                }
-                _ => {}
-            }
-        })?;
+        }
         Ok(history)
     }
 
@@ -114,6 +191,20 @@ impl ModelHistory {
             ),
         ))
     }
+}
+
+/// Keeps the fold of the whole ledger under `home` for later gates (run by `airlock audit
+/// verify` once the ledger verified): written next to its place and renamed there, so a gate
+/// reads the old fold or the new one.
+pub fn keep(store: &Store, trusted: &PublicKey, home: &Path) -> Result<()> {
+    let fold = Fold::read_on(store, trusted, home)?;
+    let path = home.join(CACHE_FILE);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer(&mut tmp, &fold)?;
+    tmp.persist(&path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -125,7 +125,7 @@ pub fn run_gate(
         Err(FetchError::Failed(e)) => return Err(e),
     };
     fill_bom_from_fetch(&mut report, &fetched);
-    check_model_drift(store, key, &fetched, &opts.policy, &mut report);
+    check_model_drift(&home.dir, store, key, &fetched, &opts.policy, &mut report);
     // 2. the patch
     let patch_bytes = match parse::patch_member(fetched.patch.take()) {
         Ok(bytes) => bytes,
@@ -285,6 +285,7 @@ fn fill_bom_from_record(report: &mut GateReport, record: &JobRecord) {
 /// Step 11, the ledger's half: `model-drift` when the model reported answers this job's model
 /// request for the first time (`drift.rs`). An unreadable history is a warning, not an error.
 fn check_model_drift(
+    home: &Path,
     store: &Store,
     key: &SigningKey,
     fetched: &Fetched,
@@ -292,7 +293,7 @@ fn check_model_drift(
     report: &mut GateReport,
 ) {
     let job = &fetched.record.job;
-    match super::drift::ModelHistory::read(store, &key.public(), job) {
+    match super::drift::ModelHistory::read(store, &key.public(), home, job) {
         Ok(history) => report.reasons.extend(history.check(
             &fetched.record.model_requested,
             &fetched.packet.model_reported,

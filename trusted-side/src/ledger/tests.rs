@@ -193,5 +193,6 @@ fn assert_broken(b: &BrokenEntry, seq: u64, rule: &str) {
 mod append;
 mod bom;
 mod format;
+mod model_history;
 mod offline;
 mod tamper;
