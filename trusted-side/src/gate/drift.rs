@@ -124,7 +124,7 @@ pub struct ModelHistory {
 impl ModelHistory {
     /// Reads the history from the verified ledger, leaving out `except` (the job being gated):
     /// the entries after the fold [`keep`] left under `home`, or all of them when there is
-    /// none or the ledger changed at or before its last entry.
+    /// none or its last entry changed or is gone.
     pub fn read(
         store: &Store,
         trusted: &PublicKey,
