@@ -322,7 +322,8 @@ fn glob_hits(path: &str) -> Option<Vec<usize>> {
 /// change (its start is enough, see [`CONTENT_HINT_MAX_BYTES`]); pass `None` when unknown, e.g.
 /// for a deleted file whose old content is not at hand.
 ///
-/// ```ignore
+/// ```
+/// use airlock::classify::{classify_path, Bucket};
 /// assert_eq!(classify_path("src/k8sclient.go", None).bucket, Bucket::Src);
 /// assert_eq!(classify_path(".github/workflows/ci.yml", None).rule, "ci.github-workflow");
 /// ```
