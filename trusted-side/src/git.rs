@@ -17,6 +17,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+mod objects;
+pub use objects::Object;
+
 /// Environment variables that would point git at another repository, index or object store,
 /// or change how it reads objects and config; removed from every git process.
 const GIT_ENV_CLEARED: &[&str] = &[
@@ -56,14 +59,12 @@ const GIT_CONFIG_PINNED: &[(&str, &str)] = &[
 /// Lines of git's stderr kept in an error.
 const MAX_STDERR_LINES: usize = 6;
 
-/// Where a git process runs and which index and object store it uses. Every git process of
+/// Where a git process runs and which index it uses. Every git process of
 /// airlock is built by [`Git::command`].
 #[derive(Clone, Debug)]
 pub struct Git {
     repo: PathBuf,
     index: Option<PathBuf>,
-    /// (object directory new objects go to, the repository's own as an alternate)
-    objects: Option<(PathBuf, PathBuf)>,
     /// Further variables (a commit's identity and dates).
     env: Vec<(&'static str, String)>,
 }
@@ -91,9 +92,16 @@ impl Git {
         Git {
             repo: repo.to_owned(),
             index: None,
-            objects: None,
             env: Vec::new(),
         }
+    }
+
+    /// Git in `dir`, a directory in no repository: `git apply` there patches plain files as
+    /// `patch` would, reading no repository's config, attributes or filters. Repository
+    /// discovery stops at `dir`'s parent (`GIT_CEILING_DIRECTORIES`).
+    pub fn outside_repositories(dir: &Path) -> Git {
+        let parent = dir.parent().unwrap_or(dir).display().to_string();
+        Git::new(dir).with_env("GIT_CEILING_DIRECTORIES", parent)
     }
 
     /// The same, with `key=value` in the environment (after the hardening's own).
@@ -105,13 +113,6 @@ impl Git {
     /// The same, with `GIT_INDEX_FILE` set to `index` instead of the repository's index.
     pub fn with_index(mut self, index: PathBuf) -> Git {
         self.index = Some(index);
-        self
-    }
-
-    /// The same, writing new objects to `scratch` and reading the repository's `objects` as
-    /// an alternate (nothing is written into the repository).
-    pub fn with_objects(mut self, scratch: PathBuf, objects: PathBuf) -> Git {
-        self.objects = Some((scratch, objects));
         self
     }
 
@@ -138,10 +139,6 @@ impl Git {
             .env("LANGUAGE", "C");
         if let Some(index) = &self.index {
             c.env("GIT_INDEX_FILE", index);
-        }
-        if let Some((scratch, real)) = &self.objects {
-            c.env("GIT_OBJECT_DIRECTORY", scratch)
-                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", real);
         }
         for (k, v) in &self.env {
             c.env(k, v);
@@ -183,29 +180,6 @@ impl Git {
     pub fn run_line(&self, args: &[&str]) -> Result<String, GitError> {
         let out = self.run(args, None)?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
-    }
-
-    /// Reads blobs `oids` with one `git cat-file --batch`, each at most `max` bytes.
-    pub fn read_blobs(&self, oids: &[String], max: u64) -> Result<Vec<Vec<u8>>> {
-        if oids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (mut requests, mut responses) = BlobReader::start(self)?.split()?;
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                for oid in oids {
-                    if requests.request(oid).is_err() {
-                        break;
-                    }
-                }
-            });
-            oids.iter()
-                .map(|oid| {
-                    let mut buf = Vec::new();
-                    responses.next_blob(oid, max, &mut buf).map(|()| buf)
-                })
-                .collect()
-        })
     }
 }
 
@@ -528,8 +502,13 @@ mod tests {
         assert_eq!(commit, real);
         let listing = repo.list_tree(&commit).unwrap();
         let blob = listing[0].oid.clone();
-        let content = Git::new(&dir).read_blobs(&[blob], 1 << 20).unwrap();
-        assert_eq!(content, vec![b"committed\n".to_vec()]);
+        let content = Git::new(&dir).cat_file(&[&blob], 1 << 20).unwrap();
+        assert_eq!(content[0].as_ref().unwrap().data, b"committed\n");
+        // A path at the revision reads the committed blob, not the replacement's.
+        let by_path = Git::new(&dir)
+            .cat_file(&[&format!("{real}:a.txt")], 1 << 20)
+            .unwrap();
+        assert_eq!(by_path[0].as_ref().unwrap().data, b"committed\n");
         assert_eq!(
             tree,
             git(

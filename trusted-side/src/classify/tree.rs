@@ -2,8 +2,7 @@
 //! for tests and callers that hold the bytes) and [`GitTree`], a committed revision of a local
 //! repository: the listing comes from the signed bundle's manifest (the gate already holds it) or
 //! from `git ls-tree` (`airlock classify --repo`), contents from one `git cat-file --batch`
-//! process per read (through the hardened [`crate::git::Git`]), `<commit>:<path>` requests on
-//! stdin.
+//! process per read ([`crate::git::Git::cat_file`]), `<commit>:<path>` requests on stdin.
 //!
 //! Guards against: reading the working tree instead of the committed revision, option injection
 //! through the revision or a path (both go in on stdin, never as arguments), a path that names
@@ -12,9 +11,7 @@
 //! On failure to run git, reads give `None`: the tree layers then see less, and the name and
 //! content layers still decide.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use std::collections::BTreeMap;
 
@@ -82,10 +79,6 @@ impl Tree for MemTree {
     }
 }
 
-/// Largest number of paths asked of one `git cat-file` process: the requests must fit the pipe
-/// (they are written before the answers are read).
-const MAX_BATCH: usize = 512;
-
 /// A committed revision as the tree layers read it.
 pub struct GitTree {
     repo: PathBuf,
@@ -120,47 +113,6 @@ impl GitTree {
             .collect();
         Ok(GitTree::new(repo, &commit, files))
     }
-
-    fn read_batch(&self, paths: &[&str]) -> Option<Vec<Option<Vec<u8>>>> {
-        let mut child = crate::git::Git::new(&self.repo)
-            .command()
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let mut requests = String::new();
-        for p in paths {
-            // A path with a newline cannot be asked for; it reads as missing.
-            let p = if p.contains('\n') { "\u{0}" } else { p };
-            requests.push_str(&format!("{}:{p}\n", self.commit));
-        }
-        let mut stdin = child.stdin.take()?;
-        stdin.write_all(requests.as_bytes()).ok()?;
-        drop(stdin);
-        let mut out = BufReader::new(child.stdout.take()?);
-        let mut answers = Vec::with_capacity(paths.len());
-        for _ in paths {
-            let mut header = String::new();
-            out.read_line(&mut header).ok()?;
-            let fields: Vec<&str> = header.split_whitespace().collect();
-            let [_, kind, size] = fields.as_slice() else {
-                answers.push(None); // `<request> missing`
-                continue;
-            };
-            let size: u64 = size.parse().ok()?;
-            // Keep at most MAX_READ_BYTES; the rest (and the record's newline) is skipped, never
-            // held in memory whatever size git announces.
-            let keep = size.min(MAX_READ_BYTES as u64);
-            let mut body = Vec::with_capacity(keep as usize);
-            (&mut out).take(keep).read_to_end(&mut body).ok()?;
-            std::io::copy(&mut (&mut out).take(size - keep + 1), &mut std::io::sink()).ok()?;
-            answers.push((*kind == "blob").then_some(body));
-        }
-        let _ = child.wait();
-        Some(answers)
-    }
 }
 
 impl Tree for GitTree {
@@ -169,14 +121,18 @@ impl Tree for GitTree {
     }
 
     fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
-        let mut out = Vec::with_capacity(paths.len());
-        for chunk in paths.chunks(MAX_BATCH) {
-            match self.read_batch(chunk) {
-                Some(a) => out.extend(a),
-                None => out.extend(chunk.iter().map(|_| None)),
-            }
+        let requests: Vec<String> = paths
+            .iter()
+            .map(|p| format!("{}:{p}", self.commit))
+            .collect();
+        let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
+        match crate::git::Git::new(&self.repo).cat_file(&requests, MAX_READ_BYTES as u64) {
+            Ok(answers) => answers
+                .into_iter()
+                .map(|a| a.filter(|o| o.kind == "blob").map(|o| o.data))
+                .collect(),
+            Err(_) => vec![None; paths.len()],
         }
-        out
     }
 }
 

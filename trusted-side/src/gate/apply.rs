@@ -1,33 +1,38 @@
-//! Step 8: applies the worker's patch with real git to the packed revision, in a temporary
-//! index and a temporary object directory, and cross-checks git's result with the core's
-//! exact applier. Nothing is written into the repository or the user's checkout.
+//! Step 8: applies the worker's patch with real git to the packed revision's files, in a
+//! scratch directory, and cross-checks git's result with the core's exact applier. Nothing is
+//! written into the repository or the user's checkout.
 //!
-//! How (all plumbing, through [`crate::git::Git`]): `git rev-parse` finds the object
-//! directory and the revision (an absent revision is an error: fetch it first); `git
-//! read-tree <revision>` into a temporary index in the job directory; `git apply --cached`
-//! on it (atomic: on failure nothing is written), new objects going to a temporary object
-//! directory with the repository's as an alternate; `git diff-index --cached` lists what git
-//! changed, `git cat-file --batch` reads both sides; each file is then applied again with
-//! [`apply_file`] and must give byte-identical content and the same mode: git may apply a
-//! hunk at an offset, which would make the redacted-line check describe other lines than the
-//! ones changed. With `want_tree`, `git write-tree` gives the resulting tree (the review
-//! branch must reproduce it).
+//! How: one `git cat-file --batch` (through [`crate::git::Git`]) checks that the revision is a
+//! commit here (an absent revision is an error: fetch it first), reads the revision's side of
+//! every path the patch changes, and looks up what each added path would land on. The files the
+//! patch modifies or deletes are written to a scratch directory in the job directory with their
+//! packed mode, and `git apply` runs there outside any repository, as `patch` would: the check
+//! costs the size of the change, not of the tree. Each file is then applied again with
+//! [`apply_file`] and git's result must be byte-identical, with the patch's mode: git may apply
+//! a hunk at an offset, which would make the redacted-line check describe other lines than the
+//! ones changed. The review branch (`review.rs`) repeats the apply in an index and checks git's
+//! tree against these files.
 //!
-//! Guards against: a patch that git applies differently than the gate read it (offsets, fuzz,
-//! whitespace options from the repository's config are overridden), git changing paths the
-//! patch does not name, option injection (the revision must be a full hex id; paths never
-//! reach a command line).
-//! Does not check: the patch's paths or content (`checks.rs` did).
+//! Guards against: a patch that git applies differently than the gate read it (offsets, fuzz;
+//! whitespace options are pinned), git writing paths the patch does not name, an added path that
+//! exists at the revision or lies under a file there (an index would refuse it), a patch whose
+//! old modes are not the packed ones, option injection (the revision must be a full hex id;
+//! paths go in on stdin). Outside a repository git reads no repository config, attributes or
+//! filters.
+//! Does not check: the patch's paths or content (`checks.rs` did); submodules at the revision (an
+//! added path under one is not seen as a collision).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 use airlock_core::diff::{apply_file, FileKind, FileMode, FilePatch, ParsedPatch};
+use airlock_core::format::Manifest;
 use anyhow::{bail, Context, Result};
 
-use crate::git::{is_full_oid, Git, GitError};
+use crate::git::{is_full_oid, Git, GitError, Object};
 
-/// Largest blob read from the repository for the exact-apply check.
+/// Largest file read from the repository for the exact-apply check.
 pub const MAX_BLOB_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One changed path as git applied it.
@@ -37,85 +42,58 @@ pub struct AppliedFile {
     pub old: Option<Vec<u8>>,
     /// Content after the patch (`None`: deleted).
     pub new: Option<Vec<u8>>,
+    /// Mode after the patch (`None`: deleted).
+    pub new_mode: Option<FileMode>,
 }
 
 /// The result of [`apply_check`].
 #[derive(Debug)]
 pub enum ApplyOutcome {
-    /// Git applied the patch exactly as the gate reads it.
-    Applied {
-        /// Tree id after the patch, when asked for (`want_tree`).
-        tree: Option<String>,
-        /// Both sides of every changed path.
-        files: BTreeMap<String, AppliedFile>,
-    },
+    /// Git applied the patch exactly as the gate reads it: both sides of every changed path.
+    Applied(BTreeMap<String, AppliedFile>),
     /// Git refused, or applied it differently: one line for the reason.
     Failed(String),
 }
 
-/// The repository's object directory, once `revision` is known to be a commit in it. An
-/// absent revision is an error telling the user to fetch it (exit 1), not a verdict.
-pub fn check_revision(repo: &Path, revision: &str) -> Result<PathBuf> {
-    if !is_full_oid(revision) {
-        bail!("job record revision {revision:?} is not a full commit id");
-    }
-    if !repo.is_dir() {
-        bail!("{}: no such directory (--repo)", repo.display());
-    }
-    let spec = format!("{revision}^{{commit}}");
-    let out = match Git::new(repo).run(&["rev-parse", "--git-path", "objects", &spec], None) {
-        Ok(out) => out,
-        Err(GitError::Failed(why)) if why.contains("not a git repository") => {
-            bail!("{}: not a git repository (--repo)", repo.display())
-        }
-        Err(GitError::Failed(_)) => bail!(
-            "{}: revision {revision} (the packed revision) is not in this repository: fetch the revision first (e.g. `git fetch origin {revision}`), or pass --repo",
-            repo.display()
-        ),
-        Err(e) => return Err(e.into()),
-    };
-    let text = String::from_utf8_lossy(&out);
-    let objects = PathBuf::from(text.lines().next().unwrap_or("").trim());
-    let abs = if objects.is_absolute() {
-        objects
-    } else {
-        repo.join(objects)
-    };
-    abs.canonicalize()
-        .with_context(|| format!("{}: cannot find the object directory", abs.display()))
-}
-
-/// Applies `patch_bytes` (already parsed as `patch`) to `revision` with real git in a
-/// scratch directory under `job_dir`, and cross-checks every changed file against the exact
-/// applier. With `want_tree`, also returns the resulting tree id. `Err`: the revision is not
-/// in the repository, or git or the disk failed.
+/// Applies `patch` to the files of `revision` in `repo` (modes from the `packed` manifest) with
+/// real git in a scratch directory under `job_dir`, and cross-checks every changed file against
+/// the exact applier. `Err`: the revision is not in the repository, or git or the disk failed.
 pub fn apply_check(
     repo: &Path,
     job_dir: &Path,
     revision: &str,
     (patch_bytes, patch): (&[u8], &ParsedPatch),
-    want_tree: bool,
+    packed: &Manifest,
 ) -> Result<ApplyOutcome> {
-    let repo_objects = check_revision(repo, revision)?;
+    let olds = match revision_side(repo, revision, patch)? {
+        Ok(olds) => olds,
+        Err(why) => return Ok(ApplyOutcome::Failed(why)),
+    };
     let dir = tempfile::Builder::new()
         .prefix(".apply-")
         .tempdir_in(job_dir)
         .with_context(|| format!("{}: cannot create a scratch directory", job_dir.display()))?;
-    let objects = dir.path().join("objects");
-    std::fs::create_dir(&objects)?;
-    let git = Git::new(repo)
-        .with_index(dir.path().join("index"))
-        .with_objects(objects, repo_objects);
-    git.run(&["read-tree", revision], None)?;
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work)?;
+    let mut old_modes = BTreeMap::new();
+    for (fp, old) in patch.files.iter().zip(&olds) {
+        let Some(old) = old else { continue };
+        let Some(entry) = packed.file(&fp.path) else {
+            return Ok(ApplyOutcome::Failed(format!(
+                "{}: not in the packed tree",
+                fp.path
+            )));
+        };
+        let mode = match entry.executable() {
+            true => FileMode::Executable,
+            false => FileMode::Regular,
+        };
+        write_file(&work, &fp.path, old, mode)?;
+        old_modes.insert(fp.path.as_str(), mode);
+    }
     if !patch.files.is_empty() {
-        let args = [
-            "apply",
-            "--cached",
-            "--whitespace=nowarn",
-            "--no-recount",
-            "-",
-        ];
-        match git.run(&args, Some(patch_bytes)) {
+        let args = ["apply", "--whitespace=nowarn", "--no-recount", "-"];
+        match Git::outside_repositories(&work).run(&args, Some(patch_bytes)) {
             Ok(_) => {}
             Err(GitError::Failed(why)) => {
                 return Ok(ApplyOutcome::Failed(format!("git apply: {why}")))
@@ -123,182 +101,200 @@ pub fn apply_check(
             Err(e) => return Err(e.into()),
         }
     }
-    let tree = match want_tree {
-        true => Some(git.run_line(&["write-tree"])?),
-        false => None,
-    };
-    let raw = git.run(
-        &[
-            "diff-index",
-            "--cached",
-            "-z",
-            "--no-renames",
-            "--no-abbrev",
-            "--raw",
-            revision,
-        ],
-        None,
-    )?;
-    let changed = parse_raw_diff(&raw).map_err(|e| anyhow::anyhow!("git diff-index: {e}"))?;
-    Ok(compare(&git, patch, &changed, tree))
-}
-
-/// Git must have changed exactly the patch's paths, with the patch's modes, to the exact
-/// applier's bytes; then the outcome is `Applied` with `tree`.
-fn compare(
-    git: &Git,
-    patch: &ParsedPatch,
-    changed: &BTreeMap<String, RawChange>,
-    tree: Option<String>,
-) -> ApplyOutcome {
-    use ApplyOutcome::Failed;
-    if let Some(path) = changed.keys().find(|p| patch.file(p).is_none()) {
-        return Failed(format!(
-            "git changed {}, which the patch as parsed does not name",
-            crate::report::shown(path)
-        ));
-    }
-    let oids: Vec<String> = changed
-        .values()
-        .flat_map(|c| [&c.old_oid, &c.new_oid])
-        .filter(|oid| !is_null_oid(oid))
-        .cloned()
-        .collect();
-    let blobs: BTreeMap<&String, Vec<u8>> = match git.read_blobs(&oids, MAX_BLOB_BYTES) {
-        Ok(bodies) => oids.iter().zip(bodies).collect(),
-        Err(e) => return Failed(format!("cannot read a changed file: {e:#}")),
-    };
-    let side =
-        |oid: &String| (!is_null_oid(oid)).then(|| blobs.get(oid).cloned().unwrap_or_default());
     let mut files = BTreeMap::new();
-    for fp in &patch.files {
-        let Some(c) = changed.get(&fp.path) else {
-            return Failed(format!("{}: git did not change it", fp.path));
+    for (fp, old) in patch.files.iter().zip(olds) {
+        let old_mode = old_modes.get(fp.path.as_str()).copied();
+        match compare(&work, fp, old, old_mode)? {
+            Ok(applied) => files.insert(fp.path.clone(), applied),
+            Err(why) => return Ok(ApplyOutcome::Failed(format!("{}: {why}", fp.path))),
         };
-        if let Some(why) = check_modes(fp, c) {
-            return Failed(format!("{}: {why}", fp.path));
-        }
-        let (old, new) = (side(&c.old_oid), side(&c.new_oid));
-        let exact = match apply_file(old.as_deref(), fp) {
-            Ok(x) => x,
-            Err(e) => {
-                return Failed(format!(
-                    "git applied it, but not exactly where the patch says (offset): {e}"
-                ))
-            }
-        };
-        if exact != new {
-            return Failed(format!(
-                "{}: git's result differs from the exact application of the patch",
-                fp.path
-            ));
-        }
-        files.insert(fp.path.clone(), AppliedFile { old, new });
     }
-    ApplyOutcome::Applied { tree, files }
+    if let Some(extra) = written_paths(&work)?
+        .into_iter()
+        .find(|p| patch.file(p).is_none())
+    {
+        return Ok(ApplyOutcome::Failed(format!(
+            "git wrote {}, which the patch as parsed does not name",
+            crate::report::shown(&extra)
+        )));
+    }
+    Ok(ApplyOutcome::Applied(files))
 }
 
-fn is_null_oid(oid: &str) -> bool {
-    oid.bytes().all(|b| b == b'0')
-}
-
-/// One record of `git diff-index --raw -z`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct RawChange {
-    old_mode: String,
-    new_mode: String,
-    old_oid: String,
-    new_oid: String,
-    status: String,
-}
-
-/// Parses `:<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0` records.
-fn parse_raw_diff(raw: &[u8]) -> std::result::Result<BTreeMap<String, RawChange>, String> {
-    let mut out = BTreeMap::new();
-    let mut parts = raw.split(|b| *b == 0);
-    while let Some(meta) = parts.next() {
-        if meta.is_empty() {
+/// The revision's side of each file of the patch (`None` for an added file), read with one
+/// `git cat-file --batch`; the inner `Err` is why the patch cannot apply there.
+#[allow(
+    clippy::type_complexity,
+    reason = "an error, or a verdict, or the contents"
+)]
+fn revision_side(
+    repo: &Path,
+    revision: &str,
+    patch: &ParsedPatch,
+) -> Result<Result<Vec<Option<Vec<u8>>>, String>> {
+    if !is_full_oid(revision) {
+        bail!("job record revision {revision:?} is not a full commit id");
+    }
+    if !repo.is_dir() {
+        bail!("{}: no such directory (--repo)", repo.display());
+    }
+    // What an added path would land on: itself, or a file in place of one of its directories.
+    let added_over: BTreeSet<&str> = patch
+        .files
+        .iter()
+        .filter(|fp| fp.kind == FileKind::Added)
+        .flat_map(|fp| {
+            let p = fp.path.as_str();
+            p.match_indices('/').map(|(i, _)| &p[..i]).chain([p])
+        })
+        .collect();
+    let mut requests = vec![format!("{revision}^{{commit}}")];
+    requests.extend(
+        patch
+            .files
+            .iter()
+            .filter(|fp| fp.kind != FileKind::Added)
+            .map(|fp| fp.path.as_str())
+            .chain(added_over.iter().copied())
+            .map(|p| format!("{revision}:{p}")),
+    );
+    let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
+    let mut answers = match Git::new(repo).cat_file(&requests, MAX_BLOB_BYTES) {
+        Ok(a) => a.into_iter(),
+        Err(GitError::Failed(why)) if why.contains("not a git repository") => {
+            bail!("{}: not a git repository (--repo)", repo.display())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if answers.next().flatten().is_none() {
+        bail!(
+            "{}: revision {revision} (the packed revision) is not in this repository: fetch the revision first (e.g. `git fetch origin {revision}`), or pass --repo",
+            repo.display()
+        );
+    }
+    let mut olds = Vec::new();
+    for fp in &patch.files {
+        if fp.kind == FileKind::Added {
+            olds.push(None);
             continue;
         }
-        let meta = std::str::from_utf8(meta).map_err(|_| "malformed record".to_owned())?;
-        let meta = meta.strip_prefix(':').ok_or("malformed record")?;
-        let f: Vec<&str> = meta.split(' ').collect();
-        let [old_mode, new_mode, old_oid, new_oid, status] = f.as_slice() else {
-            return Err("malformed record".to_owned());
-        };
-        let path = parts.next().ok_or("record without a path")?;
-        let path = String::from_utf8(path.to_vec()).map_err(|_| "path is not UTF-8".to_owned())?;
-        out.insert(
-            path,
-            RawChange {
-                old_mode: (*old_mode).to_owned(),
-                new_mode: (*new_mode).to_owned(),
-                old_oid: (*old_oid).to_owned(),
-                new_oid: (*new_oid).to_owned(),
-                status: (*status).to_owned(),
-            },
-        );
+        match answers.next().flatten() {
+            Some(Object { kind, size, data }) if kind == "blob" && size == data.len() as u64 => {
+                olds.push(Some(data))
+            }
+            Some(Object { kind, .. }) if kind == "blob" => {
+                return Ok(Err(format!(
+                    "{}: over {MAX_BLOB_BYTES} bytes at the revision, too large to check",
+                    fp.path
+                )))
+            }
+            Some(_) => return Ok(Err(format!("{}: not a file at the revision", fp.path))),
+            None => return Ok(Err(format!("{}: does not exist at the revision", fp.path))),
+        }
+    }
+    for (p, answer) in added_over.iter().zip(answers) {
+        let added = patch.file(p).is_some_and(|fp| fp.kind == FileKind::Added);
+        match answer {
+            Some(_) if added => {
+                return Ok(Err(format!("{p}: added, but it exists at the revision")))
+            }
+            Some(o) if o.kind != "tree" => {
+                return Ok(Err(format!(
+                    "{p}: a file at the revision, where the patch adds a path under it"
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(Ok(olds))
+}
+
+/// Writes `content` to `work/path` with `mode`. `path` passed the diff parser: relative, no
+/// `..`, no empty or `.` component.
+fn write_file(work: &Path, path: &str, content: &[u8], mode: FileMode) -> Result<()> {
+    let full = work.join(path);
+    if let Some(parent) = full.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&full, content).with_context(|| format!("{}", full.display()))?;
+    let bits = match mode {
+        FileMode::Executable => 0o755,
+        FileMode::Regular => 0o644,
+    };
+    std::fs::set_permissions(&full, std::fs::Permissions::from_mode(bits))?;
+    Ok(())
+}
+
+/// Git's result for `fp` must be the exact applier's, with the modes the patch states.
+fn compare(
+    work: &Path,
+    fp: &FilePatch,
+    old: Option<Vec<u8>>,
+    old_mode: Option<FileMode>,
+) -> Result<Result<AppliedFile, String>> {
+    if let (Some(want), Some(have)) = (fp.old_mode, old_mode) {
+        if want != have {
+            return Ok(Err(format!(
+                "mode at the revision is {}, the patch expects {}",
+                have.as_str(),
+                want.as_str()
+            )));
+        }
+    }
+    let full = work.join(&fp.path);
+    let (new, new_mode) = match std::fs::symlink_metadata(&full) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
+        Err(e) => return Err(anyhow::Error::new(e).context(full.display().to_string())),
+        Ok(m) if !m.file_type().is_file() => return Ok(Err("git did not write a file".into())),
+        Ok(m) => {
+            let mode = match m.permissions().mode() & 0o100 {
+                0 => FileMode::Regular,
+                _ => FileMode::Executable,
+            };
+            (Some(std::fs::read(&full)?), Some(mode))
+        }
+    };
+    let exact = match apply_file(old.as_deref(), fp) {
+        Ok(x) => x,
+        Err(e) => {
+            return Ok(Err(format!(
+                "git applied it, but not exactly where the patch says (offset): {e}"
+            )))
+        }
+    };
+    if exact != new {
+        return Ok(Err(
+            "git's result differs from the exact application of the patch".into(),
+        ));
+    }
+    let want_mode = match fp.kind {
+        FileKind::Deleted => None,
+        _ => fp.new_mode.or(old_mode).or(Some(FileMode::Regular)),
+    };
+    if new_mode != want_mode {
+        let name = |m: Option<FileMode>| m.map_or("none", FileMode::as_str);
+        return Ok(Err(format!(
+            "git left mode {}, the patch says {}",
+            name(new_mode),
+            name(want_mode)
+        )));
+    }
+    Ok(Ok(AppliedFile { old, new, new_mode }))
+}
+
+/// Every file and link under `work`, as `/`-separated relative paths.
+fn written_paths(work: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut dirs = vec![work.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                dirs.push(entry.path());
+            } else if let Ok(rel) = entry.path().strip_prefix(work) {
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
     }
     Ok(out)
-}
-
-/// The modes git recorded must be the ones the patch states, and the old file a regular file.
-fn check_modes(fp: &FilePatch, c: &RawChange) -> Option<String> {
-    let want_old = match fp.kind {
-        FileKind::Added => "000000",
-        _ => match fp.old_mode {
-            Some(m) => m.as_str(),
-            None if c.old_mode == FileMode::Executable.as_str() => "100755",
-            None => "100644",
-        },
-    };
-    if c.old_mode != want_old {
-        return Some(format!(
-            "mode at the revision is {}, the patch expects {want_old}",
-            c.old_mode
-        ));
-    }
-    let want_new = match fp.kind {
-        FileKind::Deleted => "000000".to_owned(),
-        _ => fp
-            .new_mode
-            .map_or_else(|| want_old.to_owned(), |m| m.as_str().to_owned()),
-    };
-    if c.new_mode != want_new {
-        return Some(format!(
-            "git set mode {}, the patch says {want_new}",
-            c.new_mode
-        ));
-    }
-    let want_status = match fp.kind {
-        FileKind::Added => "A",
-        FileKind::Deleted => "D",
-        FileKind::Modified | FileKind::ModeChange => "M",
-    };
-    if c.status != want_status {
-        return Some(format!("git status {}, expected {want_status}", c.status));
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn raw_diff_records_parse() {
-        let raw = b":100644 100755 aaaa bbbb M\0src/a b.rs\0:000000 100644 0000 cccc A\0new\0";
-        let m = parse_raw_diff(raw).unwrap();
-        assert_eq!(m["src/a b.rs"].new_mode, "100755");
-        assert_eq!(m["new"].status, "A");
-        assert!(parse_raw_diff(b":100644 x\0p\0").is_err());
-    }
-
-    #[test]
-    fn full_oids_only() {
-        assert!(is_full_oid(&"a".repeat(40)) && is_full_oid(&"0".repeat(64)));
-        assert!(
-            !is_full_oid("HEAD") && !is_full_oid("--output=x") && !is_full_oid(&"A".repeat(40))
-        );
-    }
 }

@@ -1,24 +1,29 @@
 //! Step 13: writes the optional review branch `airlock/<job>`, without touching the user's
 //! checkout, HEAD, index or other branches.
 //!
-//! How (plumbing, through [`crate::git::Git`]): the apply is repeated in a temporary index,
-//! this time into the repository's own object store; `git write-tree` must give the tree the
-//! check gave; then `git commit-tree` (fixed identity, dates = the store's landing time, no
-//! signing) and `git update-ref refs/heads/airlock/<job> <new> <expected old>`. It refuses
-//! when that branch is checked out in any worktree.
+//! How (plumbing, through [`crate::git::Git`]): the apply is repeated with `git apply
+//! --cached` in a temporary index read from the revision, into the repository's own object
+//! store; `git diff-index` must show exactly the checked paths, each with the content and mode
+//! the check produced (`apply.rs`); then `git write-tree`, `git commit-tree` (fixed identity,
+//! dates = the store's landing time, no signing) and `git update-ref refs/heads/airlock/<job>
+//! <new> <expected old>`. It refuses when that branch is checked out in any worktree.
 //!
 //! Guards against: commit trailers forged through worker-controlled text ([`trailer_value`]),
-//! moving a checked-out branch, a review commit that differs from what was checked (the tree
-//! comparison).
+//! moving a checked-out branch, a review commit that differs from what was checked (the
+//! comparison with the checked files).
 //! Does not check: the patch (the checks and `apply.rs` did).
 
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::apply::{AppliedFile, MAX_BLOB_BYTES};
 use super::policy::Verdict;
 use crate::fetch::Fetched;
 use crate::git::{is_full_oid, Git};
 use crate::report::{GateReport, Reason, GATE_VERSION};
+#[cfg(test)]
+use airlock_core::diff::FileMode;
 
 /// What goes into the review commit.
 #[derive(Debug, Clone)]
@@ -27,8 +32,8 @@ pub struct ReviewCommit<'a> {
     pub job: &'a str,
     /// Parent: the packed revision.
     pub revision: &'a str,
-    /// The tree the check produced; the review apply must give the same.
-    pub expected_tree: &'a str,
+    /// Both sides of each file as the check applied them; the review apply must give the same.
+    pub checked: &'a BTreeMap<String, AppliedFile>,
     /// The patch.
     pub patch_bytes: &'a [u8],
     /// Commit message subject and body (without trailers).
@@ -44,7 +49,7 @@ pub fn review_commit<'a>(
     report: &GateReport,
     fetched: &'a Fetched,
     patch_bytes: &'a [u8],
-    expected_tree: &'a str,
+    checked: &'a BTreeMap<String, AppliedFile>,
 ) -> ReviewCommit<'a> {
     let st = report.stats;
     let record = &fetched.record;
@@ -72,7 +77,7 @@ pub fn review_commit<'a>(
     ReviewCommit {
         job: record.job.as_str(),
         revision: &record.revision,
-        expected_tree,
+        checked,
         patch_bytes,
         message,
         trailers: vec![
@@ -151,13 +156,10 @@ pub fn write_review_branch(
         ];
         git.run(&apply, Some(c.patch_bytes))?;
     }
-    let tree = git.run_line(&["write-tree"])?;
-    if tree != c.expected_tree {
-        bail!(
-            "review apply gave tree {tree}, the check gave {}: refusing to commit",
-            c.expected_tree
-        );
+    if let Err(why) = same_as_checked(&git, c) {
+        bail!("the review apply differs from the check ({why}): refusing to commit");
     }
+    let tree = git.run_line(&["write-tree"])?;
     let mut message = c.message.trim_end().to_owned();
     message.push_str("\n\n");
     for (k, v) in &c.trailers {
@@ -194,9 +196,72 @@ pub fn write_review_branch(
     Ok((branch, commit))
 }
 
+/// Git's index must differ from the revision in exactly the checked paths, each with the
+/// checked content and mode.
+fn same_as_checked(git: &Git, c: &ReviewCommit<'_>) -> Result<(), String> {
+    let args = [
+        "diff-index",
+        "--cached",
+        "-z",
+        "--no-renames",
+        "--no-abbrev",
+        "--raw",
+        c.revision,
+    ];
+    let raw = git.run(&args, None).map_err(|e| e.to_string())?;
+    let changed = parse_raw_diff(&raw)?;
+    if !changed.keys().eq(c.checked.keys()) {
+        return Err("other paths changed".to_owned());
+    }
+    let requests: Vec<&str> = changed.values().map(|(_, oid)| oid.as_str()).collect();
+    let blobs = git
+        .cat_file(&requests, MAX_BLOB_BYTES)
+        .map_err(|e| e.to_string())?;
+    for (((path, (mode, _)), blob), file) in changed.iter().zip(blobs).zip(c.checked.values()) {
+        let (content, want_mode) = match (&file.new, file.new_mode) {
+            (Some(new), Some(m)) => (Some(new), m.as_str()),
+            _ => (None, "000000"),
+        };
+        if mode != want_mode || blob.map(|b| b.data).as_ref() != content {
+            return Err(crate::report::shown(path).to_string());
+        }
+    }
+    Ok(())
+}
+
+/// `git diff-index --raw -z` records, `:<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0`,
+/// as path -> (new mode, new oid).
+fn parse_raw_diff(raw: &[u8]) -> Result<BTreeMap<String, (String, String)>, String> {
+    let mut out = BTreeMap::new();
+    let mut parts = raw.split(|b| *b == 0);
+    while let Some(meta) = parts.next() {
+        if meta.is_empty() {
+            continue;
+        }
+        let meta = std::str::from_utf8(meta).map_err(|_| "malformed git record".to_owned())?;
+        let f: Vec<&str> = meta.strip_prefix(':').unwrap_or("").split(' ').collect();
+        let [_, new_mode, _, new_oid, _] = f.as_slice() else {
+            return Err("malformed git record".to_owned());
+        };
+        let path = parts.next().ok_or("git record without a path")?;
+        let path = String::from_utf8(path.to_vec()).map_err(|_| "path is not UTF-8".to_owned())?;
+        out.insert(path, ((*new_mode).to_owned(), (*new_oid).to_owned()));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_diff_records_parse() {
+        let raw = b":100644 100755 aaaa bbbb M\0src/a b.rs\0:000000 100644 0000 cccc A\0new\0";
+        let m = parse_raw_diff(raw).unwrap();
+        assert_eq!(m["src/a b.rs"], ("100755".to_owned(), "bbbb".to_owned()));
+        assert_eq!(m["new"].1, "cccc");
+        assert!(parse_raw_diff(b":100644 x\0p\0").is_err());
+    }
 
     #[test]
     fn trailer_values_cannot_carry_newlines_or_controls() {
@@ -207,5 +272,51 @@ mod tests {
         assert_eq!(trailer_value("\u{202e}m\x1b"), "?m?");
         assert_eq!(trailer_value("  "), "-");
         assert_eq!(trailer_value(&"a".repeat(300)).len(), 200);
+    }
+
+    #[test]
+    fn the_review_commits_only_what_the_check_applied() {
+        use crate::gate::test_git::git;
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("a.txt"), "old\n").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "x"]);
+        let rev = git(&repo, &["rev-parse", "HEAD"]);
+        let patch =
+            b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n";
+        let checked_as = |new: &[u8], mode: FileMode| {
+            let file = AppliedFile {
+                old: Some(b"old\n".to_vec()),
+                new: Some(new.to_vec()),
+                new_mode: Some(mode),
+            };
+            BTreeMap::from([("a.txt".to_owned(), file)])
+        };
+        let commit = |checked| ReviewCommit {
+            job: "j1",
+            revision: &rev,
+            checked,
+            patch_bytes: patch,
+            message: "m".to_owned(),
+            trailers: Vec::new(),
+            date_unix: 0,
+        };
+        let wrongs = [
+            checked_as(b"other\n", FileMode::Regular),
+            checked_as(b"new\n", FileMode::Executable),
+            BTreeMap::new(),
+        ];
+        for wrong in &wrongs {
+            let err = write_review_branch(&repo, t.path(), &commit(wrong)).unwrap_err();
+            assert!(err.to_string().contains("differs from the check"), "{err}");
+        }
+        assert!(git(&repo, &["branch", "--list", "airlock/*"]).is_empty());
+        let right = checked_as(b"new\n", FileMode::Regular);
+        let (branch, id) = write_review_branch(&repo, t.path(), &commit(&right)).unwrap();
+        assert_eq!(branch, "airlock/j1");
+        assert_eq!(git(&repo, &["show", &format!("{id}:a.txt")]), "new");
     }
 }

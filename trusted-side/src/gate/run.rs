@@ -14,8 +14,8 @@
 //! 5. checks: paths against the manifest and the deny-list ([`checks::check_paths`]);
 //! 6. the change limits of the request, tightened by the policy;
 //! 7. checks: hunks covering redacted lines ([`checks::check_redacted`]);
-//! 8. apply: real git in a temporary index, cross-checked with the exact applier
-//!    ([`apply::apply_check`]); a revision missing locally is an error (exit 1);
+//! 8. apply: real git on the changed files in a scratch directory, cross-checked with the
+//!    exact applier ([`apply::apply_check`]); a revision missing locally is an error (exit 1);
 //! 9. scan: secrets in added lines ([`scan::scan_added_lines`]);
 //! 10. classify and policy per path, new dependencies ([`decide::decide_paths`]);
 //! 11. checks: the packet's flags ([`checks::check_packet`]);
@@ -31,6 +31,7 @@
 //! the store, and, with `--review-branch`, new objects and one ref in the repository.
 //! Does not check: the wisdom of the change. A `queue` decision means "ordinary review".
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use airlock_core::digest::Sha256Digest;
@@ -39,7 +40,7 @@ use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use anyhow::Result;
 
-use super::apply::{self, ApplyOutcome};
+use super::apply::{self, AppliedFile, ApplyOutcome};
 use super::bundle;
 use super::checks;
 use super::decide::{self, from_policy};
@@ -140,8 +141,8 @@ pub fn run_gate(
     report.bom.diff_sha256 = Some(diff_sha256);
     // 3–11
     let job_dir = fetch::job_dir(&home.dir, job);
-    let tree = match judge(store, &job_dir, &fetched, &patch_bytes, opts, &mut report) {
-        Ok(tree) => tree,
+    let files = match judge(store, &job_dir, &fetched, &patch_bytes, opts, &mut report) {
+        Ok(files) => files,
         Err(Stop::Reject(reject)) => {
             report.push(reject);
             None
@@ -154,9 +155,9 @@ pub fn run_gate(
     // 12. decision
     report.conclude();
     // 13. review branch
-    if let (true, Some(tree)) = (opts.review_branch, &tree) {
+    if let (true, Some(files)) = (opts.review_branch, &files) {
         if report.decision != Verdict::Reject {
-            let commit = review::review_commit(&report, &fetched, &patch_bytes, tree);
+            let commit = review::review_commit(&report, &fetched, &patch_bytes, files);
             let (name, commit) = review::write_review_branch(&opts.repo, &job_dir, &commit)?;
             report.review_branch = Some(ReviewBranch {
                 name,
@@ -188,8 +189,7 @@ fn refusal(
     Ok(report)
 }
 
-/// Steps 3–11. Returns the tree the patch gives when git applied it and a review branch was
-/// asked for.
+/// Steps 3–11. Returns both sides of every changed file when git applied the patch.
 fn judge(
     store: &Store,
     job_dir: &Path,
@@ -197,7 +197,7 @@ fn judge(
     patch_bytes: &[u8],
     opts: &GateOptions,
     report: &mut GateReport,
-) -> Result<Option<String>, Stop> {
+) -> Result<Option<BTreeMap<String, AppliedFile>>, Stop> {
     let record = &fetched.record;
     // 3. digest, strict parse
     let patch = parse::parse_signed_patch(patch_bytes, fetched.packet.diff_sha256)?;
@@ -230,10 +230,10 @@ fn judge(
         job_dir,
         &record.revision,
         (patch_bytes, &patch),
-        opts.review_branch,
+        &bundle.manifest,
     )?;
-    let (tree, files) = match applied {
-        ApplyOutcome::Applied { tree, files } => (tree, files),
+    let files = match applied {
+        ApplyOutcome::Applied(files) => Some(files),
         ApplyOutcome::Failed(why) => {
             let detail = format!(
                 "the patch does not apply to revision {}: {why}",
@@ -244,7 +244,7 @@ fn judge(
                 Verdict::Reject,
                 detail,
             ));
-            (None, Default::default())
+            None
         }
     };
     // 9. secrets in added lines
@@ -262,7 +262,9 @@ fn judge(
         });
     let packed_tree =
         crate::classify::tree::GitTree::new(&opts.repo, &record.revision, listing.collect());
-    decide::decide_paths(&patch, &files, &opts.policy, &packed_tree, report);
+    let no_files = BTreeMap::new();
+    let checked = files.as_ref().unwrap_or(&no_files);
+    decide::decide_paths(&patch, checked, &opts.policy, &packed_tree, report);
     let packed = bundle.manifest.files.iter().map(|f| f.path.as_str());
     let seen = packed.chain(patch.files.iter().map(|f| f.path.as_str()));
     let unused = opts.policy.unused_rules(seen);
@@ -271,7 +273,7 @@ fn judge(
         .extend(unused.iter().map(ToString::to_string));
     // 11. packet flags
     report.extend(checks::check_packet(&fetched.packet, record, &patch));
-    Ok(tree)
+    Ok(files)
 }
 
 fn fill_bom_from_record(report: &mut GateReport, record: &JobRecord) {

@@ -120,3 +120,47 @@ fn hunk_touching_a_redacted_line_is_rejected() {
         codes(&r)
     );
 }
+
+/// The apply check's detail for `patch`, which must be rejected as not applying.
+fn apply_failure(patch: &str) -> String {
+    let (f, claims) = fixture(&[], false);
+    drop_artifact(&f, &claims, Drop::honest(patch));
+    let r = gate(&f, &claims.job, true);
+    assert_eq!(r.decision, Verdict::Reject, "{:?}", r.reasons);
+    assert!(r.review_branch.is_none());
+    assert!(git(&f.repo, &["branch", "--list", "airlock/*"]).is_empty());
+    let reason = r
+        .reasons
+        .iter()
+        .find(|x| x.code == crate::reasons::ReasonCode::ApplyFailed);
+    reason
+        .unwrap_or_else(|| panic!("{:?}", codes(&r)))
+        .detail
+        .clone()
+}
+
+#[test]
+fn an_added_path_over_an_unpacked_file_does_not_apply() {
+    // `.env` is a file at the revision that was never packed: the worker could not see it, and
+    // an index refuses a path under a file.
+    let patch = "diff --git a/.env/x.txt b/.env/x.txt\nnew file mode 100644\n--- /dev/null\n+++ b/.env/x.txt\n@@ -0,0 +1 @@\n+x\n";
+    let detail = apply_failure(patch);
+    assert!(detail.contains(".env: a file at the revision"), "{detail}");
+}
+
+#[test]
+fn an_added_path_that_exists_unpacked_at_the_revision_does_not_apply() {
+    let patch = "diff --git a/.env b/.env\nnew file mode 100644\n--- /dev/null\n+++ b/.env\n@@ -0,0 +1 @@\n+x\n";
+    let detail = apply_failure(patch);
+    assert!(detail.contains(".env: added, but it exists"), "{detail}");
+}
+
+#[test]
+fn an_old_mode_other_than_the_packed_one_does_not_apply() {
+    let patch = "diff --git a/src/lib.rs b/src/lib.rs\nold mode 100755\nnew mode 100644\n";
+    let detail = apply_failure(patch);
+    assert!(
+        detail.contains("src/lib.rs: mode at the revision is 100644, the patch expects 100755"),
+        "{detail}"
+    );
+}
