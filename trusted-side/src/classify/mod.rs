@@ -28,6 +28,7 @@ use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
 pub mod command;
+mod compiled;
 pub mod content;
 mod placement;
 pub mod reach;
@@ -35,20 +36,6 @@ mod table;
 pub mod tree;
 
 pub use command::run_classify;
-
-/// The rule table's globs compiled once per process: `folded` is matched against the folded
-/// path, `exact` against the normalised one; `*_rule` maps a glob's index to its rule's position.
-struct Compiled {
-    folded: globset::GlobSet,
-    folded_rule: Vec<usize>,
-    exact: globset::GlobSet,
-    exact_rule: Vec<usize>,
-}
-
-/// The compiled table, or why it did not compile (a unit test keeps it compiling; a gate that
-/// still meets a broken table sends every path to a human, see [`TABLE_BROKEN_RULE`]).
-static COMPILED: std::sync::LazyLock<Result<Compiled, String>> =
-    std::sync::LazyLock::new(compile_table);
 
 /// Rule id given to every path if the built-in table failed to compile (fail closed).
 pub const TABLE_BROKEN_RULE: &str = "governance.table-broken";
@@ -232,92 +219,6 @@ fn build_glob(glob: &str, case_insensitive: bool) -> Result<globset::Glob, globs
         .build()
 }
 
-/// The globs to compile for one table glob (already anchored): its `{a,b}` alternations
-/// expanded when every expansion is a name, a path suffix or an extension, which globset
-/// matches without a regex; otherwise the glob itself, one alternation in globset's single
-/// regex set (expanded, each would be a regex of its own, and building those was most of a
-/// gate's time).
-fn table_globs(glob: &str) -> Vec<String> {
-    let expanded = expand_braces(glob);
-    if expanded.iter().all(|g| matched_without_regex(g)) {
-        expanded
-    } else {
-        vec![glob.to_owned()]
-    }
-}
-
-/// Whether globset matches `glob` without a regex: a literal path, `**/` and a literal name
-/// or path suffix, or `**/*.` and a literal extension.
-fn matched_without_regex(glob: &str) -> bool {
-    let literal = |s: &str| !s.contains(['*', '?', '[', ']', '{', '}', '\\']);
-    match glob.strip_prefix("**/*.") {
-        Some(ext) if literal(ext) && !ext.contains('/') => true,
-        _ => literal(glob.strip_prefix("**/").unwrap_or(glob)),
-    }
-}
-
-/// Expands `{a,b}` alternations (not nested) into one glob each.
-fn expand_braces(glob: &str) -> Vec<String> {
-    let Some(open) = glob.find('{') else {
-        return vec![glob.to_owned()];
-    };
-    let Some(close) = glob[open..].find('}').map(|c| open + c) else {
-        return vec![glob.to_owned()];
-    };
-    let (head, tail) = (&glob[..open], &glob[close + 1..]);
-    glob[open + 1..close]
-        .split(',')
-        .flat_map(|alt| expand_braces(&format!("{head}{alt}{tail}")))
-        .collect()
-}
-
-/// Compiles [`table::RULES`] into two glob sets (folded, exact).
-fn compile_table() -> Result<Compiled, String> {
-    let mut folded = globset::GlobSetBuilder::new();
-    let mut exact = globset::GlobSetBuilder::new();
-    let (mut folded_rule, mut exact_rule) = (Vec::new(), Vec::new());
-    for (i, rule) in table::RULES.iter().enumerate() {
-        for (globs, set, map) in [
-            (rule.globs, &mut folded, &mut folded_rule),
-            (rule.exact_globs, &mut exact, &mut exact_rule),
-        ] {
-            for g in globs.iter().flat_map(|g| table_globs(&anchor(g))) {
-                set.add(build_glob(&g, false).map_err(|e| format!("{}: {e}", rule.id))?);
-                map.push(i);
-            }
-        }
-    }
-    Ok(Compiled {
-        folded: folded.build().map_err(|e| e.to_string())?,
-        folded_rule,
-        exact: exact.build().map_err(|e| e.to_string())?,
-        exact_rule,
-    })
-}
-
-/// Positions in the rule table whose globs match `path`, ascending, without content tests;
-/// `None` when the table did not compile.
-fn glob_hits(path: &str) -> Option<Vec<usize>> {
-    let compiled = COMPILED.as_ref().ok()?;
-    let norm = normalize_path(path);
-    let mut hits: Vec<usize> = compiled
-        .folded
-        .matches(fold_path(&norm))
-        .into_iter()
-        .filter_map(|g| compiled.folded_rule.get(g).copied())
-        .collect();
-    hits.extend(
-        compiled
-            .exact
-            .matches(&norm)
-            .into_iter()
-            .filter_map(|g| compiled.exact_rule.get(g).copied()),
-    );
-    hits.sort_unstable();
-    hits.dedup();
-    Some(hits)
-}
-
 /// Classifies one repository-relative path. `content_hint` is the file's content after the
 /// change (its start is enough, see [`CONTENT_HINT_MAX_BYTES`]); pass `None` when unknown, e.g.
 /// for a deleted file whose old content is not at hand.
@@ -335,7 +236,7 @@ pub fn classify_path(path: &str, content_hint: Option<&[u8]>) -> Classification 
 /// The rule table alone (with its own content rule, the shebang of `src.shebang`).
 fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification {
     let head = content_hint.map(|c| &c[..c.len().min(CONTENT_HINT_MAX_BYTES)]);
-    let Some(hits) = glob_hits(path) else {
+    let Some(hits) = compiled::glob_hits(path) else {
         return Classification {
             bucket: Bucket::Governance,
             rule: TABLE_BROKEN_RULE,

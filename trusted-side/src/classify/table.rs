@@ -50,13 +50,13 @@ pub(crate) struct Rule {
     /// Lowercase globs matched against the folded path.
     #[cfg_attr(
         not(test),
-        allow(dead_code, reason = "compiled by classify::compile_table")
+        allow(dead_code, reason = "compiled by classify::compiled::compile_table")
     )]
     pub globs: &'static [&'static str],
     /// Case-sensitive globs matched against the normalised path.
     #[cfg_attr(
         not(test),
-        allow(dead_code, reason = "compiled by classify::compile_table")
+        allow(dead_code, reason = "compiled by classify::compiled::compile_table")
     )]
     pub exact_globs: &'static [&'static str],
     /// Content test required in addition to a glob match.

@@ -1,6 +1,7 @@
 //! Unit tests of the path classifier and `airlock classify`.
 
 use super::command::*;
+use super::compiled::{compile_table, expand_braces, matched_without_regex, table_globs};
 use super::table::RULES;
 use super::*;
 use crate::gate::policy::Policy;
@@ -9,15 +10,15 @@ use std::collections::{BTreeSet, HashSet};
 const TABLE: &str = include_str!("../../tests/data/classify.tsv");
 const DOC: &str = include_str!("../../../docs/CLASSIFY.md");
 
-struct Row {
+pub(super) struct Row {
     line: usize,
-    path: String,
+    pub(super) path: String,
     bucket: Bucket,
     rule: String,
     content: Option<String>,
 }
 
-fn rows() -> Vec<Row> {
+pub(super) fn rows() -> Vec<Row> {
     let mut out = Vec::new();
     for (i, line) in TABLE.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
@@ -42,7 +43,7 @@ fn rows() -> Vec<Row> {
 
 /// Paths a glob should (and nearly should) match: its wildcards filled in several ways,
 /// each brace alternative, and near misses (a prefix, a suffix, a changed extension).
-fn samples_for(glob: &str) -> Vec<String> {
+pub(super) fn samples_for(glob: &str) -> Vec<String> {
     let mut alternatives = vec![String::new()];
     let mut rest = glob;
     while let Some(open) = rest.find('{') {
