@@ -66,13 +66,17 @@ pub struct Change<'a> {
 /// `build`.
 pub fn entry_point(path: &str) -> Option<Bucket> {
     let p = path.to_ascii_lowercase();
-    let name = p.rsplit('/').next().unwrap_or(&p);
+    let (dirs, name) = match p.rsplit_once('/') {
+        Some((dirs, name)) => (dirs.split('/').collect::<Vec<_>>(), name),
+        None => (Vec::new(), p.as_str()),
+    };
     let yaml = name.ends_with(".yml") || name.ends_with(".yaml");
-    // `dir` (ending in `/`) at the root or below any directory.
+    // `dir` (ending in `/`) at the root or below any directory: its components appear, in
+    // order, among the path's directories.
     let under = |dir: &str| {
-        p.starts_with(dir)
-            || p.match_indices(dir)
-                .any(|(i, _)| i > 0 && p.as_bytes()[i - 1] == b'/')
+        let want = || dir.trim_end_matches('/').split('/');
+        dirs.windows(want().count())
+            .any(|w| w.iter().copied().eq(want()))
     };
     let ci = (under(".github/workflows/") && yaml)
         || matches!(name, "action.yml" | "action.yaml")

@@ -218,3 +218,36 @@ fn entry_points_are_capped_and_unreadable_ones_skipped() {
         Some("build.reached")
     );
 }
+
+#[test]
+fn entry_points_are_found_by_directory_components_at_any_depth() {
+    let ci = [
+        ".github/workflows/test.yml",
+        "svc/.github/workflows/Test.YAML",
+        ".gitlab/ci/build.yml",
+        "a/b/.circleci/config.yml",
+        "zuul.d/jobs.yaml",
+        "tools/scripts/ci/run.sh",
+        ".github/scripts/release.py",
+        "x/.buildkite/pipeline.yml",
+    ];
+    for p in ci {
+        assert_eq!(entry_point(p), Some(Bucket::Ci), "{p}");
+    }
+    assert_eq!(entry_point("pkg/Makefile"), Some(Bucket::Build));
+    assert_eq!(entry_point("a/.husky/pre-commit"), Some(Bucket::Build));
+    for p in [
+        ".github/workflows",
+        "docs/github/workflows/x.yml",
+        "my.github/workflows/x.yml",
+        "src/.circleci",
+        "zuul.d",
+        "vendor/pkg/Makefile",
+        "a/testdata/package.json",
+        "scripts/cix/run.sh",
+    ] {
+        assert_ne!(entry_point(p), Some(Bucket::Ci), "{p}");
+    }
+    assert_eq!(entry_point("vendor/pkg/Makefile"), None);
+    assert_eq!(entry_point("a/testdata/package.json"), None);
+}
