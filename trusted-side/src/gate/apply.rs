@@ -193,12 +193,13 @@ fn revision_side(
         }
     }
     for (p, answer) in added_over.iter().zip(answers) {
-        let added = patch.file(p).is_some_and(|fp| fp.kind == FileKind::Added);
+        let kind = patch.file(p).map(|fp| fp.kind);
         match answer {
-            Some(_) if added => {
+            Some(_) if kind == Some(FileKind::Added) => {
                 return Ok(Err(format!("{p}: added, but it exists at the revision")))
             }
-            Some(o) if o.kind != "tree" => {
+            // A file the patch deletes may become a directory.
+            Some(o) if o.kind != "tree" && kind != Some(FileKind::Deleted) => {
                 return Ok(Err(format!(
                     "{p}: a file at the revision, where the patch adds a path under it"
                 )))
@@ -244,6 +245,8 @@ fn compare(
     let full = work.join(&fp.path);
     let (new, new_mode) = match std::fs::symlink_metadata(&full) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
+        // A deleted file may have become a directory of added files.
+        Ok(m) if m.is_dir() && fp.kind == FileKind::Deleted => (None, None),
         Err(e) => return Err(anyhow::Error::new(e).context(full.display().to_string())),
         Ok(m) if !m.file_type().is_file() => return Ok(Err("git did not write a file".into())),
         Ok(m) => {

@@ -502,3 +502,15 @@ fn bundle_gone_from_the_inbox_is_an_error_not_a_verdict() {
         "{e}"
     );
 }
+
+/// Git applies this (an index would too); the checks refuse it as a path collision.
+#[test]
+fn a_file_the_patch_deletes_can_become_a_directory() {
+    let (f, claims) = fixture(&[], false);
+    let patch = "diff --git a/ten.txt b/ten.txt\ndeleted file mode 100644\n--- a/ten.txt\n+++ /dev/null\n@@ -1,10 +0,0 @@\n-l1\n-l2\n-l3\n-l4\n-l5\n-l6\n-l7\n-l8\n-l9\n-l10\ndiff --git a/ten.txt/x b/ten.txt/x\nnew file mode 100644\n--- /dev/null\n+++ b/ten.txt/x\n@@ -0,0 +1 @@\n+x\n";
+    drop_artifact(&f, &claims, Drop::honest(patch));
+    let r = gate(&f, &claims.job, true);
+    assert!(!codes(&r).contains(&"apply-failed"), "{:?}", r.reasons);
+    assert!(codes(&r).contains(&"path-collision"), "{:?}", r.reasons);
+    assert!(r.review_branch.is_none());
+}
