@@ -71,21 +71,17 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
         None => (Vec::new(), p.as_str()),
     };
     let yaml = name.ends_with(".yml") || name.ends_with(".yaml");
-    // `dir` (ending in `/`) at the root or below any directory: its components appear, in
-    // order, among the path's directories.
-    let under = |dir: &str| {
-        let want = || dir.trim_end_matches('/').split('/');
-        dirs.windows(want().count())
-            .any(|w| w.iter().copied().eq(want()))
-    };
-    let ci = (under(".github/workflows/") && yaml)
+    // A directory at the root or below any directory: its components appear, in order,
+    // among the path's directories.
+    let under = |dir: &[&str]| dirs.windows(dir.len()).any(|w| w == dir);
+    let ci = (under(&[".github", "workflows"]) && yaml)
         || matches!(name, "action.yml" | "action.yaml")
         || name.ends_with("gitlab-ci.yml")
         || name.ends_with("gitlab-ci.yaml")
-        || (under(".gitlab/ci/") && yaml)
-        || under(".circleci/")
+        || (under(&[".gitlab", "ci"]) && yaml)
+        || under(&[".circleci"])
         || (name.starts_with("azure-pipelines") && yaml)
-        || under(".azure-pipelines/")
+        || under(&[".azure-pipelines"])
         || p.starts_with("eng/pipelines/")
         || name.starts_with("jenkinsfile")
         || name.ends_with(".jenkinsfile")
@@ -104,29 +100,29 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
                 | "buildspec.yml"
                 | "codefresh.yml"
         )
-        || (under(".buildkite/") && yaml)
-        || (under(".woodpecker/") && yaml)
-        || (under(".gitea/workflows/") && yaml)
-        || (under(".forgejo/workflows/") && yaml)
-        || (under(".tekton/") && yaml)
+        || (under(&[".buildkite"]) && yaml)
+        || (under(&[".woodpecker"]) && yaml)
+        || (under(&[".gitea", "workflows"]) && yaml)
+        || (under(&[".forgejo", "workflows"]) && yaml)
+        || (under(&[".tekton"]) && yaml)
         || matches!(name, ".zuul.yaml" | ".zuul.yml" | "zuul.yaml")
-        || under("zuul.d/")
+        || under(&["zuul.d"])
         || p.starts_with("ci/")
-        || under(".ci/")
-        || under("scripts/ci/")
-        || under(".github/scripts/");
+        || under(&[".ci"])
+        || under(&["scripts", "ci"])
+        || under(&[".github", "scripts"]);
     if ci {
         return Some(Bucket::Ci);
     }
     let fixture = [
-        "node_modules/",
-        "vendor/",
-        "testdata/",
-        "fixtures/",
-        "__fixtures__/",
+        "node_modules",
+        "vendor",
+        "testdata",
+        "fixtures",
+        "__fixtures__",
     ]
     .iter()
-    .any(|d| under(d));
+    .any(|d| dirs.contains(d));
     let build = !fixture
         && (matches!(
             name,
@@ -145,7 +141,7 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
                 | "lefthook.yml"
                 | "makefile.am"
         ) || name.ends_with(".mk")
-            || under(".husky/"));
+            || under(&[".husky"]));
     build.then_some(Bucket::Build)
 }
 
