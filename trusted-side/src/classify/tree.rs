@@ -115,6 +115,65 @@ impl GitTree {
     }
 }
 
+/// The packed revision as the gate holds it: the manifest's listing, the start of each packed
+/// file kept while the bundle was read, and the repository at the revision for the files a large
+/// tree left out of that (never for a path that was not packed).
+pub struct PackedTree {
+    kept: std::collections::HashMap<String, Vec<u8>>,
+    kept_all: bool,
+    rest: GitTree,
+}
+
+impl PackedTree {
+    /// `rest` lists the packed files; `kept` holds the start of some or (`kept_all`) all of them.
+    pub fn new(
+        rest: GitTree,
+        kept: std::collections::HashMap<String, Vec<u8>>,
+        kept_all: bool,
+    ) -> PackedTree {
+        PackedTree {
+            kept,
+            kept_all,
+            rest,
+        }
+    }
+}
+
+impl Tree for PackedTree {
+    fn files(&self) -> &[TreeFile] {
+        self.rest.files()
+    }
+
+    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
+        let listed = |p: &str| {
+            self.rest
+                .files()
+                .binary_search_by(|f| f.path.as_str().cmp(p))
+                .is_ok()
+        };
+        let missed: Vec<&str> = match self.kept_all {
+            true => Vec::new(),
+            false => paths
+                .iter()
+                .copied()
+                .filter(|p| !self.kept.contains_key(*p) && listed(p))
+                .collect(),
+        };
+        let mut from_git: BTreeMap<&str, Option<Vec<u8>>> = missed
+            .iter()
+            .copied()
+            .zip(self.rest.read(&missed))
+            .collect();
+        paths
+            .iter()
+            .map(|p| match self.kept.get(*p) {
+                Some(start) => Some(start.clone()),
+                None => from_git.remove(p).flatten(),
+            })
+            .collect()
+    }
+}
+
 impl Tree for GitTree {
     fn files(&self) -> &[TreeFile] {
         &self.files
@@ -163,5 +222,52 @@ mod tests {
         assert_eq!(got[1], None);
         assert_eq!(got[2], None, "a directory is not read");
         assert_eq!(got[3], None);
+    }
+
+    #[test]
+    fn the_packed_tree_reads_kept_files_and_the_repository_only_for_packed_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q"]);
+        for (p, c) in [
+            ("a.sh", "in repo\n"),
+            ("b.sh", "b\n"),
+            ("unpacked.sh", "u\n"),
+        ] {
+            std::fs::write(d.join(p), c).unwrap();
+        }
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-qm", "x"]);
+        let head = git(d, &["rev-parse", "HEAD"]);
+        let listed = |names: &[&str]| {
+            names
+                .iter()
+                .map(|p| TreeFile {
+                    path: (*p).to_owned(),
+                    executable: false,
+                })
+                .collect()
+        };
+        let kept = std::collections::HashMap::from([("a.sh".to_owned(), b"as packed\n".to_vec())]);
+        let paths = ["a.sh", "b.sh", "unpacked.sh"];
+        let some_kept = PackedTree::new(
+            GitTree::new(d, &head, listed(&["a.sh", "b.sh"])),
+            kept.clone(),
+            false,
+        );
+        let got = some_kept.read(&paths);
+        assert_eq!(
+            got[0].as_deref(),
+            Some(&b"as packed\n"[..]),
+            "the packed copy"
+        );
+        assert_eq!(
+            got[1].as_deref(),
+            Some(&b"b\n"[..]),
+            "not kept: from the repository"
+        );
+        assert_eq!(got[2], None, "never a file that was not packed");
+        let all_kept = PackedTree::new(GitTree::new(d, &head, listed(&["a.sh"])), kept, true);
+        assert_eq!(all_kept.read(&paths)[1], None);
     }
 }

@@ -1,5 +1,7 @@
 //! Step 4: reads the job's bundle back from the inbox for what the gate needs of it: the
-//! manifest (the packed tree) and the lines that were redacted at pack time.
+//! manifest (the packed tree), the lines that were redacted at pack time, and the start of
+//! each packed file for the classification's tree layers (up to [`KEPT_MAX_BYTES`] in all, so
+//! they read the repository only for what a large tree leaves out).
 //!
 //! The bundle is streamed (capped; read in place from a file store, downloaded to a scratch
 //! file in the job directory from others) through the hasher and the safe tar reader at once;
@@ -10,7 +12,7 @@
 //! (`bundle-refused`); a bundle too large to read (the cap).
 //! Does not check: the patch against the manifest (`checks.rs` does).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -24,12 +26,16 @@ use anyhow::{Context, Result};
 use super::checks::RedactedLines;
 use super::policy::Verdict;
 use super::run::Stop;
+use crate::classify::reach::MAX_READ_BYTES;
 use crate::reasons::ReasonCode;
 use crate::report::Reason;
 use crate::store::Store;
 
 /// The marker the packer writes in place of each line of a redacted secret.
 const REDACTION_MARKER: &[u8] = b"[REDACTED:";
+
+/// Bytes of packed files kept for the tree layers, in all.
+pub const KEPT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 /// The parts of the bundle the gate needs.
 pub struct BundleView {
@@ -38,6 +44,10 @@ pub struct BundleView {
     /// Lines redacted at pack time, per path: the manifest's records and every line of a
     /// packed file holding a marker.
     pub redacted: RedactedLines,
+    /// The first [`MAX_READ_BYTES`] of packed files, by path, as packed (redacted).
+    pub kept: HashMap<String, Vec<u8>>,
+    /// Whether every packed file is in `kept` (else the budget ran out).
+    pub kept_all: bool,
 }
 
 /// Reads the bundle of `record`'s job. A refused bundle stops the checks with a reject; a
@@ -61,6 +71,7 @@ pub fn read_bundle(store: &Store, job_dir: &Path, record: &JobRecord) -> Result<
     let mut manifest_bytes: Option<Vec<u8>> = None;
     let mut redacted = RedactedLines::new();
     let mut markers = MarkerLines::new();
+    let (mut kept, mut kept_bytes, mut kept_all) = (HashMap::new(), 0usize, true);
     let read = read_members(&mut hashing, &limits, &AllowedNames::Bundle, |m, r| {
         let io = |e| TarError::io(Some(&m.path), "read", e);
         if m.path == "manifest.json" {
@@ -70,9 +81,17 @@ pub fn read_bundle(store: &Store, job_dir: &Path, record: &JobRecord) -> Result<
                 .map_err(io)?;
             manifest_bytes = Some(buf);
         } else if let Some(rel) = m.path.strip_prefix("files/") {
-            let lines = markers.in_reader(r).map_err(io)?;
+            let room = MAX_READ_BYTES.min(KEPT_MAX_BYTES - kept_bytes);
+            let mut start = Vec::new();
+            let lines = markers.in_reader(r, &mut start, room).map_err(io)?;
             if !lines.is_empty() {
                 redacted.insert(rel.to_owned(), lines);
+            }
+            if start.len() < room || room == MAX_READ_BYTES {
+                kept_bytes += start.len();
+                kept.insert(rel.to_owned(), start);
+            } else {
+                kept_all = false;
             }
         }
         Ok(())
@@ -126,7 +145,12 @@ pub fn read_bundle(store: &Store, job_dir: &Path, record: &JobRecord) -> Result<
     for r in &manifest.redactions {
         redacted.entry(r.path.clone()).or_default().insert(r.line);
     }
-    Ok(BundleView { manifest, redacted })
+    Ok(BundleView {
+        manifest,
+        redacted,
+        kept,
+        kept_all,
+    })
 }
 
 /// Where the bundle can be read: in place on a file store, else downloaded to a scratch
@@ -182,21 +206,28 @@ impl MarkerLines {
 
     /// 1-based numbers of the lines holding a marker in what `r` yields, read in chunks; a
     /// marker split between two reads is found, because the last `marker - 1` bytes of each
-    /// chunk start the next.
-    pub(super) fn in_reader(&mut self, r: &mut dyn Read) -> std::io::Result<BTreeSet<u64>> {
-        let keep_max = REDACTION_MARKER.len() - 1;
-        self.buf.resize(keep_max + Self::CHUNK, 0);
+    /// chunk start the next. The first `keep_max` bytes read are appended to `keep`.
+    pub(super) fn in_reader(
+        &mut self,
+        r: &mut dyn Read,
+        keep: &mut Vec<u8>,
+        keep_max: usize,
+    ) -> std::io::Result<BTreeSet<u64>> {
+        let carry_max = REDACTION_MARKER.len() - 1;
+        self.buf.resize(carry_max + Self::CHUNK, 0);
         let mut out = BTreeSet::new();
-        let (mut kept, mut line) = (0usize, 1u64);
+        let (mut carried, mut line) = (0usize, 1u64);
         loop {
-            let n = match r.read(&mut self.buf[kept..]) {
+            let n = match r.read(&mut self.buf[carried..]) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
-            let filled = kept + n;
-            let keep = keep_max.min(filled);
+            let filled = carried + n;
+            let room = keep_max.saturating_sub(keep.len());
+            keep.extend_from_slice(&self.buf[carried..filled][..n.min(room)]);
+            let carry = carry_max.min(filled);
             let data = &self.buf[..filled];
             let (mut at_line, mut counted) = (line, 0usize);
             for at in self.finder.find_iter(data) {
@@ -204,9 +235,9 @@ impl MarkerLines {
                 counted = at;
                 out.insert(at_line);
             }
-            line += memchr::memchr_iter(b'\n', &data[..filled - keep]).count() as u64;
-            self.buf.copy_within(filled - keep..filled, 0);
-            kept = keep;
+            line += memchr::memchr_iter(b'\n', &data[..filled - carry]).count() as u64;
+            self.buf.copy_within(filled - carry..filled, 0);
+            carried = carry;
         }
         Ok(out)
     }
@@ -257,7 +288,12 @@ mod tests {
         let expected = by_lines(&data);
         assert!(expected.len() > 1_000, "{}", expected.len());
         let mut markers = MarkerLines::new();
-        assert_eq!(markers.in_reader(&mut &data[..]).unwrap(), expected);
+        assert_eq!(
+            markers
+                .in_reader(&mut &data[..], &mut Vec::new(), 0)
+                .unwrap(),
+            expected
+        );
         // Reads of every size around the marker's length and the chunk size, and offsets that
         // put a marker across each chunk boundary.
         for step in [
@@ -271,7 +307,11 @@ mod tests {
             MarkerLines::CHUNK + 1,
         ] {
             let mut r = Trickle { data: &data, step };
-            assert_eq!(markers.in_reader(&mut r).unwrap(), expected, "step {step}");
+            assert_eq!(
+                markers.in_reader(&mut r, &mut Vec::new(), 0).unwrap(),
+                expected,
+                "step {step}"
+            );
         }
         for offset in 0..REDACTION_MARKER.len() + 2 {
             let mut shifted = vec![b'.'; MarkerLines::CHUNK - offset];
@@ -282,11 +322,31 @@ mod tests {
                 step: usize::MAX,
             };
             assert_eq!(
-                markers.in_reader(&mut r).unwrap(),
+                markers.in_reader(&mut r, &mut Vec::new(), 0).unwrap(),
                 expected,
                 "offset {offset}"
             );
         }
-        assert!(markers.in_reader(&mut &b""[..]).unwrap().is_empty());
+        assert!(markers
+            .in_reader(&mut &b""[..], &mut Vec::new(), 0)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn the_start_of_a_member_is_kept_whatever_the_reads() {
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        let mut markers = MarkerLines::new();
+        for (step, keep_max) in [
+            (1, 10),
+            (7, 40_000),
+            (4096, 16 * 1024),
+            (usize::MAX, 60_000),
+        ] {
+            let mut r = Trickle { data: &data, step };
+            let mut kept = Vec::new();
+            markers.in_reader(&mut r, &mut kept, keep_max).unwrap();
+            assert_eq!(kept, &data[..keep_max.min(data.len())], "step {step}");
+        }
     }
 }

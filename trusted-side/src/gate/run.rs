@@ -212,7 +212,7 @@ fn judge(
         return Ok(None);
     }
     // 4. the bundle's manifest and redacted lines
-    let bundle = bundle::read_bundle(store, job_dir, record)?;
+    let mut bundle = bundle::read_bundle(store, job_dir, record)?;
     // 5. paths (the deny-list judges added paths)
     let deny = Selector::new(&[], &[])?;
     report.extend(checks::check_paths(&patch, &bundle.manifest, Some(&deny)));
@@ -250,18 +250,16 @@ fn judge(
     // 9. secrets in added lines
     report.extend(scan::scan_added_lines(&scan::scanner()?, &patch));
     // 10. classification, policy, dependencies; policy rules that matched nothing
-    // The tree layers see the packed revision: the manifest's listing, blobs read from the
-    // local repository at that revision (`tree.rs`).
-    let listing = bundle
-        .manifest
-        .files
-        .iter()
-        .map(|f| crate::classify::tree::TreeFile {
-            path: f.path.clone(),
-            executable: f.executable(),
-        });
-    let packed_tree =
-        crate::classify::tree::GitTree::new(&opts.repo, &record.revision, listing.collect());
+    // The tree layers see the packed revision: the manifest's listing, the files as packed
+    // (kept while the bundle was read; past a budget, read from the repository; `tree.rs`).
+    use crate::classify::tree::{GitTree, PackedTree, TreeFile};
+    let listing = bundle.manifest.files.iter().map(|f| TreeFile {
+        path: f.path.clone(),
+        executable: f.executable(),
+    });
+    let in_repo = GitTree::new(&opts.repo, &record.revision, listing.collect());
+    let kept = std::mem::take(&mut bundle.kept);
+    let packed_tree = PackedTree::new(in_repo, kept, bundle.kept_all);
     let no_files = BTreeMap::new();
     let checked = files.as_ref().unwrap_or(&no_files);
     decide::decide_paths(&patch, checked, &opts.policy, &packed_tree, report);
