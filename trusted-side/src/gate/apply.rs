@@ -28,7 +28,7 @@ use std::path::Path;
 
 use airlock_core::diff::{apply_file, FileKind, FileMode, FilePatch, ParsedPatch};
 use airlock_core::format::Manifest;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::git::{is_full_oid, Git, GitError, Object};
 
@@ -55,6 +55,34 @@ pub enum ApplyOutcome {
     Failed(String),
 }
 
+/// Why the check stopped before `Applied`.
+enum Stop {
+    /// The patch does not apply: a verdict, one line for the reason.
+    NotApplied(String),
+    /// Git or the disk failed, or the revision is missing: no verdict (exit 1).
+    Error(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Stop {
+    fn from(e: E) -> Stop {
+        Stop::Error(e.into())
+    }
+}
+
+/// Returns `Err(NotApplied(..))` with a formatted reason.
+macro_rules! not_applied {
+    ($($arg:tt)*) => {
+        return Err(Stop::NotApplied(format!($($arg)*)))
+    };
+}
+
+/// Returns `Err(Error(..))` with a formatted message.
+macro_rules! no_verdict {
+    ($($arg:tt)*) => {
+        return Err(Stop::Error(anyhow::anyhow!($($arg)*)))
+    };
+}
+
 /// Applies `patch` to the files of `revision` in `repo` (modes from the `packed` manifest) with
 /// real git in a scratch directory under `job_dir`, and cross-checks every changed file against
 /// the exact applier. `Err`: the revision is not in the repository, or git or the disk failed.
@@ -62,13 +90,24 @@ pub fn apply_check(
     repo: &Path,
     job_dir: &Path,
     revision: &str,
-    (patch_bytes, patch): (&[u8], &ParsedPatch),
+    patch: (&[u8], &ParsedPatch),
     packed: &Manifest,
 ) -> Result<ApplyOutcome> {
-    let olds = match revision_side(repo, revision, patch)? {
-        Ok(olds) => olds,
-        Err(why) => return Ok(ApplyOutcome::Failed(why)),
-    };
+    match check(repo, job_dir, revision, patch, packed) {
+        Ok(files) => Ok(ApplyOutcome::Applied(files)),
+        Err(Stop::NotApplied(why)) => Ok(ApplyOutcome::Failed(why)),
+        Err(Stop::Error(e)) => Err(e),
+    }
+}
+
+fn check(
+    repo: &Path,
+    job_dir: &Path,
+    revision: &str,
+    (patch_bytes, patch): (&[u8], &ParsedPatch),
+    packed: &Manifest,
+) -> Result<BTreeMap<String, AppliedFile>, Stop> {
+    let olds = revision_side(repo, revision, patch)?;
     let dir = tempfile::Builder::new()
         .prefix(".apply-")
         .tempdir_in(job_dir)
@@ -79,10 +118,7 @@ pub fn apply_check(
     for (fp, old) in patch.files.iter().zip(&olds) {
         let Some(old) = old else { continue };
         let Some(entry) = packed.file(&fp.path) else {
-            return Ok(ApplyOutcome::Failed(format!(
-                "{}: not in the packed tree",
-                fp.path
-            )));
+            not_applied!("{}: not in the packed tree", fp.path);
         };
         let mode = match entry.executable() {
             true => FileMode::Executable,
@@ -95,48 +131,43 @@ pub fn apply_check(
         let args = ["apply", "--whitespace=nowarn", "--no-recount", "-"];
         match Git::outside_repositories(&work).run(&args, Some(patch_bytes)) {
             Ok(_) => {}
-            Err(GitError::Failed(why)) => {
-                return Ok(ApplyOutcome::Failed(format!("git apply: {why}")))
-            }
+            Err(GitError::Failed(why)) => not_applied!("git apply: {why}"),
             Err(e) => return Err(e.into()),
         }
     }
     let mut files = BTreeMap::new();
     for (fp, old) in patch.files.iter().zip(olds) {
         let old_mode = old_modes.get(fp.path.as_str()).copied();
-        match compare(&work, fp, old, old_mode)? {
-            Ok(applied) => files.insert(fp.path.clone(), applied),
-            Err(why) => return Ok(ApplyOutcome::Failed(format!("{}: {why}", fp.path))),
-        };
+        let applied = compare(&work, fp, old, old_mode).map_err(|e| match e {
+            Stop::NotApplied(why) => Stop::NotApplied(format!("{}: {why}", fp.path)),
+            other => other,
+        })?;
+        files.insert(fp.path.clone(), applied);
     }
     if let Some(extra) = written_paths(&work)?
         .into_iter()
         .find(|p| patch.file(p).is_none())
     {
-        return Ok(ApplyOutcome::Failed(format!(
+        not_applied!(
             "git wrote {}, which the patch as parsed does not name",
             crate::report::shown(&extra)
-        )));
+        );
     }
-    Ok(ApplyOutcome::Applied(files))
+    Ok(files)
 }
 
 /// The revision's side of each file of the patch (`None` for an added file), read with one
-/// `git cat-file --batch`; the inner `Err` is why the patch cannot apply there.
-#[allow(
-    clippy::type_complexity,
-    reason = "an error, or a verdict, or the contents"
-)]
+/// `git cat-file --batch`.
 fn revision_side(
     repo: &Path,
     revision: &str,
     patch: &ParsedPatch,
-) -> Result<Result<Vec<Option<Vec<u8>>>, String>> {
+) -> Result<Vec<Option<Vec<u8>>>, Stop> {
     if !is_full_oid(revision) {
-        bail!("job record revision {revision:?} is not a full commit id");
+        no_verdict!("job record revision {revision:?} is not a full commit id");
     }
     if !repo.is_dir() {
-        bail!("{}: no such directory (--repo)", repo.display());
+        no_verdict!("{}: no such directory (--repo)", repo.display());
     }
     // What an added path would land on: itself, or a file in place of one of its directories.
     let added_over: BTreeSet<&str> = patch
@@ -162,12 +193,12 @@ fn revision_side(
     let mut answers = match Git::new(repo).cat_file(&requests, MAX_BLOB_BYTES) {
         Ok(a) => a.into_iter(),
         Err(GitError::Failed(why)) if why.contains("not a git repository") => {
-            bail!("{}: not a git repository (--repo)", repo.display())
+            no_verdict!("{}: not a git repository (--repo)", repo.display())
         }
         Err(e) => return Err(e.into()),
     };
     if answers.next().flatten().is_none() {
-        bail!(
+        no_verdict!(
             "{}: revision {revision} (the packed revision) is not in this repository: fetch the revision first (e.g. `git fetch origin {revision}`), or pass --repo",
             repo.display()
         );
@@ -183,31 +214,29 @@ fn revision_side(
                 olds.push(Some(data))
             }
             Some(Object { kind, .. }) if kind == "blob" => {
-                return Ok(Err(format!(
+                not_applied!(
                     "{}: over {MAX_BLOB_BYTES} bytes at the revision, too large to check",
                     fp.path
-                )))
+                )
             }
-            Some(_) => return Ok(Err(format!("{}: not a file at the revision", fp.path))),
-            None => return Ok(Err(format!("{}: does not exist at the revision", fp.path))),
+            Some(_) => not_applied!("{}: not a file at the revision", fp.path),
+            None => not_applied!("{}: does not exist at the revision", fp.path),
         }
     }
     for (p, answer) in added_over.iter().zip(answers) {
         let kind = patch.file(p).map(|fp| fp.kind);
         match answer {
             Some(_) if kind == Some(FileKind::Added) => {
-                return Ok(Err(format!("{p}: added, but it exists at the revision")))
+                not_applied!("{p}: added, but it exists at the revision")
             }
             // A file the patch deletes may become a directory.
             Some(o) if o.kind != "tree" && kind != Some(FileKind::Deleted) => {
-                return Ok(Err(format!(
-                    "{p}: a file at the revision, where the patch adds a path under it"
-                )))
+                not_applied!("{p}: a file at the revision, where the patch adds a path under it")
             }
             _ => {}
         }
     }
-    Ok(Ok(olds))
+    Ok(olds)
 }
 
 /// Writes `content` to `work/path` with `mode`. `path` passed the diff parser: relative, no
@@ -232,14 +261,14 @@ fn compare(
     fp: &FilePatch,
     old: Option<Vec<u8>>,
     old_mode: Option<FileMode>,
-) -> Result<Result<AppliedFile, String>> {
+) -> Result<AppliedFile, Stop> {
     if let (Some(want), Some(have)) = (fp.old_mode, old_mode) {
         if want != have {
-            return Ok(Err(format!(
+            not_applied!(
                 "mode at the revision is {}, the patch expects {}",
                 have.as_str(),
                 want.as_str()
-            )));
+            );
         }
     }
     let full = work.join(&fp.path);
@@ -247,8 +276,12 @@ fn compare(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
         // A deleted file may have become a directory of added files.
         Ok(m) if m.is_dir() && fp.kind == FileKind::Deleted => (None, None),
-        Err(e) => return Err(anyhow::Error::new(e).context(full.display().to_string())),
-        Ok(m) if !m.file_type().is_file() => return Ok(Err("git did not write a file".into())),
+        Err(e) => {
+            return Err(anyhow::Error::new(e)
+                .context(full.display().to_string())
+                .into())
+        }
+        Ok(m) if !m.file_type().is_file() => not_applied!("git did not write a file"),
         Ok(m) => {
             let mode = match m.permissions().mode() & 0o100 {
                 0 => FileMode::Regular,
@@ -260,15 +293,11 @@ fn compare(
     let exact = match apply_file(old.as_deref(), fp) {
         Ok(x) => x,
         Err(e) => {
-            return Ok(Err(format!(
-                "git applied it, but not exactly where the patch says (offset): {e}"
-            )))
+            not_applied!("git applied it, but not exactly where the patch says (offset): {e}")
         }
     };
     if exact != new {
-        return Ok(Err(
-            "git's result differs from the exact application of the patch".into(),
-        ));
+        not_applied!("git's result differs from the exact application of the patch");
     }
     let want_mode = match fp.kind {
         FileKind::Deleted => None,
@@ -276,13 +305,13 @@ fn compare(
     };
     if new_mode != want_mode {
         let name = |m: Option<FileMode>| m.map_or("none", FileMode::as_str);
-        return Ok(Err(format!(
+        not_applied!(
             "git left mode {}, the patch says {}",
             name(new_mode),
             name(want_mode)
-        )));
+        );
     }
-    Ok(Ok(AppliedFile { old, new, new_mode }))
+    Ok(AppliedFile { old, new, new_mode })
 }
 
 /// Every file and link under `work`, as `/`-separated relative paths.
