@@ -663,3 +663,24 @@ fn rejects_a_second_artifact_for_a_job_already_gated() {
 fn rejects_a_second_artifact_whose_checks_stop_before_git() {
     second_artifact_case(true);
 }
+
+/// The apply check writes the changed files to a scratch directory and runs git there: a
+/// patch that does not apply, or lies about a mode, is a reject, and nothing lands outside the
+/// job directory.
+#[test]
+fn rejects_diff_that_does_not_apply_and_writes_only_in_the_job_directory() {
+    diff_case(
+        "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn add(a: i32, b: i32) -> i32 {\n-    a - b\n+    a * b\n }\n",
+        "apply-failed",
+        None,
+    );
+}
+
+#[test]
+fn rejects_diff_lying_about_an_old_mode() {
+    diff_case(
+        "diff --git a/src/lib.rs b/src/lib.rs\nold mode 100755\nnew mode 100644\n",
+        "apply-failed",
+        None,
+    );
+}
