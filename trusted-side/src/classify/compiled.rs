@@ -1,9 +1,10 @@
 //! The rule table compiled for matching, once per process. Most globs (a literal path, a name
-//! or path suffix at any depth, an extension) go into one `globset` set per side, which matches
-//! them without a regex and builds in a few milliseconds. The rest need a regex each; compiling
+//! at any depth, an extension) go into one `globset` set per side, which matches them without
+//! a regex and builds in a millisecond or two. The rest need a regex each; compiling
 //! them all was most of a gate's time, and a gate classifies a handful of paths. So each is
 //! compiled the first time a path holds the literal text every match of it must hold
-//! ([`required_literal`]: `.claude` for `**/.claude{,/**}`), and most paths hold none.
+//! ([`required_literal`]: `.claude` for `**/.claude{,/**}`, `.github/funding.yml` for
+//! `**/.github/funding.yml`), and most paths hold none.
 //!
 //! Guards against: a rule silently not matching. The literal is taken only outside `*`, `?`,
 //! `[...]` and `{...}`, without a `/` next to `**` (which may match nothing), and a glob with an
@@ -27,14 +28,15 @@ pub(super) struct Compiled {
     regex: Vec<RegexGlob>,
 }
 
-/// A glob that needs a regex: tried only on a path holding `literal`.
+/// A glob that needs a regex: parsed and compiled only for a path holding `literal`.
 struct RegexGlob {
-    glob: globset::Glob,
+    glob: String,
     /// Matched against the normalised path (else the folded one).
     exact: bool,
     rule: usize,
     literal: String,
-    matcher: OnceLock<globset::GlobMatcher>,
+    /// `None`: the glob does not parse (a unit test keeps every glob parsing).
+    matcher: OnceLock<Option<globset::GlobMatcher>>,
 }
 
 /// The compiled table, or why it did not compile (a unit test keeps it compiling).
@@ -52,13 +54,15 @@ pub(super) fn table_globs(glob: &str) -> Vec<String> {
     }
 }
 
-/// Whether globset matches `glob` without a regex: a literal path, `**/` and a literal name
-/// or path suffix, or `**/*.` and a literal extension.
+/// Whether globset matches `glob` without a regex: a literal path, `**/` and a literal name,
+/// or `**/*.` and a literal extension holding no dot. (A name with a directory, `**/.github/x`,
+/// or an extension of two parts, `**/*.spec.ts`, makes globset compile a regex.)
 pub(super) fn matched_without_regex(glob: &str) -> bool {
     let literal = |s: &str| !s.contains(['*', '?', '[', ']', '{', '}', '\\']);
-    match glob.strip_prefix("**/*.") {
-        Some(ext) if literal(ext) && !ext.contains('/') => true,
-        _ => literal(glob.strip_prefix("**/").unwrap_or(glob)),
+    match (glob.strip_prefix("**/*."), glob.strip_prefix("**/")) {
+        (Some(ext), _) => literal(ext) && !ext.contains(['.', '/']),
+        (None, Some(name)) => literal(name) && !name.contains('/'),
+        (None, None) => literal(glob),
     }
 }
 
@@ -115,7 +119,7 @@ pub(super) fn required_literal(glob: &str) -> &str {
     best
 }
 
-/// Compiles [`table::RULES`]: the plain globs into two sets, the others parsed for later.
+/// Compiles [`table::RULES`]: the plain globs into two sets, the others kept for later.
 pub(super) fn compile_table() -> Result<Compiled, String> {
     let mut folded = globset::GlobSetBuilder::new();
     let mut exact = globset::GlobSetBuilder::new();
@@ -123,16 +127,18 @@ pub(super) fn compile_table() -> Result<Compiled, String> {
     for (i, rule) in table::RULES.iter().enumerate() {
         for (globs, is_exact) in [(rule.globs, false), (rule.exact_globs, true)] {
             for g in globs.iter().flat_map(|g| table_globs(&super::anchor(g))) {
-                let glob = build_glob(&g, false).map_err(|e| format!("{}: {e}", rule.id))?;
                 if !matched_without_regex(&g) {
                     regex.push(RegexGlob {
-                        literal: required_literal(glob.glob()).to_owned(),
-                        glob,
+                        literal: required_literal(&g).to_owned(),
+                        glob: g,
                         exact: is_exact,
                         rule: i,
                         matcher: OnceLock::new(),
                     });
-                } else if is_exact {
+                    continue;
+                }
+                let glob = build_glob(&g, false).map_err(|e| format!("{}: {e}", rule.id))?;
+                if is_exact {
                     exact.add(glob);
                     exact_rule.push(i);
                 } else {
@@ -172,11 +178,14 @@ pub(super) fn glob_hits(path: &str) -> Option<Vec<usize>> {
     );
     for r in &compiled.regex {
         let side = if r.exact { &norm } else { &folded };
-        if side.contains(r.literal.as_str())
-            && r.matcher
-                .get_or_init(|| r.glob.compile_matcher())
-                .is_match(side)
-        {
+        if !side.contains(r.literal.as_str()) {
+            continue;
+        }
+        let matcher = r.matcher.get_or_init(|| {
+            let glob = build_glob(&r.glob, false).ok()?;
+            Some(glob.compile_matcher())
+        });
+        if matcher.as_ref()?.is_match(side) {
             hits.push(r.rule);
         }
     }
@@ -285,6 +294,7 @@ mod tests {
                 .filter(|r| {
                     r.matcher
                         .get()
+                        .and_then(Option::as_ref)
                         .is_some_and(|m| m.is_match(fold_path(&norm)))
                 })
                 .count()

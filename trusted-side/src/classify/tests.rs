@@ -119,10 +119,12 @@ fn braces_are_expanded_only_into_globs_globset_matches_without_a_regex() {
         ["**/makefile", "**/gnumakefile"]
     );
     assert_eq!(table_globs("**/*.{tf,hcl}"), ["**/*.tf", "**/*.hcl"]);
+    // A name under a directory, or a two-part extension, needs a regex in globset.
     assert_eq!(
         table_globs("**/.github/{codeowners,dependabot.yml}"),
-        ["**/.github/codeowners", "**/.github/dependabot.yml"]
+        ["**/.github/{codeowners,dependabot.yml}"]
     );
+    assert_eq!(table_globs("**/*.{spec,test}.ts"), ["**/*.{spec,test}.ts"]);
     // One expansion would need a regex (`*` inside a name): the glob stays whole.
     assert_eq!(
         table_globs("**/{jenkinsfile,jenkinsfile.*}"),
@@ -130,6 +132,8 @@ fn braces_are_expanded_only_into_globs_globset_matches_without_a_regex() {
     );
     assert_eq!(table_globs("**/charts{,/**}"), ["**/charts{,/**}"]);
     assert!(!matched_without_regex("**/*.d/*.conf") && !matched_without_regex("**/*test.java"));
+    assert!(matched_without_regex("**/makefile") && matched_without_regex("**/*.tf"));
+    assert!(matched_without_regex(".github/codeowners"));
 }
 
 #[test]
@@ -178,6 +182,18 @@ fn every_rule_has_a_real_world_example() {
 fn rule_table_compiles_and_ids_are_unique_and_prefixed_by_bucket() {
     let compiled = compile_table();
     assert!(compiled.is_ok(), "{:?}", compiled.err().unwrap_or_default());
+    // The globs that need a regex are parsed on first use: each must parse.
+    for r in RULES {
+        for g in r.globs.iter().chain(r.exact_globs) {
+            for g in table_globs(&anchor(g)) {
+                assert!(
+                    build_glob(&g, false).is_ok(),
+                    "{}: {g} does not parse",
+                    r.id
+                );
+            }
+        }
+    }
     let mut seen = HashSet::new();
     for r in RULES {
         assert!(seen.insert(r.id), "duplicate rule id {}", r.id);
