@@ -5,18 +5,15 @@
 //!
 //! Guards against: a chart's template or value file hidden under a directory name no path rule
 //! knows. Reads only the tree's listing (no content), in time linear in the changed paths times
-//! their depth (each lookup is a `BTreeSet` probe or range).
+//! their depth (each lookup a binary search in the listing).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use super::reach::{dir_of, Change, Raised};
+use super::reach::{dir_of, Change, Paths, Raised};
 use super::Bucket;
 
 /// Helm templates and deploy templates, by where they sit in the tree.
-pub(crate) fn placement(
-    changes: &[Change<'_>],
-    all: &BTreeSet<String>,
-) -> BTreeMap<String, Raised> {
+pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<String, Raised> {
     let mut out = BTreeMap::new();
     let has = |dir: &str, names: &[&str]| {
         names.iter().any(|n| {
@@ -46,8 +43,8 @@ pub(crate) fn placement(
             } else {
                 format!("{dir}/")
             };
-            all.range(prefix.clone()..)
-                .take_while(|f| f.starts_with(&prefix))
+            all.starting_with(&prefix)
+                .into_iter()
                 .filter(|f| !f[prefix.len()..].contains('/'))
                 .any(|f| f.ends_with(".tf") || f.ends_with(".nomad") || f.ends_with(".nomad.hcl"))
         }

@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::tree::Listing;
 pub use super::tree::{MemTree, Tree};
 use super::Bucket;
 
@@ -253,151 +254,257 @@ pub(crate) fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
-/// Files of `all` a token names from a file in `base`: the file itself (root- or
-/// `base`-relative), or every file under a directory a `uses:` line names.
-fn resolve(token: &str, base: &str, line: &str, all: &BTreeSet<String>) -> Vec<String> {
-    let mut out = Vec::new();
-    for cand in [token.to_owned(), format!("{base}/{token}")] {
-        let Some(p) = normalise(&cand) else { continue };
-        if all.contains(&p) {
-            out.push(p);
-        } else if line.contains("uses:") {
-            let prefix = format!("{p}/");
-            out.extend(
-                all.range(prefix.clone()..)
-                    .take_while(|f| f.starts_with(&prefix))
-                    .cloned(),
-            );
-        }
-        if !out.is_empty() {
-            break;
-        }
-    }
-    out
+/// The tree's paths with a change's added files and executable bits: what names resolve
+/// against. Lookups are binary searches in the tree's listing, so nothing here costs the size
+/// of the tree.
+pub(crate) struct Paths<'a> {
+    listing: &'a Listing,
+    added: BTreeSet<&'a str>,
+    made_executable: BTreeSet<&'a str>,
 }
 
-/// Files named by `text` (the content of `from`) that can run there.
-fn named_by(
-    from: &str,
-    text: &[u8],
-    all: &BTreeSet<String>,
-    exec: &BTreeSet<&str>,
-    level1: bool,
-) -> Vec<String> {
-    let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
-    let base = dir_of(from);
-    let mut out = BTreeSet::new();
-    for line in text.lines() {
-        let code = line.trim_start();
-        if code.starts_with("paths:") || code.starts_with("paths-ignore:") {
-            continue;
+impl<'a> Paths<'a> {
+    /// The paths of `tree` with `changes` applied (a deleted file stays: what ran it still names it).
+    pub(crate) fn new(tree: &'a dyn Tree, changes: &[Change<'a>]) -> Paths<'a> {
+        Paths {
+            listing: tree.files(),
+            added: changes
+                .iter()
+                .filter(|c| c.new.is_some())
+                .map(|c| c.path)
+                .collect(),
+            made_executable: changes
+                .iter()
+                .filter(|c| c.executable)
+                .map(|c| c.path)
+                .collect(),
         }
-        for t in tokens(line) {
-            for p in resolve(&t, base, line, all) {
-                if p == from {
+    }
+
+    pub(crate) fn contains(&self, path: &str) -> bool {
+        self.listing.get(path).is_some() || self.added.contains(path)
+    }
+
+    /// The paths starting with `prefix`, sorted.
+    pub(crate) fn starting_with(&self, prefix: &str) -> Vec<&'a str> {
+        let mut out: Vec<&'a str> = self
+            .listing
+            .starting_with(prefix)
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        let from = (
+            std::ops::Bound::Included(prefix),
+            std::ops::Bound::Unbounded,
+        );
+        out.extend(
+            self.added
+                .range::<str, _>(from)
+                .take_while(|p| p.starts_with(prefix)),
+        );
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn executable(&self, path: &str) -> bool {
+        self.made_executable.contains(path) || self.listing.get(path).is_some_and(|f| f.executable)
+    }
+
+    /// Every path, sorted.
+    fn all(&self) -> Vec<&'a str> {
+        self.starting_with("")
+    }
+}
+
+/// What the tree layers found in a tree: the files its entry points name and the files those
+/// name, each with the entry point, and every path a read text named (found or not). A change
+/// that touches none of those paths, and adds or edits no entry point, leaves all of it as it
+/// is ([`TreeReach::holds_for`]): so it can be worked out once per packed revision, at submit,
+/// and the gate costs the size of the change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeReach {
+    /// Files an entry point names: the bucket and the entry point.
+    level1: BTreeMap<String, (Bucket, String)>,
+    /// Files a level-1 file names: the bucket and why.
+    level2: BTreeMap<String, (Bucket, String)>,
+    /// Every path a read text named, found in the tree or not.
+    watched: BTreeSet<String>,
+    /// Directories a `uses:` line named (it runs every file under them).
+    watched_dirs: BTreeSet<String>,
+}
+
+impl TreeReach {
+    /// What the entry points of `tree` reach, with no change.
+    pub fn of_tree(tree: &dyn Tree) -> TreeReach {
+        TreeReach::find(&[], tree, &Paths::new(tree, &[]))
+    }
+
+    /// Whether `changes` leave this as it is: no change adds, edits or deletes an entry point,
+    /// a path a read text named, or a file under a directory a `uses:` line named.
+    pub fn holds_for(&self, changes: &[Change<'_>]) -> bool {
+        changes.iter().all(|c| {
+            let mut dirs =
+                std::iter::successors(Some(c.path), |p| p.rsplit_once('/').map(|(d, _)| d));
+            entry_point(c.path).is_none()
+                && !self.watched.contains(c.path)
+                && !dirs.any(|d| self.watched_dirs.contains(d))
+        })
+    }
+
+    /// Reads the entry points (the changed ones as changed) and what they name.
+    fn find(changes: &[Change<'_>], tree: &dyn Tree, all: &Paths<'_>) -> TreeReach {
+        let mut found = TreeReach::default();
+        let changed: BTreeMap<&str, &Change<'_>> = changes.iter().map(|c| (c.path, c)).collect();
+        // Entry points, CI first so a file reached by both is `ci`.
+        let mut entries: Vec<(Bucket, &str)> = all
+            .all()
+            .into_iter()
+            .filter_map(|p| entry_point(p).map(|b| (b, p)))
+            .collect();
+        entries.sort_by_key(|(b, _)| usize::from(*b != Bucket::Ci));
+        entries.truncate(MAX_ENTRY_POINTS);
+        let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
+            let from_tree: Vec<&str> = paths
+                .iter()
+                .copied()
+                .filter(|p| !changed.contains_key(p))
+                .collect();
+            let mut tree_read = from_tree
+                .iter()
+                .copied()
+                .zip(tree.read(&from_tree))
+                .collect::<BTreeMap<_, _>>();
+            paths
+                .iter()
+                .map(|p| match changed.get(p) {
+                    Some(c) => c.new.map(|n| n[..n.len().min(MAX_READ_BYTES)].to_vec()),
+                    None => tree_read.remove(p).flatten(),
+                })
+                .collect()
+        };
+        let entry_paths: Vec<&str> = entries.iter().map(|(_, p)| *p).collect();
+        // Also read a changed entry point's old content (a deletion keeps what it ran in view).
+        let texts = read(&entry_paths);
+        for ((bucket, from), text) in entries.iter().zip(&texts) {
+            let Some(text) = text else { continue };
+            for p in found.named_by(from, text, all, true) {
+                found
+                    .level1
+                    .entry(p)
+                    .or_insert((*bucket, (*from).to_owned()));
+            }
+        }
+        let scripts: Vec<String> = found
+            .level1
+            .keys()
+            .filter(|p| entry_point(p).is_none())
+            .cloned()
+            .collect();
+        let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
+        let texts = read(&scripts);
+        for (script, text) in scripts.iter().zip(&texts) {
+            let Some(text) = text else { continue };
+            let Some((bucket, entry)) = found.level1.get(*script).cloned() else {
+                continue;
+            };
+            for p in found.named_by(script, text, all, false) {
+                // A file CI runs is `ci`, whatever build definition also names it.
+                let ci_already = |m: &BTreeMap<String, (Bucket, String)>| {
+                    m.get(&p).is_some_and(|(b, _)| *b == Bucket::Ci)
+                };
+                if ci_already(&found.level1) || ci_already(&found.level2) {
                     continue;
                 }
-                let data = [".yml", ".yaml", ".json", ".jsonnet", ".libsonnet"]
-                    .iter()
-                    .any(|e| p.to_ascii_lowercase().ends_with(e));
-                let ok = if data {
-                    level1 && config_reference(line)
-                } else {
-                    runnable(&p, exec.contains(p.as_str()))
-                };
-                if ok {
-                    out.insert(p);
+                if bucket == Bucket::Ci || !found.level2.contains_key(&p) {
+                    let why = format!("run by {script}, which {entry} runs");
+                    found.level2.insert(p, (bucket, why));
                 }
             }
         }
+        found
     }
-    out.into_iter().collect()
+
+    /// Files named by `text` (the content of `from`) that can run there.
+    fn named_by(&mut self, from: &str, text: &[u8], all: &Paths<'_>, level1: bool) -> Vec<String> {
+        let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
+        let base = dir_of(from);
+        let mut out = BTreeSet::new();
+        for line in text.lines() {
+            let code = line.trim_start();
+            if code.starts_with("paths:") || code.starts_with("paths-ignore:") {
+                continue;
+            }
+            for t in tokens(line) {
+                for p in self.resolve(&t, base, line, all) {
+                    if p == from {
+                        continue;
+                    }
+                    let data = [".yml", ".yaml", ".json", ".jsonnet", ".libsonnet"]
+                        .iter()
+                        .any(|e| p.to_ascii_lowercase().ends_with(e));
+                    let ok = if data {
+                        level1 && config_reference(line)
+                    } else {
+                        runnable(&p, all.executable(&p))
+                    };
+                    if ok {
+                        out.insert(p);
+                    }
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Files of `all` a token names from a file in `base`: the file itself (root- or
+    /// `base`-relative), or every file under a directory a `uses:` line names. Each path tried
+    /// is watched.
+    fn resolve(&mut self, token: &str, base: &str, line: &str, all: &Paths<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        for cand in [token.to_owned(), format!("{base}/{token}")] {
+            let Some(p) = normalise(&cand) else { continue };
+            if all.contains(&p) {
+                out.push(p.clone());
+            } else if line.contains("uses:") {
+                out.extend(
+                    all.starting_with(&format!("{p}/"))
+                        .into_iter()
+                        .map(str::to_owned),
+                );
+                self.watched_dirs.insert(p.clone());
+            }
+            self.watched.insert(p);
+            if !out.is_empty() {
+                break;
+            }
+        }
+        out
+    }
 }
 
 /// What the tree says about each changed path, keyed by path. Only paths that the tree
 /// raises are in the map; the caller decides whether a raise applies (never out of a riskier
-/// bucket than the name's).
+/// bucket than the name's). What the entry points reach is read from the tree's own
+/// [`TreeReach`] when it has one the change leaves as it is, else worked out here.
 pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String, Raised> {
-    let mut all: BTreeSet<String> = tree.files().iter().map(|f| f.path.clone()).collect();
-    all.extend(
-        changes
-            .iter()
-            .filter(|c| c.new.is_some())
-            .map(|c| c.path.to_owned()),
-    );
-    let exec: BTreeSet<&str> = tree
-        .files()
-        .iter()
-        .filter(|f| f.executable)
-        .map(|f| f.path.as_str())
-        .chain(changes.iter().filter(|c| c.executable).map(|c| c.path))
-        .collect();
-    let changed: BTreeMap<&str, &Change<'_>> = changes.iter().map(|c| (c.path, c)).collect();
+    let all = Paths::new(tree, changes);
     let mut out = super::placement::placement(changes, &all);
-
-    // Entry points, CI first so a file reached by both is `ci`.
-    let mut entries: Vec<(Bucket, &str)> = all
-        .iter()
-        .filter_map(|p| entry_point(p).map(|b| (b, p.as_str())))
-        .collect();
-    entries.sort_by_key(|(b, _)| usize::from(*b != Bucket::Ci));
-    entries.truncate(MAX_ENTRY_POINTS);
-    let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
-        let from_tree: Vec<&str> = paths
-            .iter()
-            .copied()
-            .filter(|p| !changed.contains_key(p))
-            .collect();
-        let mut tree_read = from_tree
-            .iter()
-            .copied()
-            .zip(tree.read(&from_tree))
-            .collect::<BTreeMap<_, _>>();
-        paths
-            .iter()
-            .map(|p| match changed.get(p) {
-                Some(c) => c.new.map(|n| n[..n.len().min(MAX_READ_BYTES)].to_vec()),
-                None => tree_read.remove(p).flatten(),
-            })
-            .collect()
+    let found;
+    let reach = match tree.reach() {
+        Some(r) if r.holds_for(changes) => r,
+        _ => {
+            found = TreeReach::find(changes, tree, &all);
+            &found
+        }
     };
-    let entry_paths: Vec<&str> = entries.iter().map(|(_, p)| *p).collect();
-    // Also read a changed entry point's old content (a deletion keeps what it ran in view).
-    let texts = read(&entry_paths);
-    let mut level1: BTreeMap<String, (Bucket, String)> = BTreeMap::new();
-    for ((bucket, from), text) in entries.iter().zip(&texts) {
-        let Some(text) = text else { continue };
-        for p in named_by(from, text, &all, &exec, true) {
-            level1.entry(p).or_insert((*bucket, (*from).to_owned()));
-        }
-    }
-    let scripts: Vec<&str> = level1
-        .keys()
-        .map(String::as_str)
-        .filter(|p| entry_point(p).is_none())
-        .collect();
-    let texts = read(&scripts);
-    let mut level2: BTreeMap<String, (Bucket, String)> = BTreeMap::new();
-    for (script, text) in scripts.iter().zip(&texts) {
-        let (Some(text), Some((bucket, entry))) = (text, level1.get(*script)) else {
-            continue;
-        };
-        for p in named_by(script, text, &all, &exec, false) {
-            // A file CI runs is `ci`, whatever build definition also names it.
-            let ci_already = |m: &BTreeMap<String, (Bucket, String)>| {
-                m.get(&p).is_some_and(|(b, _)| *b == Bucket::Ci)
-            };
-            if ci_already(&level1) || ci_already(&level2) {
-                continue;
-            }
-            if *bucket == Bucket::Ci || !level2.contains_key(&p) {
-                level2.insert(p, (*bucket, format!("run by {script}, which {entry} runs")));
-            }
-        }
-    }
     for c in changes {
-        let direct = level1.get(c.path).map(|(b, e)| (*b, format!("run by {e}")));
-        let indirect = level2.get(c.path).map(|(b, why)| (*b, why.clone()));
+        let direct = reach
+            .level1
+            .get(c.path)
+            .map(|(b, e)| (*b, format!("run by {e}")));
+        let indirect = reach.level2.get(c.path).map(|(b, why)| (*b, why.clone()));
         let hit = match (direct, indirect) {
             (Some(d), Some(i)) if d.0 != Bucket::Ci && i.0 == Bucket::Ci => Some(i),
             (Some(d), _) => Some(d),

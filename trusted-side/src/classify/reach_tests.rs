@@ -175,19 +175,13 @@ fn a_change_that_adds_a_workflow_makes_the_script_it_runs_ci() {
 
 #[test]
 fn tokens_read_paths_not_globs_variables_or_urls() {
-    let all: BTreeSet<String> = ["a/b.sh", "c.py", "x/y/z.sh"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-    let exec = BTreeSet::new();
+    let mut tree = MemTree::new();
+    for p in ["a/b.sh", "c.py", "x/y/z.sh"] {
+        tree.add(p, false, b"");
+    }
+    let all = Paths::new(&tree, &[]);
     let named = |text: &str| {
-        named_by(
-            ".github/workflows/w.yml",
-            text.as_bytes(),
-            &all,
-            &exec,
-            true,
-        )
+        TreeReach::default().named_by(".github/workflows/w.yml", text.as_bytes(), &all, true)
     };
     assert_eq!(
         named("run: ./a/b.sh && ${{ github.workspace }}/c.py"),
@@ -250,4 +244,77 @@ fn entry_points_are_found_by_directory_components_at_any_depth() {
     }
     assert_eq!(entry_point("vendor/pkg/Makefile"), None);
     assert_eq!(entry_point("a/testdata/package.json"), None);
+}
+
+/// A tree with what its entry points reach worked out beforehand, as the gate's index has it.
+struct WithReach<'a> {
+    tree: &'a MemTree,
+    reach: TreeReach,
+}
+
+impl Tree for WithReach<'_> {
+    fn files(&self) -> &Listing {
+        self.tree.files()
+    }
+    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
+        self.tree.read(paths)
+    }
+    fn reach(&self) -> Option<&TreeReach> {
+        Some(&self.reach)
+    }
+}
+
+#[test]
+fn what_the_tree_reaches_worked_out_beforehand_gives_the_same_answer_for_any_change() {
+    let (mut fast, mut slow) = (0, 0);
+    for f in fixtures() {
+        let tree = &f.tree;
+        let pre = WithReach {
+            tree,
+            reach: TreeReach::of_tree(tree),
+        };
+        let paths: Vec<String> = tree.files().iter().map(|t| t.path.clone()).collect();
+        // Every path of the tree and every path a read text named, and new ones beside them.
+        let mut targets: BTreeSet<String> = paths.iter().cloned().collect();
+        targets.extend(pre.reach.watched.iter().cloned());
+        targets.extend(pre.reach.watched_dirs.iter().map(|d| format!("{d}/new.sh")));
+        targets.extend(paths.iter().map(|p| format!("{}/new.sh", dir_of(p))));
+        targets.extend(paths.iter().map(|p| format!("{p}.new")));
+        let named = format!("run: ./{}\n", paths[0]);
+        for target in &targets {
+            let old = tree.read(&[target.as_str()]).remove(0);
+            let edited = [old.clone().unwrap_or_default(), named.as_bytes().to_vec()].concat();
+            let kinds: [(Option<&[u8]>, bool); 4] = [
+                (Some(&edited), false),
+                (Some(b"#!/bin/sh\n"), true),
+                (old.as_deref(), true),
+                (None, false),
+            ];
+            for (new, executable) in kinds {
+                let change = [Change {
+                    path: target,
+                    new,
+                    executable,
+                }];
+                if pre.reach.holds_for(&change) {
+                    fast += 1;
+                } else {
+                    slow += 1;
+                }
+                assert_eq!(
+                    raise_by_tree(&change, &pre),
+                    raise_by_tree(&change, tree),
+                    "{}: {target} {:?}",
+                    f.name,
+                    new.map(String::from_utf8_lossy)
+                );
+            }
+        }
+    }
+    // Both ways are taken: changes that leave the entry points' reach as it is, and changes
+    // that make the gate work it out again.
+    assert!(
+        fast > 100 && slow > 100,
+        "{fast} kept, {slow} worked out again"
+    );
 }

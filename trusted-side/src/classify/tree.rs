@@ -26,18 +26,61 @@ pub struct TreeFile {
     pub executable: bool,
 }
 
+/// The files of a tree, sorted by path (bytewise) and without duplicates: a path is found, and
+/// the files under a directory listed, by binary search.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing(Vec<TreeFile>);
+
+impl Listing {
+    /// `files` sorted, the first of each path kept.
+    pub fn new(mut files: Vec<TreeFile>) -> Listing {
+        files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        files.dedup_by(|b, a| a.path == b.path);
+        Listing(files)
+    }
+
+    /// The file at `path`.
+    pub fn get(&self, path: &str) -> Option<&TreeFile> {
+        self.0
+            .binary_search_by(|f| f.path.as_bytes().cmp(path.as_bytes()))
+            .ok()
+            .map(|i| &self.0[i])
+    }
+
+    /// The files whose path starts with `prefix`, in order.
+    pub fn starting_with(&self, prefix: &str) -> &[TreeFile] {
+        let from = self
+            .0
+            .partition_point(|f| f.path.as_bytes() < prefix.as_bytes());
+        let len = self.0[from..].partition_point(|f| f.path.starts_with(prefix));
+        &self.0[from..from + len]
+    }
+}
+
+impl std::ops::Deref for Listing {
+    type Target = [TreeFile];
+    fn deref(&self) -> &[TreeFile] {
+        &self.0
+    }
+}
+
 /// A read-only view of the packed revision.
 pub trait Tree {
     /// Every file of the tree.
-    fn files(&self) -> &[TreeFile];
+    fn files(&self) -> &Listing;
     /// The first [`MAX_READ_BYTES`] of each of `paths` (`None`: missing or unreadable).
     fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>>;
+    /// What the tree layers found in this tree unchanged, when it was worked out beforehand
+    /// (the gate's per-bundle index, `gate/index.rs`).
+    fn reach(&self) -> Option<&super::reach::TreeReach> {
+        None
+    }
 }
 
 /// A tree held in memory: for tests and for callers that already have the bytes.
 #[derive(Default, Debug)]
 pub struct MemTree {
-    files: Vec<TreeFile>,
+    files: Listing,
     content: BTreeMap<String, Vec<u8>>,
 }
 
@@ -53,17 +96,19 @@ impl MemTree {
         allow(dead_code, reason = "read by tests and the documentation test")
     )]
     pub fn add(&mut self, path: &str, executable: bool, content: &[u8]) -> &mut MemTree {
-        self.files.push(TreeFile {
+        let mut files = std::mem::take(&mut self.files).0;
+        files.push(TreeFile {
             path: path.to_owned(),
             executable,
         });
+        self.files = Listing::new(files);
         self.content.insert(path.to_owned(), content.to_vec());
         self
     }
 }
 
 impl Tree for MemTree {
-    fn files(&self) -> &[TreeFile] {
+    fn files(&self) -> &Listing {
         &self.files
     }
 
@@ -83,12 +128,12 @@ impl Tree for MemTree {
 pub struct GitTree {
     repo: PathBuf,
     commit: String,
-    files: Vec<TreeFile>,
+    files: Listing,
 }
 
 impl GitTree {
-    /// A tree listed by `files` (path, executable), read from `commit` in `repo`.
-    pub fn new(repo: &Path, commit: &str, files: Vec<TreeFile>) -> GitTree {
+    /// A tree listed by `files`, read from `commit` in `repo`.
+    pub fn new(repo: &Path, commit: &str, files: Listing) -> GitTree {
         GitTree {
             repo: repo.to_owned(),
             commit: commit.to_owned(),
@@ -111,7 +156,7 @@ impl GitTree {
                 })
             })
             .collect();
-        Ok(GitTree::new(repo, &commit, files))
+        Ok(GitTree::new(repo, &commit, Listing::new(files)))
     }
 }
 
@@ -122,6 +167,7 @@ pub struct PackedTree {
     kept: std::collections::HashMap<String, Vec<u8>>,
     kept_all: bool,
     rest: GitTree,
+    reach: Option<super::reach::TreeReach>,
 }
 
 impl PackedTree {
@@ -135,22 +181,27 @@ impl PackedTree {
             kept,
             kept_all,
             rest,
+            reach: None,
         }
+    }
+
+    /// The same tree, with what the tree layers found in it unchanged worked out beforehand.
+    pub fn with_reach(self, reach: Option<super::reach::TreeReach>) -> PackedTree {
+        PackedTree { reach, ..self }
     }
 }
 
 impl Tree for PackedTree {
-    fn files(&self) -> &[TreeFile] {
+    fn files(&self) -> &Listing {
         self.rest.files()
     }
 
+    fn reach(&self) -> Option<&super::reach::TreeReach> {
+        self.reach.as_ref()
+    }
+
     fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
-        let listed = |p: &str| {
-            self.rest
-                .files()
-                .binary_search_by(|f| f.path.as_str().cmp(p))
-                .is_ok()
-        };
+        let listed = |p: &str| self.rest.files().get(p).is_some();
         let missed: Vec<&str> = match self.kept_all {
             true => Vec::new(),
             false => paths
@@ -175,7 +226,7 @@ impl Tree for PackedTree {
 }
 
 impl Tree for GitTree {
-    fn files(&self) -> &[TreeFile] {
+    fn files(&self) -> &Listing {
         &self.files
     }
 
@@ -246,12 +297,12 @@ mod tests {
                     path: (*p).to_owned(),
                     executable: false,
                 })
-                .collect()
+                .collect::<Vec<_>>()
         };
         let kept = std::collections::HashMap::from([("a.sh".to_owned(), b"as packed\n".to_vec())]);
         let paths = ["a.sh", "b.sh", "unpacked.sh"];
         let some_kept = PackedTree::new(
-            GitTree::new(d, &head, listed(&["a.sh", "b.sh"])),
+            GitTree::new(d, &head, Listing::new(listed(&["a.sh", "b.sh"]))),
             kept.clone(),
             false,
         );
@@ -267,7 +318,11 @@ mod tests {
             "not kept: from the repository"
         );
         assert_eq!(got[2], None, "never a file that was not packed");
-        let all_kept = PackedTree::new(GitTree::new(d, &head, listed(&["a.sh"])), kept, true);
+        let all_kept = PackedTree::new(
+            GitTree::new(d, &head, Listing::new(listed(&["a.sh"]))),
+            kept,
+            true,
+        );
         assert_eq!(all_kept.read(&paths)[1], None);
     }
 }

@@ -252,12 +252,16 @@ fn judge(
     // 10. classification, policy, dependencies; policy rules that matched nothing
     // The tree layers see the packed revision: the manifest's listing, the files as packed
     // (kept while the bundle was read; past a budget, read from the repository; `tree.rs`).
-    use crate::classify::tree::{GitTree, PackedTree, TreeFile};
+    use crate::classify::tree::{GitTree, Listing, PackedTree, TreeFile};
     let listing = bundle.manifest.files.iter().map(|f| TreeFile {
         path: f.path.clone(),
         executable: f.executable(),
     });
-    let in_repo = GitTree::new(&opts.repo, &record.revision, listing.collect());
+    let in_repo = GitTree::new(
+        &opts.repo,
+        &record.revision,
+        Listing::new(listing.collect()),
+    );
     let kept = std::mem::take(&mut bundle.kept);
     let packed_tree = PackedTree::new(in_repo, kept, bundle.kept_all);
     let no_files = BTreeMap::new();
