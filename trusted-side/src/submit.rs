@@ -9,7 +9,7 @@
 //! ([`check_egress_reachable`]), and a model key landing anywhere but the token (the bundle's
 //! request names its variable, the ledger its fingerprint).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use airlock_core::digest::Sha256Digest;
@@ -104,6 +104,7 @@ pub fn run(global: &GlobalOptions, args: &SubmitOptions) -> Result<Outcome> {
         home.config.model_key.as_ref(),
         global.quiet || args.json,
         cache,
+        Some(&home.dir),
     )?;
     if !global.quiet {
         if let Some(p) = &out.pack {
@@ -172,7 +173,7 @@ pub fn submit_job(
     args: &SubmitOptions,
     quiet: bool,
 ) -> Result<Submitted> {
-    submit_job_cached(store, key, args, None, quiet, None)
+    submit_job_cached(store, key, args, None, quiet, None, None)
 }
 
 /// [`submit_job`], reusing the `files/` part of earlier packs kept in `cache_dir`; see
@@ -184,6 +185,7 @@ pub fn submit_job_cached(
     model_key: Option<&ModelKeyConfig>,
     quiet: bool,
     cache_dir: Option<PathBuf>,
+    index_home: Option<&Path>,
 ) -> Result<Submitted> {
     let ttl = check_ttl(&args.ttl)?;
     for rule in &args.pack.egress {
@@ -250,6 +252,19 @@ pub fn submit_job_cached(
             token_slot,
         },
     )?;
+    // The gate's index of the bundle (`gate/index.rs`): without it the gate reads the bundle.
+    if let Some(home) = index_home {
+        let written = crate::gate::index::write(
+            home,
+            &repo_dir,
+            &summary.bundle_path,
+            &summary.bundle_sha256,
+            &summary.revision,
+        );
+        if let (Err(e), false) = (written, quiet) {
+            eprintln!("warning: job {}: the gate's index of the bundle was not written ({e:#}); the gate will read the bundle", out.job);
+        }
+    }
     out.pack = Some(summary);
     Ok(out)
 }

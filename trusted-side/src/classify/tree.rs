@@ -39,6 +39,15 @@ impl Listing {
         Listing(files)
     }
 
+    /// The files a bundle's manifest lists.
+    pub fn of_manifest(manifest: &airlock_core::format::Manifest) -> Listing {
+        let files = manifest.files.iter().map(|f| TreeFile {
+            path: f.path.clone(),
+            executable: f.executable(),
+        });
+        Listing::new(files.collect())
+    }
+
     /// The file at `path`.
     pub fn get(&self, path: &str) -> Option<&TreeFile> {
         self.0

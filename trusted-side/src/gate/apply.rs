@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use crate::classify::tree::Listing;
 use airlock_core::diff::{apply_file, FileKind, FileMode, FilePatch, ParsedPatch};
-use airlock_core::format::Manifest;
 use anyhow::{Context, Result};
 
 use crate::git::{is_full_oid, Git, GitError, Object};
@@ -83,7 +83,7 @@ macro_rules! no_verdict {
     };
 }
 
-/// Applies `patch` to the files of `revision` in `repo` (modes from the `packed` manifest) with
+/// Applies `patch` to the files of `revision` in `repo` (modes from the `packed` listing) with
 /// real git in a scratch directory under `job_dir`, and cross-checks every changed file against
 /// the exact applier. `Err`: the revision is not in the repository, or git or the disk failed.
 pub fn apply_check(
@@ -91,7 +91,7 @@ pub fn apply_check(
     job_dir: &Path,
     revision: &str,
     patch: (&[u8], &ParsedPatch),
-    packed: &Manifest,
+    packed: &Listing,
 ) -> Result<ApplyOutcome> {
     match check(repo, job_dir, revision, patch, packed) {
         Ok(files) => Ok(ApplyOutcome::Applied(files)),
@@ -105,7 +105,7 @@ fn check(
     job_dir: &Path,
     revision: &str,
     (patch_bytes, patch): (&[u8], &ParsedPatch),
-    packed: &Manifest,
+    packed: &Listing,
 ) -> Result<BTreeMap<String, AppliedFile>, Stop> {
     let olds = revision_side(repo, revision, patch)?;
     let dir = tempfile::Builder::new()
@@ -117,10 +117,10 @@ fn check(
     let mut old_modes = BTreeMap::new();
     for (fp, old) in patch.files.iter().zip(&olds) {
         let Some(old) = old else { continue };
-        let Some(entry) = packed.file(&fp.path) else {
+        let Some(entry) = packed.get(&fp.path) else {
             not_applied!("{}: not in the packed tree", fp.path);
         };
-        let mode = match entry.executable() {
+        let mode = match entry.executable {
             true => FileMode::Executable,
             false => FileMode::Regular,
         };

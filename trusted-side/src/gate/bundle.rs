@@ -1,22 +1,24 @@
 //! Step 4: reads the job's bundle back from the inbox for what the gate needs of it: the
-//! manifest (the packed tree), the lines that were redacted at pack time, and the start of
-//! each packed file for the classification's tree layers (up to [`KEPT_MAX_BYTES`] in all, so
-//! they read the repository only for what a large tree leaves out).
+//! packed listing, the lines that were redacted at pack time, and the start of each packed file
+//! for the classification's tree layers (up to [`KEPT_MAX_BYTES`] in all, so they read the
+//! repository only for what a large tree leaves out).
 //!
 //! The bundle is streamed (capped; read in place from a file store, downloaded to a scratch
 //! file in the job directory from others) through the hasher and the safe tar reader at once;
-//! nothing read is used unless its sha256 is the signed job record's.
+//! nothing read is used unless its sha256 is the signed job record's. When `submit` left an
+//! index of this bundle in the home (`index.rs`), the bundle is only hashed, and the gate reads
+//! the index instead: the same listing and redacted lines, and what the entry points reach.
 //!
 //! Guards against: a bundle swapped or edited in the inbox (`bundle-digest-mismatch`), one the
 //! safe reader refuses or without a valid manifest, or a manifest naming another revision
 //! (`bundle-refused`); a bundle too large to read (the cap).
-//! Does not check: the patch against the manifest (`checks.rs` does).
+//! Does not check: the patch against the listing (`checks.rs` does).
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use airlock_core::digest::HashingReader;
+use airlock_core::digest::{HashingReader, Sha256Digest};
 use airlock_core::format::{JobRecord, Manifest, MAX_MANIFEST_BYTES};
 use airlock_core::limits::TarLimits;
 use airlock_core::store_layout as layout;
@@ -26,7 +28,8 @@ use anyhow::{Context, Result};
 use super::checks::RedactedLines;
 use super::policy::Verdict;
 use super::run::Stop;
-use crate::classify::reach::MAX_READ_BYTES;
+use crate::classify::reach::{TreeReach, MAX_READ_BYTES};
+use crate::classify::tree::Listing;
 use crate::reasons::ReasonCode;
 use crate::report::Reason;
 use crate::store::Store;
@@ -38,9 +41,10 @@ const REDACTION_MARKER: &[u8] = b"[REDACTED:";
 pub const KEPT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 /// The parts of the bundle the gate needs.
+#[derive(Debug, Default)]
 pub struct BundleView {
-    /// The packed tree, as signed into the bundle.
-    pub manifest: Manifest,
+    /// The packed tree, as listed in the bundle's manifest.
+    pub listing: Listing,
     /// Lines redacted at pack time, per path: the manifest's records and every line of a
     /// packed file holding a marker.
     pub redacted: RedactedLines,
@@ -48,15 +52,22 @@ pub struct BundleView {
     pub kept: HashMap<String, Vec<u8>>,
     /// Whether every packed file is in `kept` (else the budget ran out).
     pub kept_all: bool,
+    /// What the tree's entry points reach, worked out at submit (from the index).
+    pub reach: Option<TreeReach>,
+    /// Why an index was there but not used.
+    pub warnings: Vec<String>,
 }
 
-/// Reads the bundle of `record`'s job. A refused bundle stops the checks with a reject; a
-/// missing one, or a store or disk failure, is an error (exit 1).
-pub fn read_bundle(store: &Store, job_dir: &Path, record: &JobRecord) -> Result<BundleView, Stop> {
-    let limits = TarLimits::bundle();
-    let cap = limits
-        .max_stream_bytes()
-        .saturating_add(limits.max_stream_bytes() / 64);
+/// Reads the bundle of `record`'s job, or hashes it and reads `submit`'s index of it from
+/// `home`. A refused bundle stops the checks with a reject; a missing one, or a store or disk
+/// failure, is an error (exit 1).
+pub fn read_bundle(
+    home: &Path,
+    store: &Store,
+    job_dir: &Path,
+    record: &JobRecord,
+) -> Result<BundleView, Stop> {
+    let cap = cap();
     let (path, _scratch) = locate(store, job_dir, record, cap)?;
     let file = match std::fs::File::open(&path) {
         Ok(f) => f,
@@ -67,45 +78,13 @@ pub fn read_bundle(store: &Store, job_dir: &Path, record: &JobRecord) -> Result<
                 .into())
         }
     };
-    let mut hashing = HashingReader::new(BufReader::new(file).take(cap + 1));
-    let mut manifest_bytes: Option<Vec<u8>> = None;
-    let mut redacted = RedactedLines::new();
-    let mut markers = MarkerLines::new();
-    let (mut kept, mut kept_bytes, mut kept_all) = (HashMap::new(), 0usize, true);
-    let read = read_members(&mut hashing, &limits, &AllowedNames::Bundle, |m, r| {
-        let io = |e| TarError::io(Some(&m.path), "read", e);
-        if m.path == "manifest.json" {
-            let mut buf = Vec::new();
-            r.take(MAX_MANIFEST_BYTES as u64 + 1)
-                .read_to_end(&mut buf)
-                .map_err(io)?;
-            manifest_bytes = Some(buf);
-        } else if let Some(rel) = m.path.strip_prefix("files/") {
-            let room = MAX_READ_BYTES.min(KEPT_MAX_BYTES - kept_bytes);
-            let mut start = Vec::new();
-            let lines = markers.in_reader(r, &mut start, room).map_err(io)?;
-            if !lines.is_empty() {
-                redacted.insert(rel.to_owned(), lines);
-            }
-            if start.len() < room || room == MAX_READ_BYTES {
-                kept_bytes += start.len();
-                kept.insert(rel.to_owned(), start);
-            } else {
-                kept_all = false;
-            }
-        }
-        Ok(())
+    let mut warnings = Vec::new();
+    let index = super::index::read(home, record).unwrap_or_else(|e| {
+        warnings.push(format!("{e:#}; the gate read the bundle instead"));
+        None
     });
-    // Hash what the reader left (trailing bytes, a refused archive's rest) up to the cap.
-    let _ = std::io::copy(&mut hashing, &mut std::io::sink());
-    let (_, digest, size) = hashing.finish();
-    let refused = |detail: String| {
-        Stop::Reject(Reason::new(
-            ReasonCode::BundleRefused,
-            Verdict::Reject,
-            detail,
-        ))
-    };
+    let Hashed { digest, size, read } = hash_and_read(file, index.is_none())
+        .with_context(|| format!("{}: cannot read the bundle", path.display()))?;
     if size > cap || digest != record.bundle_sha256 {
         let over = if size > cap {
             " (over the size cap)"
@@ -122,19 +101,10 @@ pub fn read_bundle(store: &Store, job_dir: &Path, record: &JobRecord) -> Result<
             ),
         )));
     }
-    if let Err(e) = read {
-        let rule = e.rule().id();
-        let reason = Reason::new(
-            ReasonCode::BundleRefused,
-            Verdict::Reject,
-            e.with_label("bundle.tar.gz").to_string(),
-        );
-        return Err(Stop::Reject(reason.rule(rule)));
-    }
-    let manifest = match manifest_bytes.as_deref().map(Manifest::from_json) {
-        Some(Ok(m)) => m,
-        Some(Err(e)) => return Err(refused(e.to_string())),
-        None => return Err(refused("bundle.tar.gz has no manifest.json".to_owned())),
+    let (view, manifest) = match (index, read) {
+        (Some(view), _) => return Ok(BundleView { warnings, ..view }),
+        (None, Some(read)) => read?,
+        (None, None) => return Err(anyhow::anyhow!("the bundle was hashed, not read").into()),
     };
     if manifest.source.revision != record.revision {
         return Err(refused(format!(
@@ -142,15 +112,107 @@ pub fn read_bundle(store: &Store, job_dir: &Path, record: &JobRecord) -> Result<
             manifest.source.revision, record.revision
         )));
     }
-    for r in &manifest.redactions {
-        redacted.entry(r.path.clone()).or_default().insert(r.line);
-    }
-    Ok(BundleView {
-        manifest,
-        redacted,
-        kept,
-        kept_all,
+    Ok(BundleView { warnings, ..view })
+}
+
+/// The largest bundle read.
+fn cap() -> u64 {
+    let limits = TarLimits::bundle();
+    limits
+        .max_stream_bytes()
+        .saturating_add(limits.max_stream_bytes() / 64)
+}
+
+/// A bundle hashed, and read when asked.
+pub(crate) struct Hashed {
+    /// The sha256 of what was hashed: nothing read may be used unless it is the expected one.
+    pub digest: Sha256Digest,
+    /// Bytes hashed (at most one more than the cap).
+    pub size: u64,
+    /// The view and manifest, or the reject that refuses the bundle (`None`: not read).
+    pub read: Option<Result<(BundleView, Manifest), Stop>>,
+}
+
+/// Hashes `file` up to the cap and, when `read` is set, reads the bundle in the same pass.
+pub(crate) fn hash_and_read(file: std::fs::File, read: bool) -> std::io::Result<Hashed> {
+    let limits = TarLimits::bundle();
+    let mut hashing = HashingReader::new(BufReader::new(file).take(cap() + 1));
+    let mut manifest_bytes: Option<Vec<u8>> = None;
+    let mut view = BundleView {
+        kept_all: true,
+        ..BundleView::default()
+    };
+    let mut markers = MarkerLines::new();
+    let mut kept_bytes = 0usize;
+    let tar = match read {
+        false => Ok(()),
+        true => read_members(&mut hashing, &limits, &AllowedNames::Bundle, |m, r| {
+            let io = |e| TarError::io(Some(&m.path), "read", e);
+            if m.path == "manifest.json" {
+                let mut buf = Vec::new();
+                r.take(MAX_MANIFEST_BYTES as u64 + 1)
+                    .read_to_end(&mut buf)
+                    .map_err(io)?;
+                manifest_bytes = Some(buf);
+            } else if let Some(rel) = m.path.strip_prefix("files/") {
+                let room = MAX_READ_BYTES.min(KEPT_MAX_BYTES - kept_bytes);
+                let mut start = Vec::new();
+                let lines = markers.in_reader(r, &mut start, room).map_err(io)?;
+                if !lines.is_empty() {
+                    view.redacted.insert(rel.to_owned(), lines);
+                }
+                if start.len() < room || room == MAX_READ_BYTES {
+                    kept_bytes += start.len();
+                    view.kept.insert(rel.to_owned(), start);
+                } else {
+                    view.kept_all = false;
+                }
+            }
+            Ok(())
+        })
+        .map(drop),
+    };
+    // Hash what the reader left (trailing bytes, a refused archive's rest) up to the cap.
+    std::io::copy(&mut hashing, &mut std::io::sink())?;
+    let (_, digest, size) = hashing.finish();
+    let view_of = || -> Result<(BundleView, Manifest), Stop> {
+        if let Err(e) = tar {
+            let rule = e.rule().id();
+            let reason = Reason::new(
+                ReasonCode::BundleRefused,
+                Verdict::Reject,
+                e.with_label("bundle.tar.gz").to_string(),
+            );
+            return Err(Stop::Reject(reason.rule(rule)));
+        }
+        let manifest = match manifest_bytes.as_deref().map(Manifest::from_json) {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => return Err(refused(e.to_string())),
+            None => return Err(refused("bundle.tar.gz has no manifest.json".to_owned())),
+        };
+        for r in &manifest.redactions {
+            view.redacted
+                .entry(r.path.clone())
+                .or_default()
+                .insert(r.line);
+        }
+        view.listing = Listing::of_manifest(&manifest);
+        Ok((view, manifest))
+    };
+    Ok(Hashed {
+        digest,
+        size,
+        read: read.then(view_of),
     })
+}
+
+/// A `bundle-refused` reject.
+fn refused(detail: String) -> Stop {
+    Stop::Reject(Reason::new(
+        ReasonCode::BundleRefused,
+        Verdict::Reject,
+        detail,
+    ))
 }
 
 /// Where the bundle can be read: in place on a file store, else downloaded to a scratch

@@ -19,51 +19,35 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use airlock_core::diff::{self, FileKind, FileMode, ParsedPatch};
-use airlock_core::format::{JobRecord, Manifest, Packet, MODEL_UNREPORTED};
+use airlock_core::format::{JobRecord, Packet, MODEL_UNREPORTED};
 use airlock_core::paths::collision_key;
 
 use super::policy::Verdict;
+use crate::classify::tree::Listing;
 use crate::pack::select::{Selector, Verdict as PackVerdict};
 use crate::reasons::ReasonCode;
 use crate::report::{shown, Reason};
 
-/// Every directory of the packed tree (all proper ancestors of packed files), `""` for the top.
-pub fn packed_dirs(manifest: &Manifest) -> HashSet<String> {
-    let mut dirs = HashSet::new();
-    dirs.insert(String::new());
-    for f in &manifest.files {
-        let mut p = f.path.as_str();
-        while let Some(i) = p.rfind('/') {
-            p = &p[..i];
-            if !dirs.insert(p.to_owned()) {
-                break;
-            }
-        }
-    }
-    dirs
-}
-
 /// Path checks of step 5 (see the module doc). `deny` is the pack deny-list selector; it is
 /// needed only when the patch adds files (an added path checked without it is refused: fail
-/// closed), so a gate that sees no new file need not build it.
-pub fn check_paths(
-    patch: &ParsedPatch,
-    manifest: &Manifest,
-    deny: Option<&Selector>,
-) -> Vec<Reason> {
+/// closed), so a gate that sees no new file need not build it. Lookups are binary searches in
+/// the packed listing; only an added path makes the collision keys of the whole tree worth
+/// computing.
+pub fn check_paths(patch: &ParsedPatch, packed: &Listing, deny: Option<&Selector>) -> Vec<Reason> {
     let mut out = Vec::new();
-    let dirs = packed_dirs(manifest);
-    let mut folded: HashMap<String, &str> = HashMap::new();
-    for f in &manifest.files {
-        folded.insert(collision_key(&f.path), &f.path);
-    }
-    let folded_dirs: HashSet<String> = dirs.iter().map(|d| collision_key(d)).collect();
+    let adds = patch.files.iter().any(|f| f.kind == FileKind::Added);
+    let (folded, folded_dirs) = if adds {
+        collision_keys(packed)
+    } else {
+        Default::default()
+    };
+    let is_dir = |d: &str| d.is_empty() || !packed.starting_with(&format!("{d}/")).is_empty();
     let mut new_dirs_reported: BTreeSet<String> = BTreeSet::new();
     for fp in &patch.files {
         let path = fp.path.as_str();
         match fp.kind {
             FileKind::Modified | FileKind::Deleted | FileKind::ModeChange => {
-                if manifest.file(path).is_none() {
+                if packed.get(path).is_none() {
                     out.push(
                         Reason::new(
                             ReasonCode::PathNotPacked,
@@ -98,7 +82,7 @@ pub fn check_paths(
                         .at(path),
                     ),
                 }
-                if manifest.file(path).is_some() {
+                if packed.get(path).is_some() {
                     out.push(
                         Reason::new(
                             ReasonCode::PathCollision,
@@ -119,7 +103,7 @@ pub fn check_paths(
                         )
                         .at(path),
                     );
-                } else if dirs.contains(path) || folded_dirs.contains(&collision_key(path)) {
+                } else if is_dir(path) || folded_dirs.contains(&collision_key(path)) {
                     out.push(
                         Reason::new(
                             ReasonCode::PathCollision,
@@ -133,7 +117,7 @@ pub fn check_paths(
                 let mut anc = path;
                 while let Some(i) = anc.rfind('/') {
                     anc = &anc[..i];
-                    if manifest.file(anc).is_some() || folded.contains_key(&collision_key(anc)) {
+                    if packed.get(anc).is_some() || folded.contains_key(&collision_key(anc)) {
                         out.push(
                             Reason::new(
                                 ReasonCode::PathCollision,
@@ -146,13 +130,13 @@ pub fn check_paths(
                     }
                 }
                 let parent = path.rfind('/').map_or("", |i| &path[..i]);
-                if !dirs.contains(parent) {
+                if !is_dir(parent) {
                     // Report the outermost directory that is new, once.
                     let mut top = parent;
                     let mut probe = parent;
                     while let Some(i) = probe.rfind('/') {
                         probe = &probe[..i];
-                        if dirs.contains(probe) {
+                        if is_dir(probe) {
                             break;
                         }
                         top = probe;
@@ -173,11 +157,28 @@ pub fn check_paths(
                 }
             }
         }
-        if let Some(r) = mode_reason(fp, manifest) {
+        if let Some(r) = mode_reason(fp, packed) {
             out.push(r);
         }
     }
     out
+}
+
+/// The collision keys of every packed file (with the file) and of every packed directory.
+fn collision_keys(packed: &Listing) -> (HashMap<String, &str>, HashSet<String>) {
+    let mut files = HashMap::new();
+    let mut dirs = HashSet::from([String::new()]);
+    for f in packed.iter() {
+        files.insert(collision_key(&f.path), f.path.as_str());
+        let mut p = f.path.as_str();
+        while let Some(i) = p.rfind('/') {
+            p = &p[..i];
+            if !dirs.insert(collision_key(p)) {
+                break;
+            }
+        }
+    }
+    (files, dirs)
 }
 
 fn verb(kind: FileKind) -> &'static str {
@@ -191,12 +192,12 @@ fn verb(kind: FileKind) -> &'static str {
 
 /// `mode-change-executable` (human) when a file becomes executable: a new file with mode
 /// 100755, or an existing non-executable file given 100755.
-fn mode_reason(fp: &diff::FilePatch, manifest: &Manifest) -> Option<Reason> {
+fn mode_reason(fp: &diff::FilePatch, packed: &Listing) -> Option<Reason> {
     if fp.new_mode != Some(FileMode::Executable) {
         return None;
     }
     let was_exec = fp.old_mode == Some(FileMode::Executable)
-        || manifest.file(&fp.path).is_some_and(|f| f.executable());
+        || packed.get(&fp.path).is_some_and(|f| f.executable);
     if fp.kind != FileKind::Added && was_exec {
         return None;
     }

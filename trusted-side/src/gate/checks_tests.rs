@@ -4,7 +4,7 @@ use airlock_core::diff::{parse_patch, DiffLimits};
 use airlock_core::digest::Sha256Digest;
 use airlock_core::format::{FileEntry, Packer, Redaction, Source};
 
-fn manifest(files: &[(&str, &str)]) -> Manifest {
+fn manifest(files: &[(&str, &str)]) -> Listing {
     let mut files: Vec<FileEntry> = files
         .iter()
         .map(|(p, m)| FileEntry {
@@ -15,7 +15,7 @@ fn manifest(files: &[(&str, &str)]) -> Manifest {
         })
         .collect();
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-    Manifest {
+    Listing::of_manifest(&airlock_core::format::Manifest {
         format: airlock_core::format::MANIFEST_FORMAT.into(),
         packer: Packer {
             name: "airlock".into(),
@@ -31,7 +31,7 @@ fn manifest(files: &[(&str, &str)]) -> Manifest {
         redactions: Vec::<Redaction>::new(),
         skipped: BTreeMap::new(),
         omitted: Vec::new(),
-    }
+    })
 }
 
 fn patch(text: &str) -> ParsedPatch {

@@ -7,6 +7,7 @@ pub mod checks;
 pub mod decide;
 pub mod deps;
 pub mod drift;
+pub mod index;
 pub mod parse;
 pub mod policy;
 pub mod record;

@@ -9,9 +9,10 @@
 //! 3. parse: it hashes to the packet's digest and passes the strict parser
 //!    ([`parse::parse_signed_patch`]); an empty change ends here as `no-change`
 //!    ([`checks::check_no_change`]);
-//! 4. the bundle: its manifest and redacted lines, from a bundle that hashes to the record's
-//!    digest ([`bundle::read_bundle`]); a missing bundle is an error (exit 1);
-//! 5. checks: paths against the manifest and the deny-list ([`checks::check_paths`]);
+//! 4. the bundle: its listing and redacted lines, from a bundle that hashes to the record's
+//!    digest, or from `submit`'s index of it ([`bundle::read_bundle`], [`index`]); a missing
+//!    bundle is an error (exit 1);
+//! 5. checks: paths against the listing and the deny-list ([`checks::check_paths`]);
 //! 6. the change limits of the request, tightened by the policy;
 //! 7. checks: hunks covering redacted lines ([`checks::check_redacted`]);
 //! 8. apply: real git on the changed files in a scratch directory, cross-checked with the
@@ -44,11 +45,14 @@ use super::apply::{self, AppliedFile, ApplyOutcome};
 use super::bundle;
 use super::checks;
 use super::decide::{self, from_policy};
+#[allow(unused_imports, reason = "named in the module doc")]
+use super::index;
 use super::parse;
 use super::policy::{Policy, Verdict};
 use super::record::{self, Ledger};
 use super::review;
 use super::scan;
+use crate::classify::tree::{GitTree, PackedTree, Tree};
 use crate::fetch::{self, FetchError, FetchRefused, Fetched};
 use crate::pack::select::Selector;
 use crate::reasons::ReasonCode;
@@ -141,7 +145,15 @@ pub fn run_gate(
     report.bom.diff_sha256 = Some(diff_sha256);
     // 3–11
     let job_dir = fetch::job_dir(&home.dir, job);
-    let files = match judge(store, &job_dir, &fetched, &patch_bytes, opts, &mut report) {
+    let files = match judge(
+        &home.dir,
+        store,
+        &job_dir,
+        &fetched,
+        &patch_bytes,
+        opts,
+        &mut report,
+    ) {
         Ok(files) => files,
         Err(Stop::Reject(reject)) => {
             report.push(reject);
@@ -191,6 +203,7 @@ fn refusal(
 
 /// Steps 3–11. Returns both sides of every changed file when git applied the patch.
 fn judge(
+    home: &Path,
     store: &Store,
     job_dir: &Path,
     fetched: &Fetched,
@@ -211,11 +224,12 @@ fn judge(
         report.push(r);
         return Ok(None);
     }
-    // 4. the bundle's manifest and redacted lines
-    let mut bundle = bundle::read_bundle(store, job_dir, record)?;
+    // 4. the bundle's listing and redacted lines
+    let bundle = bundle::read_bundle(home, store, job_dir, record)?;
+    report.warnings.extend(bundle.warnings);
     // 5. paths (the deny-list judges added paths)
     let deny = Selector::new(&[], &[])?;
-    report.extend(checks::check_paths(&patch, &bundle.manifest, Some(&deny)));
+    report.extend(checks::check_paths(&patch, &bundle.listing, Some(&deny)));
     // 6. limits
     let lines = patch.lines_added() + patch.lines_removed();
     let limits = opts
@@ -230,7 +244,7 @@ fn judge(
         job_dir,
         &record.revision,
         (patch_bytes, &patch),
-        &bundle.manifest,
+        &bundle.listing,
     )?;
     let files = match applied {
         ApplyOutcome::Applied(files) => Some(files),
@@ -250,24 +264,15 @@ fn judge(
     // 9. secrets in added lines
     report.extend(scan::scan_added_lines(&scan::scanner()?, &patch));
     // 10. classification, policy, dependencies; policy rules that matched nothing
-    // The tree layers see the packed revision: the manifest's listing, the files as packed
-    // (kept while the bundle was read; past a budget, read from the repository; `tree.rs`).
-    use crate::classify::tree::{GitTree, Listing, PackedTree, TreeFile};
-    let listing = bundle.manifest.files.iter().map(|f| TreeFile {
-        path: f.path.clone(),
-        executable: f.executable(),
-    });
-    let in_repo = GitTree::new(
-        &opts.repo,
-        &record.revision,
-        Listing::new(listing.collect()),
-    );
-    let kept = std::mem::take(&mut bundle.kept);
-    let packed_tree = PackedTree::new(in_repo, kept, bundle.kept_all);
+    // The tree layers see the packed revision: its listing, the files as packed (kept while the
+    // bundle was read; else read from the repository; `tree.rs`), what its entry points reach
+    // when the index has it.
+    let in_repo = GitTree::new(&opts.repo, &record.revision, bundle.listing);
+    let tree = PackedTree::new(in_repo, bundle.kept, bundle.kept_all).with_reach(bundle.reach);
     let no_files = BTreeMap::new();
     let checked = files.as_ref().unwrap_or(&no_files);
-    decide::decide_paths(&patch, checked, &opts.policy, &packed_tree, report);
-    let packed = bundle.manifest.files.iter().map(|f| f.path.as_str());
+    decide::decide_paths(&patch, checked, &opts.policy, &tree, report);
+    let packed = tree.files().iter().map(|f| f.path.as_str());
     let seen = packed.chain(patch.files.iter().map(|f| f.path.as_str()));
     let unused = opts.policy.unused_rules(seen);
     report
@@ -339,3 +344,7 @@ pub(crate) mod tests;
 #[cfg(test)]
 #[path = "run_reject_tests.rs"]
 mod reject_tests;
+
+#[cfg(test)]
+#[path = "index_tests.rs"]
+mod index_tests;

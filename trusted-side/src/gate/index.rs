@@ -1,0 +1,143 @@
+//! The gate's index of a bundle: what the gate reads of a packed revision (the listing, the
+//! redacted lines, what the tree's entry points reach), worked out by `submit` from the bundle
+//! it has just built and kept in the trusted home under the bundle's digest. With it, the gate
+//! of a large tree hashes the bundle instead of decompressing and parsing every member, and
+//! the tree layers look only at the change (`classify::reach::TreeReach`): the gate costs the
+//! size of the change, not of the repository.
+//!
+//! Guards against: an index of another bundle or revision (the file is named by the digest, and
+//! its content must name the signed job record's digest and revision); one that is damaged or
+//! too large (parsed with a cap; what does not parse is not used, the gate reads the bundle and
+//! says so in a warning). The gate uses an index only after the inbox copy of the bundle hashed
+//! to the record's digest, so a swapped bundle is still a reject. The index is as trusted as
+//! the home holding the signing key: no worker writes there.
+//! Does not hold: the start of each packed file. A change that touches what the entry points
+//! read makes the tree layers read those files from the repository at the revision.
+
+use std::path::{Path, PathBuf};
+
+use airlock_core::digest::Sha256Digest;
+use airlock_core::format::JobRecord;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::bundle::BundleView;
+use super::checks::RedactedLines;
+use crate::classify::reach::TreeReach;
+use crate::classify::tree::{GitTree, Listing, PackedTree, TreeFile};
+
+/// The format tag of an index file.
+pub const INDEX_FORMAT: &str = "airlock-gate-index/v1";
+
+/// The largest index read (a listing of a million files fits).
+const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// An index file: `<home>/cache/gate/<sha256>.json`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Index {
+    format: String,
+    bundle_sha256: Sha256Digest,
+    revision: String,
+    /// Path and executable bit of every packed file, sorted.
+    files: Vec<(String, bool)>,
+    redacted: RedactedLines,
+    reach: TreeReach,
+}
+
+/// Where the index of the bundle `sha256` is kept in `home`.
+pub fn path(home: &Path, sha256: &Sha256Digest) -> PathBuf {
+    home.join("cache")
+        .join("gate")
+        .join(format!("{sha256}.json"))
+}
+
+/// Reads `bundle` (a bundle just packed from `revision` of `repo`, hashing to `sha256`) as the
+/// gate would and writes its index into `home`, replacing any.
+pub fn write(
+    home: &Path,
+    repo: &Path,
+    bundle: &Path,
+    sha256: &Sha256Digest,
+    revision: &str,
+) -> Result<()> {
+    let file = std::fs::File::open(bundle).with_context(|| bundle.display().to_string())?;
+    let hashed = super::bundle::hash_and_read(file, true)?;
+    let read = hashed.read.context("the bundle was not read")?;
+    let (view, manifest) = read.map_err(|stop| match stop {
+        super::run::Stop::Reject(r) => anyhow::anyhow!("{}", r.detail),
+        super::run::Stop::Error(e) => e,
+    })?;
+    anyhow::ensure!(
+        hashed.digest == *sha256 && manifest.source.revision == revision,
+        "{}: not the bundle of revision {revision} hashing to sha256:{sha256}",
+        bundle.display()
+    );
+    let tree = PackedTree::new(
+        GitTree::new(repo, revision, view.listing),
+        view.kept,
+        view.kept_all,
+    );
+    let reach = TreeReach::of_tree(&tree);
+    let files = crate::classify::tree::Tree::files(&tree)
+        .iter()
+        .map(|f| (f.path.clone(), f.executable))
+        .collect();
+    let index = Index {
+        format: INDEX_FORMAT.to_owned(),
+        bundle_sha256: *sha256,
+        revision: revision.to_owned(),
+        files,
+        redacted: view.redacted,
+        reach,
+    };
+    let to = path(home, sha256);
+    let dir = to.parent().context("index path has no parent")?;
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer(std::io::BufWriter::new(tmp.as_file_mut()), &index)?;
+    tmp.persist(&to)
+        .with_context(|| format!("{}: cannot write", to.display()))?;
+    Ok(())
+}
+
+/// The view of `record`'s bundle from its index in `home`: `None` when there is none; `Err`
+/// when there is one the gate cannot use (it then reads the bundle).
+pub fn read(home: &Path, record: &JobRecord) -> Result<Option<BundleView>> {
+    let at = path(home, &record.bundle_sha256);
+    let file = match std::fs::File::open(&at) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::Error::new(e).context(at.display().to_string())),
+    };
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_INDEX_BYTES + 1),
+        &mut bytes,
+    )
+    .with_context(|| at.display().to_string())?;
+    anyhow::ensure!(
+        bytes.len() as u64 <= MAX_INDEX_BYTES,
+        "{}: over {MAX_INDEX_BYTES} bytes",
+        at.display()
+    );
+    let index: Index = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{}: not an index", at.display()))?;
+    anyhow::ensure!(
+        index.format == INDEX_FORMAT
+            && index.bundle_sha256 == record.bundle_sha256
+            && index.revision == record.revision,
+        "{}: the index of another bundle or revision",
+        at.display()
+    );
+    let files = index
+        .files
+        .into_iter()
+        .map(|(path, executable)| TreeFile { path, executable });
+    Ok(Some(BundleView {
+        listing: Listing::new(files.collect()),
+        redacted: index.redacted,
+        reach: Some(index.reach),
+        ..BundleView::default()
+    }))
+}
