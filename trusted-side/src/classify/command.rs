@@ -157,7 +157,7 @@ pub(super) fn classify_rows_in(
     let contents: Vec<Option<Vec<u8>>> = paths.iter().map(|p| head(p)).collect();
     let executable: Vec<bool> = paths
         .iter()
-        .map(|p| tree.files().iter().any(|f| &f.path == p && f.executable))
+        .map(|p| tree.files().get(p).is_some_and(|f| f.executable))
         .collect();
     let changes: Vec<reach::Change<'_>> = paths
         .iter()

@@ -358,17 +358,12 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
         Default::default()
     };
     // A change that keeps the mode says nothing of it: the tree's bit applies.
-    let executable_in_tree: std::collections::HashSet<&str> = tree
-        .files()
-        .iter()
-        .filter(|f| f.executable)
-        .map(|f| f.path.as_str())
-        .collect();
+    let executable_in_tree = |path: &str| tree.files().get(path).is_some_and(|f| f.executable);
     changes
         .iter()
         .map(|c| {
             let name = classify_path(c.path, None);
-            let executable = c.executable || executable_in_tree.contains(c.path);
+            let executable = c.executable || executable_in_tree(c.path);
             let with_content = classify_content(c.path, name, c.new, executable);
             let may = |r: &&reach::Raised| {
                 // CI runs with the repository's secrets: a build script a workflow runs is `ci`.

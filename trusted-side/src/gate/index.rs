@@ -32,6 +32,9 @@ pub const INDEX_FORMAT: &str = "airlock-gate-index/v1";
 /// The largest index read (a listing of a million files fits).
 const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Indexes kept in a home: the newest, by the time they were written.
+pub const MAX_INDEXES: usize = 64;
+
 /// An index file: `<home>/cache/gate/<sha256>.json`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,7 +56,8 @@ pub fn path(home: &Path, sha256: &Sha256Digest) -> PathBuf {
 }
 
 /// Reads `bundle` (a bundle just packed from `revision` of `repo`, hashing to `sha256`) as the
-/// gate would and writes its index into `home`, replacing any.
+/// gate would and writes its index into `home`, replacing any; only the newest [`MAX_INDEXES`]
+/// are kept (a gate whose index is gone reads the bundle).
 pub fn write(
     home: &Path,
     repo: &Path,
@@ -93,11 +97,12 @@ pub fn write(
     };
     let to = path(home, sha256);
     let dir = to.parent().context("index path has no parent")?;
-    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    crate::pack::cache::create_private_dir(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     serde_json::to_writer(std::io::BufWriter::new(tmp.as_file_mut()), &index)?;
     tmp.persist(&to)
         .with_context(|| format!("{}: cannot write", to.display()))?;
+    crate::pack::cache::prune_oldest(dir, |name| name.ends_with(".json"), MAX_INDEXES);
     Ok(())
 }
 

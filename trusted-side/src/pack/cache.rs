@@ -280,7 +280,8 @@ impl Hit {
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<()> {
+/// Creates `dir` and its parents, mode 0700.
+pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -290,7 +291,7 @@ fn create_private_dir(dir: &Path) -> Result<()> {
 }
 
 /// Removes the oldest files whose name passes `kind`, beyond the newest `max`.
-fn prune_oldest(dir: &Path, kind: impl Fn(&str) -> bool, max: usize) {
+pub(crate) fn prune_oldest(dir: &Path, kind: impl Fn(&str) -> bool, max: usize) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
