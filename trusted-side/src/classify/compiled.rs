@@ -1,69 +1,84 @@
-//! The rule table compiled for matching, once per process. Most globs (a literal path, a name
-//! at any depth, an extension) go into one `globset` set per side, which matches them without
-//! a regex and builds in a millisecond or two. The rest need a regex each; compiling
-//! them all was most of a gate's time, and a gate classifies a handful of paths. So each is
-//! compiled the first time a path holds the literal text every match of it must hold
-//! ([`required_literal`]: `.claude` for `**/.claude{,/**}`, `.github/funding.yml` for
-//! `**/.github/funding.yml`), and most paths hold none.
+//! The rule table compiled for matching, once per process, for a gate that classifies a
+//! handful of paths: no glob is compiled until a path could match it. Each table glob is kept
+//! as text with a key: a literal path, a name at any depth (`**/Makefile`) or an extension
+//! (`**/*.tf`) is looked up by the path itself, its file name or its extension; any other glob
+//! by the literal text every match of it must hold ([`required_literal`]: `.claude` for
+//! `**/.claude{,/**}`), tried on a path that holds it. A glob tried is compiled by `globset`
+//! (once) and `globset` decides the match: the keys only pick which globs to try.
 //!
-//! Guards against: a rule silently not matching. The literal is taken only outside `*`, `?`,
-//! `[...]` and `{...}`, without a `/` next to `**` (which may match nothing), and a glob with an
-//! escape has none (it is always tried); a unit test checks, over the labelled corpus and
-//! generated samples of every glob, that the hits are those of the whole table in one set.
-//! Fails closed: a table that does not parse sends every path to a human
-//! ([`super::TABLE_BROKEN_RULE`]).
+//! Guards against: a rule silently not matching. A key is one every match has: the literal is
+//! taken only outside `*`, `?`, `[...]` and `{...}`, without a `/` next to `**` (which may match
+//! nothing), and a glob with an escape has none (it is always tried); a unit test checks, over
+//! the labelled corpus and generated samples of every glob, that the hits are those of the
+//! whole table in one `globset` set.
+//! Fails closed: a glob that does not parse sends the path to a human
+//! ([`super::TABLE_BROKEN_RULE`]; a unit test keeps every glob parsing).
 
+use std::collections::HashMap;
 use std::sync::{LazyLock, OnceLock};
 
 use super::{build_glob, fold_path, normalize_path, table};
 
-/// The compiled table: `folded` is matched against the folded path, `exact` against the
-/// normalised one; `*_rule` maps a glob's index to its rule's position.
+/// The table's globs with their keys.
 pub(super) struct Compiled {
-    folded: globset::GlobSet,
-    folded_rule: Vec<usize>,
-    exact: globset::GlobSet,
-    exact_rule: Vec<usize>,
-    /// Globs that need a regex of their own, compiled on first use.
-    regex: Vec<RegexGlob>,
+    globs: Vec<TableGlob>,
+    /// Keyed globs by side (0: matched against the folded path, 1: the normalised one), under
+    /// `p:` and the path, `n:` and a file name, or `e:` and an extension.
+    keyed: [HashMap<String, Vec<usize>>; 2],
+    /// The other globs: tried on a path holding their literal.
+    by_literal: Vec<usize>,
 }
 
-/// A glob that needs a regex: parsed and compiled only for a path holding `literal`.
-struct RegexGlob {
+/// One glob of the table, compiled on first use.
+struct TableGlob {
     glob: String,
     /// Matched against the normalised path (else the folded one).
     exact: bool,
     rule: usize,
     literal: String,
-    /// `None`: the glob does not parse (a unit test keeps every glob parsing).
+    /// `None`: the glob does not parse.
     matcher: OnceLock<Option<globset::GlobMatcher>>,
 }
 
-/// The compiled table, or why it did not compile (a unit test keeps it compiling).
-static COMPILED: LazyLock<Result<Compiled, String>> = LazyLock::new(compile_table);
+/// The compiled table.
+static COMPILED: LazyLock<Compiled> = LazyLock::new(compile_table);
 
-/// The globs to compile for one table glob (already anchored): its `{a,b}` alternations
-/// expanded when every expansion is a name, a path suffix or an extension, which globset
-/// matches without a regex; otherwise the glob itself.
+/// Expansions a glob's `{a,b}` alternations may be split into.
+const MAX_EXPANSIONS: usize = 512;
+
+/// The globs to keep for one table glob (already anchored): its `{a,b}` alternations expanded
+/// when every expansion is keyed or holds a literal of at least three characters (so it is
+/// tried on few paths); otherwise the glob itself.
 pub(super) fn table_globs(glob: &str) -> Vec<String> {
     let expanded = expand_braces(glob);
-    if expanded.iter().all(|g| matched_without_regex(g)) {
+    let narrow = |g: &String| key_of(g).is_some() || required_literal(g).len() >= 3;
+    if expanded.len() <= MAX_EXPANSIONS && expanded.iter().all(narrow) {
         expanded
     } else {
         vec![glob.to_owned()]
     }
 }
 
-/// Whether globset matches `glob` without a regex: a literal path, `**/` and a literal name,
-/// or `**/*.` and a literal extension holding no dot. (A name with a directory, `**/.github/x`,
-/// or an extension of two parts, `**/*.spec.ts`, makes globset compile a regex.)
-pub(super) fn matched_without_regex(glob: &str) -> bool {
+/// The key of a glob every match of which is a literal path (`p:`), a literal file name at any
+/// depth (`n:`, `**/NAME`) or a file name with a literal extension holding no dot (`e:`,
+/// `**/*.EXT`); `None` for any other glob.
+pub(super) fn key_of(glob: &str) -> Option<String> {
     let literal = |s: &str| !s.contains(['*', '?', '[', ']', '{', '}', '\\']);
     match (glob.strip_prefix("**/*."), glob.strip_prefix("**/")) {
-        (Some(ext), _) => literal(ext) && !ext.contains(['.', '/']),
-        (None, Some(name)) => literal(name) && !name.contains('/'),
-        (None, None) => literal(glob),
+        (Some(ext), _) => (literal(ext) && !ext.contains(['.', '/'])).then(|| format!("e:{ext}")),
+        (None, Some(name)) => (literal(name) && !name.contains('/')).then(|| format!("n:{name}")),
+        (None, None) => literal(glob).then(|| format!("p:{glob}")),
     }
+}
+
+/// The keys a path is looked up under: itself, its file name, its extension.
+fn keys_of(path: &str) -> Vec<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let mut keys = vec![format!("p:{path}"), format!("n:{name}")];
+    if let Some((_, ext)) = name.rsplit_once('.') {
+        keys.push(format!("e:{ext}"));
+    }
+    keys
 }
 
 /// Expands `{a,b}` alternations (not nested) into one glob each.
@@ -119,74 +134,59 @@ pub(super) fn required_literal(glob: &str) -> &str {
     best
 }
 
-/// Compiles [`table::RULES`]: the plain globs into two sets, the others kept for later.
-pub(super) fn compile_table() -> Result<Compiled, String> {
-    let mut folded = globset::GlobSetBuilder::new();
-    let mut exact = globset::GlobSetBuilder::new();
-    let (mut folded_rule, mut exact_rule, mut regex) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, rule) in table::RULES.iter().enumerate() {
-        for (globs, is_exact) in [(rule.globs, false), (rule.exact_globs, true)] {
-            for g in globs.iter().flat_map(|g| table_globs(&super::anchor(g))) {
-                if !matched_without_regex(&g) {
-                    regex.push(RegexGlob {
-                        literal: required_literal(&g).to_owned(),
-                        glob: g,
-                        exact: is_exact,
-                        rule: i,
-                        matcher: OnceLock::new(),
-                    });
-                    continue;
+/// Keys every glob of [`table::RULES`]; nothing is compiled.
+pub(super) fn compile_table() -> Compiled {
+    let mut c = Compiled {
+        globs: Vec::new(),
+        keyed: [HashMap::new(), HashMap::new()],
+        by_literal: Vec::new(),
+    };
+    for (rule, r) in table::RULES.iter().enumerate() {
+        for (globs, exact) in [(r.globs, false), (r.exact_globs, true)] {
+            for glob in globs.iter().flat_map(|g| table_globs(&super::anchor(g))) {
+                let i = c.globs.len();
+                match key_of(&glob) {
+                    Some(key) => c.keyed[usize::from(exact)].entry(key).or_default().push(i),
+                    None => c.by_literal.push(i),
                 }
-                let glob = build_glob(&g, false).map_err(|e| format!("{}: {e}", rule.id))?;
-                if is_exact {
-                    exact.add(glob);
-                    exact_rule.push(i);
-                } else {
-                    folded.add(glob);
-                    folded_rule.push(i);
-                }
+                c.globs.push(TableGlob {
+                    literal: required_literal(&glob).to_owned(),
+                    glob,
+                    exact,
+                    rule,
+                    matcher: OnceLock::new(),
+                });
             }
         }
     }
-    Ok(Compiled {
-        folded: folded.build().map_err(|e| e.to_string())?,
-        folded_rule,
-        exact: exact.build().map_err(|e| e.to_string())?,
-        exact_rule,
-        regex,
-    })
+    c
 }
 
 /// Positions in the rule table whose globs match `path`, ascending, without content tests;
-/// `None` when the table did not compile.
+/// `None` when a glob tried does not parse.
 pub(super) fn glob_hits(path: &str) -> Option<Vec<usize>> {
-    let compiled = COMPILED.as_ref().ok()?;
+    let c = &*COMPILED;
     let norm = normalize_path(path);
-    let folded = fold_path(&norm);
-    let mut hits: Vec<usize> = compiled
-        .folded
-        .matches(&folded)
-        .into_iter()
-        .filter_map(|g| compiled.folded_rule.get(g).copied())
-        .collect();
-    hits.extend(
-        compiled
-            .exact
-            .matches(&norm)
-            .into_iter()
-            .filter_map(|g| compiled.exact_rule.get(g).copied()),
-    );
-    for r in &compiled.regex {
-        let side = if r.exact { &norm } else { &folded };
-        if !side.contains(r.literal.as_str()) {
-            continue;
+    let sides = [fold_path(&norm), norm];
+    let mut tried: Vec<usize> = Vec::new();
+    for (side, text) in sides.iter().enumerate() {
+        for key in keys_of(text) {
+            tried.extend(c.keyed[side].get(&key).into_iter().flatten());
         }
-        let matcher = r.matcher.get_or_init(|| {
-            let glob = build_glob(&r.glob, false).ok()?;
+    }
+    tried.extend(c.by_literal.iter().copied().filter(|&i| {
+        let g = &c.globs[i];
+        sides[usize::from(g.exact)].contains(g.literal.as_str())
+    }));
+    let mut hits = Vec::new();
+    for i in tried {
+        let g = &c.globs[i];
+        let matcher = g.matcher.get_or_init(|| {
+            let glob = build_glob(&g.glob, false).ok()?;
             Some(glob.compile_matcher())
         });
-        if matcher.as_ref()?.is_match(side) {
-            hits.push(r.rule);
+        if matcher.as_ref()?.is_match(&sides[usize::from(g.exact)]) {
+            hits.push(g.rule);
         }
     }
     hits.sort_unstable();
@@ -287,19 +287,25 @@ mod tests {
             want.dedup();
             let got = glob_hits(path).unwrap();
             assert_eq!(got, want, "{path:?}");
-            let compiled = COMPILED.as_ref().unwrap();
-            regex_hits += compiled
-                .regex
+            let c = &*COMPILED;
+            let folded_path = fold_path(&norm);
+            regex_hits += c
+                .by_literal
                 .iter()
-                .filter(|r| {
-                    r.matcher
+                .map(|&i| &c.globs[i])
+                .filter(|g| !g.exact && folded_path.contains(g.literal.as_str()))
+                .filter(|g| {
+                    g.matcher
                         .get()
                         .and_then(Option::as_ref)
-                        .is_some_and(|m| m.is_match(fold_path(&norm)))
+                        .is_some_and(|m| m.is_match(&folded_path))
                 })
                 .count()
                 .min(1);
         }
-        assert!(regex_hits > 500, "only {regex_hits} paths hit a regex glob");
+        assert!(
+            regex_hits > 500,
+            "only {regex_hits} paths hit a glob keyed by its literal"
+        );
     }
 }
