@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): `airlock gate` on a job whose diff changes ~1,000 lines, against
 # the baseline `git apply --check` of the same patch alone, same run, median of N runs.
-# The gate does much more (fetch + verify, bundle manifest, safe unpack, strict parse,
-# apply in a temporary index, secret scan, classification); budget: at most 10x the baseline
-# (docs/PERFORMANCE.md).
+# The gate does much more (fetch + verify, the bundle's listing, strict parse, apply with real
+# git in a scratch directory, secret scan, classification, ledger); budget: at most 10x the
+# baseline (docs/PERFORMANCE.md).
 #
 # Usage: bench/gate.sh [RUNS]        GATE_BENCH_TREE_FILES=10000 for a 10,000-file tree
 set -euo pipefail
