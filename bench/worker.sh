@@ -11,8 +11,14 @@
 # peak RSS (target < 32 MiB whatever the bundle size). The corpus's test files hold real key
 # material, so jobs are submitted with --redact.
 #
-# The worker removes its run directory inside its time (the seed's `rm -rf` is not timed), on
-# several threads. Wall times on a busy machine are noisy; the cpu
+# On ext4 without a journal, creating a file within minutes of deleting thousands in the same
+# block group costs the inode allocator a scan past every recently deleted inode of the group
+# (ext4 `recently_deleted`, a 60-360 s window), for each file created. The seed approach clones
+# where the previous seed was just removed and pays it; the worker marks its work root
+# `chattr +T` (workspace.rs), so that each run lands in a block group of its own, and does not.
+# The worker removes its run directory inside its time (the seed's `rm -rf` is not timed); with
+# `-o discard` and no journal every freed directory block is discarded synchronously, which
+# the worker overlaps on several threads. Wall times on a busy machine are noisy; the cpu
 # column is steadier. TMPDIR=/dev/shm runs both sides on tmpfs, without either effect.
 #
 # Usage: bench/worker.sh [RUNS]      env: CORPUS=dir (default target/bench/cpython), TMPDIR

@@ -9,6 +9,15 @@
 //! pid cannot keep a dead run's directory alive nor make a live one look dead), and cleanup
 //! following a link out of the base directory (`remove_dir_all` does not follow symlinks; the
 //! base itself must be a real directory we own).
+//!
+//! Placement: the base directory is marked as the top of directory hierarchies
+//! (`FS_TOPDIR_FL`, `chattr +T`), best effort, because `bench/worker.sh` and `bench/jobs.sh`
+//! on ext4 show it (`docs/PERFORMANCE.md`). On ext4 this makes the Orlov allocator place
+//! each run directory (random name) in a block group of its own, instead of the base's group,
+//! where every earlier run's files were deleted. Without a journal, ext4 does not reuse an
+//! inode within 60-360 s of its deletion (`recently_deleted`) and scans past every such inode
+//! from the start of the group for each file it creates: back-to-back runs of a large tree in
+//! one group cost quadratic time in the kernel. Other filesystems ignore or refuse the flag.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -67,7 +76,26 @@ pub fn prepare_root(root: &Path) -> Result<()> {
             std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o711))?;
         }
     }
+    spread_runs(root);
     Ok(())
+}
+
+/// Marks `root` `FS_TOPDIR_FL` if it is not (see the module doc); failures are ignored (the
+/// flag only changes where new directories are placed).
+fn spread_runs(root: &Path) {
+    use rustix::fs::{ioctl_getflags, ioctl_setflags, IFlags};
+    let Ok(dir) = std::fs::File::open(root) else {
+        return;
+    };
+    match ioctl_getflags(&dir) {
+        Ok(flags) if !flags.contains(IFlags::TOPDIR) => {
+            if let Err(e) = ioctl_setflags(&dir, flags | IFlags::TOPDIR) {
+                tracing::debug!("work root: cannot set the top-directory flag: {e}");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => tracing::debug!("work root: no inode flags here: {e}"),
+    }
 }
 
 /// Name of the lock file inside each run directory.
@@ -200,8 +228,9 @@ pub fn remove_all(path: &Path) -> std::io::Result<()> {
     std::fs::remove_dir_all(path)
 }
 
-/// Threads that remove one tree: unlinking mostly waits on the file system, so several
-/// waits overlap.
+/// Threads that remove one tree. Removal mostly waits: on a filesystem mounted with `discard`
+/// and no journal, ext4 discards every freed block run synchronously (every directory, and
+/// every file whose data was written back), so several waits overlap.
 const REMOVE_THREADS: usize = 8;
 
 /// Removes the directory `root` and everything below it, level by level: the files of every
@@ -366,6 +395,35 @@ mod tests {
         remove_all(&t).unwrap();
         assert!(!t.exists());
         assert_eq!(std::fs::read(outside.join("keep.txt")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn the_work_root_is_marked_top_of_hierarchy_where_the_filesystem_takes_the_flag() {
+        use rustix::fs::{ioctl_getflags, ioctl_setflags, IFlags};
+        let r = root();
+        let wr = r.path().join("wr");
+        prepare_root(&wr).unwrap();
+        let dir = std::fs::File::open(&wr).unwrap();
+        let Ok(flags) = ioctl_getflags(&dir) else {
+            // tmpfs has no inode flags (and no block groups to spread runs over).
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "SKIPPED in CI (a skip is a failure here): {} has no inode flags",
+                wr.display()
+            );
+            println!(
+                "SKIPPED: {} has no inode flags (TMPDIR on tmpfs?)",
+                wr.display()
+            );
+            return;
+        };
+        if !flags.contains(IFlags::TOPDIR) {
+            // Then it must be a filesystem that refuses the flag.
+            assert!(
+                ioctl_setflags(&dir, flags | IFlags::TOPDIR).is_err(),
+                "prepare_root left the flag unset where it can be set"
+            );
+        }
     }
 
     #[test]
