@@ -252,8 +252,9 @@ pub fn submit_job_cached(
             token_slot,
         },
     )?;
-    // The gate's index of the bundle (`gate/index.rs`): without it the gate reads the bundle.
-    if let Some(home) = index_home {
+    // The gate's index of a large tree's bundle (`gate/index.rs`): without it the gate reads
+    // the bundle.
+    if let (Some(home), true) = (index_home, summary.files >= crate::gate::index::MIN_FILES) {
         let written = crate::gate::index::write(
             home,
             &repo_dir,

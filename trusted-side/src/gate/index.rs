@@ -3,7 +3,7 @@
 //! it has just built and kept in the trusted home under the bundle's digest. With it, the gate
 //! of a large tree hashes the bundle instead of decompressing and parsing every member, and
 //! the tree layers look only at the change (`classify::reach::TreeReach`): the gate costs the
-//! size of the change, not of the repository.
+//! size of the change, not of the repository. Written for trees of [`MIN_FILES`] or more.
 //!
 //! Guards against: an index of another bundle or revision (the file is named by the digest, and
 //! its content must name the signed job record's digest and revision); one that is damaged or
@@ -34,6 +34,10 @@ const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Indexes kept in a home: the newest, by the time they were written.
 pub const MAX_INDEXES: usize = 64;
+
+/// Packed files from which `submit` writes an index. Below it the gate reads the bundle in about
+/// the time it takes to read an index, and writing one would only slow `submit` down.
+pub const MIN_FILES: u64 = 1_000;
 
 /// An index file: `<home>/cache/gate/<sha256>.json`.
 #[derive(Debug, Serialize, Deserialize)]

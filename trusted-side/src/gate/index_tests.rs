@@ -3,6 +3,8 @@ use super::tests::*;
 use crate::gate::index;
 use crate::gate::policy::Verdict;
 use crate::report::GateReport;
+use airlock_core::store_layout as layout;
+use airlock_core::token::JobClaims;
 
 /// A workflow runs `scripts/release.sh`, which sources `scripts/lib.sh`, and a script that is
 /// not there yet.
@@ -27,13 +29,42 @@ fn json(r: &GateReport) -> serde_json::Value {
     serde_json::to_value(r).unwrap()
 }
 
+/// Writes the index of the job's bundle as `submit` does for a large tree (these trees are
+/// small, so `submit` wrote none), and returns where it is.
+fn write_index(f: &Fixture, claims: &JobClaims) -> std::path::PathBuf {
+    let at = index::path(&f.home.dir, &claims.bundle.sha256);
+    assert!(!at.exists(), "submit wrote an index of a small tree");
+    let bundle = f
+        .store
+        .get_bytes(&layout::inbox_bundle(&claims.job), 1 << 30)
+        .unwrap()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bundle.tar.gz");
+    std::fs::write(&path, bundle).unwrap();
+    let head = crate::gate::test_git::git(&f.repo, &["rev-parse", "HEAD"]);
+    index::write(&f.home.dir, &f.repo, &path, &claims.bundle.sha256, &head).unwrap();
+    at
+}
+
+#[test]
+fn submit_writes_an_index_for_a_large_tree_only() {
+    let many: Vec<(String, String)> = (0..index::MIN_FILES)
+        .map(|i| (format!("pkg/f{i}.py"), format!("x = {i}\n")))
+        .collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let (f, claims) = fixture(&many, false);
+    assert!(index::path(&f.home.dir, &claims.bundle.sha256).is_file());
+    let (f, claims) = fixture(TREE, false);
+    assert!(!index::path(&f.home.dir, &claims.bundle.sha256).exists());
+}
+
 #[test]
 fn the_index_gives_the_report_reading_the_bundle_gives() {
     for patch in [SRC_EDIT, LIB_EDIT, WORKFLOW_EDIT, NEW_TOOL, NAMED_ADDED] {
         let (f, claims) = fixture(TREE, false);
         drop_artifact(&f, &claims, Drop::honest(patch));
-        let at = index::path(&f.home.dir, &claims.bundle.sha256);
-        assert!(at.is_file(), "submit wrote no index at {}", at.display());
+        let at = write_index(&f, &claims);
         let with = gate(&f, &claims.job, false);
         assert!(with.warnings.is_empty(), "{:?}", with.warnings);
         std::fs::remove_file(&at).unwrap();
@@ -68,7 +99,7 @@ fn the_index_gives_the_report_reading_the_bundle_gives() {
 fn an_index_that_does_not_parse_or_is_of_another_bundle_is_not_used() {
     let (f, claims) = fixture(TREE, false);
     drop_artifact(&f, &claims, Drop::honest(LIB_EDIT));
-    let at = index::path(&f.home.dir, &claims.bundle.sha256);
+    let at = write_index(&f, &claims);
     let good = gate(&f, &claims.job, false);
     // Damaged: the gate reads the bundle, says so, and decides the same.
     std::fs::write(&at, b"{\"format\": \"airlock-gate-index/v1\", \"files\": [").unwrap();
@@ -82,7 +113,7 @@ fn an_index_that_does_not_parse_or_is_of_another_bundle_is_not_used() {
     );
     // Another tree's index under this bundle's name: it names another bundle, and is not used.
     let (other, other_claims) = fixture(&[("src/extra.rs", "pub fn x() {}\n")], false);
-    let other_at = index::path(&other.home.dir, &other_claims.bundle.sha256);
+    let other_at = write_index(&other, &other_claims);
     std::fs::copy(other_at, &at).unwrap();
     let foreign = gate(&f, &claims.job, false);
     assert_eq!(json(&foreign)["files"], json(&good)["files"]);
