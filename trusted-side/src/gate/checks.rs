@@ -166,19 +166,21 @@ pub fn check_paths(patch: &ParsedPatch, packed: &Listing, deny: Option<&Selector
 
 /// The collision keys of every packed file (with the file) and of every packed directory.
 fn collision_keys(packed: &Listing) -> (HashMap<String, &str>, HashSet<String>) {
-    let mut files = HashMap::new();
-    let mut dirs = HashSet::from([String::new()]);
+    let files = packed
+        .iter()
+        .map(|f| (collision_key(&f.path), f.path.as_str()))
+        .collect();
+    let mut dirs = HashSet::from([""]);
     for f in packed.iter() {
-        files.insert(collision_key(&f.path), f.path.as_str());
         let mut p = f.path.as_str();
         while let Some(i) = p.rfind('/') {
             p = &p[..i];
-            if !dirs.insert(collision_key(p)) {
+            if !dirs.insert(p) {
                 break;
             }
         }
     }
-    (files, dirs)
+    (files, dirs.into_iter().map(collision_key).collect())
 }
 
 fn verb(kind: FileKind) -> &'static str {
