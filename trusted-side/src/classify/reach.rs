@@ -11,6 +11,8 @@
 //! [`MAX_READ_BYTES`] of each are read; only tokens that name an existing file count (so no
 //! glob, variable or shell is evaluated), and nothing is executed. Bounded by the tree's size.
 //! On return: for each changed path the tree raises, the bucket, rule id and the evidence.
+//! What the entry points reach can be worked out once per revision ([`TreeReach`], kept in the
+//! gate's index) and is then used only for a change that touches none of what it rests on.
 //! Does not follow: `cd` or `working-directory:` (paths are read relative to the repository
 //! root and to the naming file's directory), variables other than a leading `$VAR/` or `${…}/`
 //! prefix, globs, remote actions and templates, a third level of indirection.
