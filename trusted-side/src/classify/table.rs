@@ -264,6 +264,8 @@ pub(crate) static RULES: &[Rule] = &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
             "{license,licence}-*",
+            "*[-_]{license,licence}",
+            "*[-_]{license,licence}.{md,txt,rst}",
             "dco",
             "**/{licenses,licences}/**",
         ],
@@ -491,6 +493,12 @@ pub(crate) static RULES: &[Rule] = &[
         &["{.,}readthedocs.{yml,yaml}"],
     ),
     rule(
+        "docs.store-listing",
+        Bucket::Docs,
+        "App-store listing texts and screenshots that fastlane uploads (`fastlane/metadata/`, `fastlane/screenshots/`): prose, not the release lane",
+        &["**/fastlane/metadata/**", "**/fastlane/screenshots/**"],
+    ),
+    rule(
         "ci.release",
         Bucket::Ci,
         "Release automation that runs with publishing credentials: GoReleaser, semantic-release, release-please, fastlane",
@@ -640,9 +648,10 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "iac.config-management",
         Bucket::Iac,
-        "Puppet, Salt, Chef and Vagrant",
+        "Puppet (manifests and EPP templates), Salt, Chef and Vagrant",
         &[
             "*.pp",
+            "*.epp",
             "puppetfile",
             "hiera.yaml",
             "*.sls",
@@ -687,6 +696,21 @@ pub(crate) static RULES: &[Rule] = &[
             "apprunner.yaml",
             "appspec.{yml,yaml}",
             "**/.ebextensions/**",
+        ],
+    ),
+    rule(
+        "iac.app-server",
+        Bucket::Iac,
+        "Application and web server configuration shipped with the app: Puma, Unicorn, uWSGI, Gunicorn, Caddy, nginx, Erlang VM arguments",
+        &[
+            "{puma,unicorn}.rb",
+            "uwsgi.{ini,yml,yaml}",
+            "gunicorn.conf.py",
+            "caddyfile",
+            "caddyfile.*",
+            "nginx.conf",
+            "vm.args",
+            "vm.args.*",
         ],
     ),
     // ---------------------------------------------------------------- build
@@ -812,7 +836,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.gradle",
         Bucket::Build,
-        "Gradle build scripts, settings, wrapper and `buildSrc/` (code run at build time)",
+        "Gradle build scripts, settings, wrapper, `buildSrc/` and `build-logic/` (code run at build time)",
         &[
             "*.gradle",
             "*.gradle.kts",
@@ -821,6 +845,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/gradle/wrapper/**",
             "gradle.properties",
             "**/buildsrc/**",
+            "**/build-logic/**",
         ],
     ),
     rule(
@@ -1114,12 +1139,24 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "deps.minified",
+        Bucket::Deps,
+        "Minified JavaScript and CSS (`*.min.js`, `bootstrap.min.css`): copies of third-party or generated code that no one reviews line by line",
+        &["*.min.{js,mjs,cjs,css}"],
+    ),
+    rule(
         "iac.hcl",
         Bucket::Iac,
         "Any other HCL (Vault, Consul, Boundary configuration); after build and deps on purpose so `docker-bake.hcl` stays build and `.terraform.lock.hcl` stays deps",
         &["*.hcl"],
     ),
     // ---------------------------------------------------------------- governance (fallback)
+    rule(
+        "docs.forge-media",
+        Bucket::Docs,
+        "Images under a forge's directory (logos, README and sponsor images): nothing reads them as settings",
+        &["**/{.github,.gitlab,.gitea,.forgejo}/**/*.{png,gif,jpg,jpeg,svg,ico,webp}"],
+    ),
     rule(
         "governance.forge-dir",
         Bucket::Governance,
@@ -1209,25 +1246,31 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.docs-build",
         Bucket::Build,
-        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, Sphinx `conf.py` (`build.python`)",
-        &["mkdocs.{yml,yaml}", "book.toml"],
+        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, VitePress, VuePress, Docusaurus, Sphinx `conf.py` (`build.python`)",
+        &[
+            "mkdocs.{yml,yaml}",
+            "book.toml",
+            "**/.{vitepress,vuepress}/config.{js,ts,mjs,mts,cjs,cts}",
+            "docusaurus.config.{js,ts,mjs}",
+        ],
     ),
     rule(
         "build.tooling-dir",
         Bucket::Build,
         "Anything in a tooling directory (`scripts/`, `script/`, `tools/`, `tool/`, `hack/`, `build/`, `bin/`, `release/`, `packaging/`, `devtools/`, …) that no earlier rule claims: scripts developers, builds and releases run",
         &[
-            "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker}/**",
+            "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**",
         ],
     ),
     rule(
         "build.script-name",
         Bucket::Build,
-        "Scripts named for a build, install, release or deploy step, or for a tool's hook, at any depth (`build.bat`, `release.sh`, `post_test_hook.sh`)",
+        "Scripts named for a build, install, release or deploy step, or for a tool's hook, at any depth (`build.bat`, `release.sh`, `post_test_hook.sh`, a project template's `post_gen_project.py`)",
         &[
             "{build,install,release,deploy,bootstrap,publish,package,compile,dist,make,setup}.{sh,bash,bat,cmd,ps1}",
             "{build,install,release,deploy,publish,package}[-_]*.{sh,bash,bat,cmd,ps1}",
             "*[-_]hook.{sh,bash,py}",
+            "{pre,post}_gen_project.{py,sh}",
             "hook.{sh,bash}",
         ],
     ),
