@@ -105,7 +105,18 @@ pub fn detect(path: &str, head: &[u8], executable: bool) -> Option<Hit> {
         ext.as_deref(),
         None | Some("yaml" | "yml" | "json" | "template" | "tmpl" | "tpl" | "txt" | "cfg" | "conf")
     );
-    if data_like || ext.as_deref() == Some("j2") {
+    // A template of a data file (`web.yaml.erb`, `app.json.j2`, `job.yml.tmpl`) is read as the
+    // data file it renders to.
+    let templated = matches!(
+        ext.as_deref(),
+        Some("j2" | "jinja" | "jinja2" | "erb" | "gotmpl" | "tmpl" | "tpl" | "template" | "in")
+    );
+    let rendered = templated
+        && matches!(
+            extension(path.rsplit_once('.').map_or(path, |(stem, _)| stem)).as_deref(),
+            Some("yaml" | "yml" | "json")
+        );
+    if data_like || ext.as_deref() == Some("j2") || rendered {
         if is_kubernetes(head) {
             return hit(Bucket::Iac, "iac.k8s-content");
         }

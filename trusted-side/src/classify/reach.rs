@@ -13,9 +13,10 @@
 //! On return: for each changed path the tree raises, the bucket, rule id and the evidence.
 //! What the entry points reach can be worked out once per revision ([`TreeReach`], kept in the
 //! gate's index) and is then used only for a change that touches none of what it rests on.
-//! Does not follow: `cd` or `working-directory:` (paths are read relative to the repository
-//! root and to the naming file's directory), variables other than a leading `$VAR/` or `${…}/`
-//! prefix, globs, remote actions and templates, a third level of indirection.
+//! Paths are read relative to the repository root, the naming file's directory and every
+//! directory the file `cd`s into (`cd dev && pwsh ./gen.ps1`, `working-directory:`). Does not
+//! follow: variables other than a leading `$VAR/` or `${…}/` prefix, a `cd` to a variable,
+//! globs, remote actions and templates, a third level of indirection.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +28,8 @@ use super::Bucket;
 pub const MAX_ENTRY_POINTS: usize = 4096;
 /// Bytes of each entry point or named script that are read.
 pub const MAX_READ_BYTES: usize = 256 * 1024;
+/// Most directories one file's `cd`s are followed into.
+pub const MAX_DIRS: usize = 16;
 
 /// What the tree says about one changed path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -251,6 +254,42 @@ fn tokens(line: &str) -> Vec<String> {
     out
 }
 
+/// Directories `text` changes into (`cd`, `pushd`, `working-directory:`), relative to the
+/// repository root, each `cd` read from the one before it (`cd tests` then `cd ..` is the
+/// root). Where in the text a command runs is not tracked: a name is tried against every
+/// directory the text changes into, which can only add files to what is reached. At most
+/// [`MAX_DIRS`]; a target with a variable or outside the repository is skipped.
+fn changed_into(text: &str) -> Vec<String> {
+    let mut dirs: Vec<String> = Vec::new();
+    let mut cwd = String::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        for pair in words.windows(2) {
+            let (verb, arg) = (pair[0], pair[1].trim_matches(['\'', '"']));
+            if !matches!(verb, "cd" | "pushd" | "working-directory:")
+                || arg.is_empty()
+                || arg.starts_with(['/', '-', '~'])
+                || arg.contains(['$', '*', '`'])
+            {
+                continue;
+            }
+            let from = if verb == "working-directory:" {
+                ""
+            } else {
+                cwd.as_str()
+            };
+            cwd = normalise(&format!("{from}/{arg}")).unwrap_or_default();
+            if !cwd.is_empty() && !dirs.contains(&cwd) && dirs.len() < MAX_DIRS {
+                dirs.push(cwd.clone());
+            }
+        }
+    }
+    dirs
+}
+
 /// The directory of `path` (`""` at the root).
 pub(crate) fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
@@ -432,6 +471,7 @@ impl TreeReach {
     fn named_by(&mut self, from: &str, text: &[u8], all: &Paths<'_>, level1: bool) -> Vec<String> {
         let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
         let base = dir_of(from);
+        let dirs = changed_into(&text);
         let mut out = BTreeSet::new();
         for line in text.lines() {
             let code = line.trim_start();
@@ -439,7 +479,7 @@ impl TreeReach {
                 continue;
             }
             for t in tokens(line) {
-                for p in self.resolve(&t, base, line, all) {
+                for p in self.resolve(&t, base, &dirs, line, all) {
                     if p == from {
                         continue;
                     }
@@ -460,12 +500,28 @@ impl TreeReach {
         out.into_iter().collect()
     }
 
-    /// Files of `all` a token names from a file in `base`: the file itself (root- or
-    /// `base`-relative), or every file under a directory a `uses:` line names. Each path tried
+    /// Files of `all` a token names from a file in `base`: the file itself (root-, `base`- or
+    /// `dirs`-relative), or every file under a directory a `uses:` line names. Each path tried
     /// is watched.
-    fn resolve(&mut self, token: &str, base: &str, line: &str, all: &Paths<'_>) -> Vec<String> {
+    fn resolve(
+        &mut self,
+        token: &str,
+        base: &str,
+        dirs: &[String],
+        line: &str,
+        all: &Paths<'_>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
-        for cand in [token.to_owned(), format!("{base}/{token}")] {
+        // The directories changed into only for what looks like a file (`./gen.ps1`,
+        // `../tests/x.py`), not for every word of the text.
+        let dirs = if token.contains(['/', '.']) {
+            dirs
+        } else {
+            &[]
+        };
+        let bases = std::iter::once(base).chain(dirs.iter().map(String::as_str));
+        let cands = std::iter::once(token.to_owned()).chain(bases.map(|b| format!("{b}/{token}")));
+        for cand in cands {
             let Some(p) = normalise(&cand) else { continue };
             if all.contains(&p) {
                 out.push(p.clone());

@@ -138,6 +138,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".goosehints",
             ".rules",
             ".augment-guidelines",
+            "skill.md",
         ],
     ),
     rule(
@@ -177,6 +178,9 @@ pub(crate) static RULES: &[Rule] = &[
             "**/.openhands/**",
             "**/.opencode/**",
             "**/.agents/**",
+            "**/.{claude,cursor,codex}-plugin/**",
+            "{.,}greptile.json",
+            ".coderabbit.{yml,yaml}",
             "**/.aider*/**",
             ".aider*",
             ".cursorignore",
@@ -187,6 +191,12 @@ pub(crate) static RULES: &[Rule] = &[
             ".continuerc.json",
             "opencode.{json,jsonc}",
         ],
+    ),
+    rule(
+        "docs.forge-media",
+        Bucket::Docs,
+        "Images under a forge's or an IDE's directory (logos, README and sponsor images, project icons): nothing reads them as settings (before the editor and forge rules)",
+        &["**/{.github,.gitlab,.gitea,.forgejo,.idea,.vscode}/**/*.{png,gif,jpg,jpeg,svg,ico,webp}"],
     ),
     rule(
         "agent.editor-config",
@@ -263,7 +273,7 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
-            "{license,licence}-*",
+            "{license,licence}[-_]*",
             "*[-_]{license,licence}",
             "*[-_]{license,licence}.{md,txt,rst}",
             "dco",
@@ -293,6 +303,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{.,}prow.yaml",
             "**/.prow/**",
             "triage-party.yaml",
+            "triagebot.toml",
         ],
     ),
     rule(
@@ -355,6 +366,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".grype.yaml",
             ".bandit",
             ".nsprc",
+            "brakeman.ignore",
         ],
     ),
     rule(
@@ -466,7 +478,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "ci.hosted-service",
         Bucket::Ci,
-        "Other hosted CI services: AppVeyor, Google Cloud Build, AWS CodeBuild, Cirrus, Semaphore, Zuul, TeamCity, Codefresh, Wercker, Bitrise, Codemagic, Harness",
+        "Other hosted CI services: AppVeyor, Google Cloud Build, AWS CodeBuild, Cirrus, Semaphore, Zuul, TeamCity, Codefresh, Wercker, Bitrise, Codemagic, Harness, Bazel CI, Kokoro, Shipit deploys",
         &[
             "{.,}appveyor.{yml,yaml}",
             "cloudbuild.{yml,yaml,json}",
@@ -484,6 +496,10 @@ pub(crate) static RULES: &[Rule] = &[
             "codemagic.{yml,yaml}",
             "**/.harness/**",
             "**/.bcr/**",
+            "**/.bazelci/**",
+            "**/kokoro/**",
+            "shipit.yml",
+            "shipit.*.yml",
         ],
     ),
     rule(
@@ -516,13 +532,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "ci.scripts-dir",
         Bucket::Ci,
-        "Conventional CI directories: `ci/` at the root, `.ci/`, `scripts/ci/`, `tools/ci/`, `.github/scripts/` anywhere; YAML and shell scripts in any `ci/` (`pkg/ci/status.go` stays source)",
+        "Conventional CI directories: `ci/` at the root, `.ci/`, `scripts/ci/`, `tools/ci/`, `.github/scripts/` anywhere, Rails' `config/ci.rb`; YAML and shell scripts in any `ci/` (`pkg/ci/status.go` stays source)",
         &[
             "ci/**",
             "**/ci/**/*.{yml,yaml,sh,bash,ps1}",
             "**/.ci/**",
             "**/scripts/ci/**",
             "**/tools/ci/**",
+            "config/ci.rb",
             "**/.github/scripts/**",
         ],
     ),
@@ -610,6 +627,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/manifests/**/*.{yaml,yml}",
             "*.k8s.{yaml,yml}",
             "skaffold.{yaml,yml}",
+            "**/flux-system/**/*.{yaml,yml}",
             "tiltfile",
         ],
     ),
@@ -713,6 +731,12 @@ pub(crate) static RULES: &[Rule] = &[
             "vm.args.*",
         ],
     ),
+    rule(
+        "iac.secrets",
+        Bucket::Iac,
+        "Encrypted secrets deployed with the app (ejson, SOPS): what runs in production reads them",
+        &["*.ejson", "*.sops.{yaml,yml,json,env}", "*.enc.{yaml,yml,json,env}"],
+    ),
     // ---------------------------------------------------------------- build
     rule(
         "build.docker",
@@ -732,8 +756,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.make",
         Bucket::Build,
-        "Make in all its spellings (`Makefile`, `makefile`, `GNUmakefile`, `Makefile.am`, `*.mk`)",
-        &["makefile", "gnumakefile", "makefile.*", "*.mk", "*.mak", "make.bat"],
+        "Make in all its spellings (`Makefile`, `makefile`, `GNUmakefile`, `Makefile.am`, `*.mk`, `*.make`)",
+        &["makefile", "gnumakefile", "makefile.*", "*.mk", "*.mak", "*.make", "make.bat"],
     ),
     rule(
         "build.autotools",
@@ -985,9 +1009,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.packaging",
         Bucket::Build,
-        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes",
+        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements",
         &[
             ".npmignore",
+            "*.appxmanifest",
+            "*.entitlements",
             "snapcraft.yaml",
             "*.spec",
             "*.spec.in",
@@ -1007,6 +1033,7 @@ pub(crate) static RULES: &[Rule] = &[
         "Lockfiles of every major ecosystem (and any `*.lock`)",
         &[
             "cargo.lock",
+            "jsonnetfile.lock.json",
             "package-lock.json",
             "npm-shrinkwrap.json",
             "yarn.lock",
@@ -1061,7 +1088,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "deps.manifest",
         Bucket::Deps,
-        "Dependency manifests, declarative or not (`pyproject.toml`, `package.json`, `Gemfile` are deps; `build.gradle` and `setup.py` are build)",
+        "Dependency manifests, declarative or not (`pyproject.toml`, `package.json`, `Gemfile`, import maps, jsonnet-bundler, Meson wraps, component manifests are deps; `build.gradle` and `setup.py` are build)",
         &[
             "cargo.toml",
             "package.json",
@@ -1114,6 +1141,10 @@ pub(crate) static RULES: &[Rule] = &[
             "{deps,bb}.edn",
             "brewfile",
             "deps",
+            "importmap.{rb,php,json}",
+            "jsonnetfile.json",
+            "cgmanifest.json",
+            "**/subprojects/*.wrap",
         ],
     ),
     rule(
@@ -1151,12 +1182,6 @@ pub(crate) static RULES: &[Rule] = &[
         &["*.hcl"],
     ),
     // ---------------------------------------------------------------- governance (fallback)
-    rule(
-        "docs.forge-media",
-        Bucket::Docs,
-        "Images under a forge's directory (logos, README and sponsor images): nothing reads them as settings",
-        &["**/{.github,.gitlab,.gitea,.forgejo}/**/*.{png,gif,jpg,jpeg,svg,ico,webp}"],
-    ),
     rule(
         "governance.forge-dir",
         Bucket::Governance,
@@ -1213,6 +1238,19 @@ pub(crate) static RULES: &[Rule] = &[
         ],
         content: None,
     },
+    // ---------------------------------------------------------------- deps (after tests)
+    rule(
+        "deps.patch",
+        Bucket::Deps,
+        "Patches outside test directories: applied to third-party code at build (vcpkg overlay ports, Nix, Meson, patch-package)",
+        &["*.patch"],
+    ),
+    rule(
+        "deps.binary",
+        Bucket::Deps,
+        "Prebuilt executables, libraries and packages outside test directories: third-party code no review can read",
+        &["*.{exe,dll,so,dylib,jar,whl,nupkg}"],
+    ),
     // ---------------------------------------------------------------- docs
     rule(
         "src.groovy-source",
@@ -1231,7 +1269,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.tool-config",
         Bucket::Build,
-        "Lint, format and analysis tool configuration (an edit can silence a check): Checkstyle, PMD, SpotBugs, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell",
+        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, a root `.config/`",
         &[
             "{checkstyle,pmd,spotbugs,findbugs}*.{xml,properties}",
             "*[-_]suppressions.xml",
@@ -1241,6 +1279,18 @@ pub(crate) static RULES: &[Rule] = &[
             "sonar-project.properties",
             "{phpcs,psalm,phpmd}.xml{,.dist}",
             "{rector,ecs}.php",
+            "suppressions.xml",
+            "**/checkstyle/**/*.xml",
+            "lint.xml",
+            "*.pro",
+            "proguard*.{txt,cfg}",
+            "bannedsymbols.txt",
+            "nextest.toml",
+            "launchsettings.json",
+            "nbactions.xml",
+            "**/.run/*.run.xml",
+            "**/.tx/**",
+            ".config/**",
         ],
     ),
     rule(
@@ -1252,6 +1302,7 @@ pub(crate) static RULES: &[Rule] = &[
             "book.toml",
             "**/.{vitepress,vuepress}/config.{js,ts,mjs,mts,cjs,cts}",
             "docusaurus.config.{js,ts,mjs}",
+            "siteconfig.js",
         ],
     ),
     rule(
@@ -1265,13 +1316,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.script-name",
         Bucket::Build,
-        "Scripts named for a build, install, release or deploy step, or for a tool's hook, at any depth (`build.bat`, `release.sh`, `post_test_hook.sh`, a project template's `post_gen_project.py`)",
+        "Scripts named for a build, install, release or deploy step, or for a tool's hook, at any depth (`build.bat`, `release.sh`, `post_test_hook.sh`, a project template's `post_gen_project.py`, a container's `entrypoint.sh`)",
         &[
             "{build,install,release,deploy,bootstrap,publish,package,compile,dist,make,setup}.{sh,bash,bat,cmd,ps1}",
             "{build,install,release,deploy,publish,package}[-_]*.{sh,bash,bat,cmd,ps1}",
             "*[-_]hook.{sh,bash,py}",
             "{pre,post}_gen_project.{py,sh}",
             "hook.{sh,bash}",
+            "{docker-,}entrypoint.sh",
         ],
     ),
     rule(
