@@ -255,8 +255,9 @@ fn tokens(line: &str) -> Vec<String> {
 }
 
 /// Directories `text` changes into (`cd`, `pushd`, `working-directory:`), relative to the
-/// repository root, each `cd` read from the one before it (`cd tests` then `cd ..` is the
-/// root). Where in the text a command runs is not tracked: a name is tried against every
+/// repository root, each `cd` read both from the one before it (`cd tests` then `cd ..` is
+/// the root) and from the root (where each CI step starts again). Where in the text a command
+/// runs is not tracked: a name is tried against every
 /// directory the text changes into, which can only add files to what is reached. At most
 /// [`MAX_DIRS`]; a target with a variable or outside the repository is skipped.
 fn changed_into(text: &str) -> Vec<String> {
@@ -282,12 +283,58 @@ fn changed_into(text: &str) -> Vec<String> {
                 cwd.as_str()
             };
             cwd = normalise(&format!("{from}/{arg}")).unwrap_or_default();
-            if !cwd.is_empty() && !dirs.contains(&cwd) && dirs.len() < MAX_DIRS {
-                dirs.push(cwd.clone());
+            // Each CI step starts at the root again: the target read from there too.
+            for dir in [cwd.clone(), normalise(arg).unwrap_or_default()] {
+                if !dir.is_empty() && !dirs.contains(&dir) && dirs.len() < MAX_DIRS {
+                    dirs.push(dir);
+                }
             }
         }
     }
     dirs
+}
+
+/// A `package.json` without the fields that name the package's own product files (`main`,
+/// `bin`, `exports`, `files`, …): nothing runs them at build time, so they are not read as
+/// commands. Scripts and tool settings (`scripts`, `jest.setupFiles`, `lint-staged`, …) stay.
+/// A package of tool settings (`@acme/eslint-config`, `babel-preset-x`, `prettier-plugin-y`)
+/// keeps them: its product is what the tools load. `None` when the text is not a JSON object
+/// (it is then read whole, as any entry point).
+fn without_product_fields(text: &str) -> Option<String> {
+    let mut json: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).ok()?;
+    let name = json
+        .get("name")
+        .and_then(|n| n.as_str())
+        .unwrap_or_default();
+    let tooling = [
+        "config", "plugin", "preset", "eslint", "babel", "prettier", "lint",
+    ];
+    if tooling
+        .iter()
+        .any(|t| name.to_ascii_lowercase().contains(t))
+    {
+        return None;
+    }
+    for key in [
+        "main",
+        "module",
+        "browser",
+        "types",
+        "typings",
+        "exports",
+        "imports",
+        "files",
+        "bin",
+        "man",
+        "directories",
+        "unpkg",
+        "jsdelivr",
+        "source",
+        "react-native",
+    ] {
+        json.remove(key);
+    }
+    serde_json::to_string_pretty(&json).ok()
 }
 
 /// The directory of `path` (`""` at the root).
@@ -470,6 +517,11 @@ impl TreeReach {
     /// Files named by `text` (the content of `from`) that can run there.
     fn named_by(&mut self, from: &str, text: &[u8], all: &Paths<'_>, level1: bool) -> Vec<String> {
         let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
+        let text = if from.rsplit('/').next() == Some("package.json") {
+            without_product_fields(&text).map_or(text, Into::into)
+        } else {
+            text
+        };
         let base = dir_of(from);
         let dirs = changed_into(&text);
         let mut out = BTreeSet::new();
