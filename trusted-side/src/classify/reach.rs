@@ -2,7 +2,7 @@
 //! (placement rules are in `placement.rs`, the tree itself in `tree.rs`). Reachability: the CI
 //! and build entry points of the tree (workflows, GitLab/CircleCI/Azure/Drone/Buildkite/Travis
 //! files, Jenkinsfiles, Makefiles, justfiles, `package.json` scripts, `tox.ini`, `noxfile.py`,
-//! `pyproject.toml`, pre-commit) are read, and every repository file they name is marked `ci`
+//! `pyproject.toml`, pre-commit, `mkdocs.yml`, `.bazelrc`) are read, and every repository file they name is marked `ci`
 //! or `build`, with the entry point named; one level of indirection (what such a file runs or
 //! sources) is followed.
 //!
@@ -51,7 +51,7 @@ pub struct Raised {
 )]
 pub const RULES: &[(&str, &str)] = &[
     ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
-    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit), or by a file such an entry point runs"),
+    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`), or by a file such an entry point runs"),
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
@@ -146,6 +146,9 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
                 | ".pre-commit-config.yaml"
                 | "lefthook.yml"
                 | "makefile.am"
+                | "mkdocs.yml"
+                | "mkdocs.yaml"
+                | ".bazelrc"
         ) || name.ends_with(".mk")
             || under(&[".husky"]));
     build.then_some(Bucket::Build)
@@ -232,13 +235,7 @@ fn tokens(line: &str) -> Vec<String> {
                 '\'' | '"' | '`' | '(' | ';' | '|' | '&' | '<' | '>' | ',' | '[' | ']' | '='
             )
     }) {
-        let mut t = raw;
-        if let Some(i) = t.rfind("}/").or_else(|| t.rfind(")/")) {
-            t = &t[i + 2..];
-        } else if t.starts_with('$') {
-            t = t.find('/').map_or("", |i| &t[i + 1..]);
-        }
-        let t = t.trim_end_matches([':', ')', '}', '\\']);
+        let t = drop_variable_prefix(raw).trim_end_matches([':', ')', '}', '\\']);
         if t.is_empty() || t.contains("://") || t.len() > 512 {
             continue;
         }
@@ -254,6 +251,46 @@ fn tokens(line: &str) -> Vec<String> {
     out
 }
 
+/// `t` without a leading variable prefix: `$VAR/x`, `${VAR}/x`, `${{ github.workspace }}/x`
+/// (whitespace squeezed out first), `$(CURDIR)/x` are read as `x`; `$VAR` alone is `""`.
+fn drop_variable_prefix(t: &str) -> &str {
+    if let Some(i) = t.rfind("}/").or_else(|| t.rfind(")/")) {
+        &t[i + 2..]
+    } else if t.starts_with('$') {
+        t.find('/').map_or("", |i| &t[i + 1..])
+    } else {
+        t
+    }
+}
+
+/// `line` with the whitespace inside `${{ … }}` expressions removed, so an expression is one
+/// word.
+fn squeeze_expressions(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains("${{") {
+        return line.into();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut inside = false;
+    let mut rest = line;
+    while !rest.is_empty() {
+        let (open, close) = (rest.find("${{"), rest.find("}}"));
+        let next = if inside { close } else { open };
+        let Some(i) = next else {
+            out.push_str(rest);
+            break;
+        };
+        let (head, tail) = rest.split_at(i + if inside { 2 } else { 3 });
+        if inside {
+            out.extend(head.chars().filter(|c| !c.is_whitespace()));
+        } else {
+            out.push_str(head);
+        }
+        inside = !inside;
+        rest = tail;
+    }
+    out.into()
+}
+
 /// Directories `text` changes into (`cd`, `pushd`, `working-directory:`), relative to the
 /// repository root, each `cd` read both from the one before it (`cd tests` then `cd ..` is
 /// the root) and from the root (where each CI step starts again). Where in the text a command
@@ -264,12 +301,15 @@ fn changed_into(text: &str) -> Vec<String> {
     let mut dirs: Vec<String> = Vec::new();
     let mut cwd = String::new();
     for line in text.lines() {
+        let line = squeeze_expressions(line);
         let words: Vec<&str> = line
-            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+            .map(|w| w.trim_start_matches('(').trim_end_matches(')'))
             .filter(|w| !w.is_empty())
             .collect();
         for pair in words.windows(2) {
             let (verb, arg) = (pair[0], pair[1].trim_matches(['\'', '"']));
+            let arg = drop_variable_prefix(arg);
             if !matches!(verb, "cd" | "pushd" | "working-directory:")
                 || arg.is_empty()
                 || arg.starts_with(['/', '-', '~'])
