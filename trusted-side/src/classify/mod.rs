@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 pub mod command;
 mod compiled;
 pub mod content;
+mod entry;
 mod placement;
 pub mod reach;
 mod table;

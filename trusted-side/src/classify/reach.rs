@@ -1,10 +1,11 @@
 //! The tree layers of classification: what the packed tree says about a changed file
-//! (placement rules are in `placement.rs`, the tree itself in `tree.rs`). Reachability: the CI
-//! and build entry points of the tree (workflows, GitLab/CircleCI/Azure/Drone/Buildkite/Travis
-//! files, Jenkinsfiles, Makefiles, justfiles, `package.json` scripts, `tox.ini`, `noxfile.py`,
-//! `pyproject.toml`, pre-commit, `mkdocs.yml`, `.bazelrc`) are read, and every repository file they name is marked `ci`
-//! or `build`, with the entry point named; one level of indirection (what such a file runs or
-//! sources) is followed.
+//! (placement rules are in `placement.rs`, the tree itself in `tree.rs`, which files are entry
+//! points and what their text names in `entry.rs`). Reachability: the CI and build entry points
+//! of the tree (workflows, GitLab/CircleCI/Azure/Drone/Buildkite/Travis files, Jenkinsfiles,
+//! Makefiles, justfiles, `package.json` scripts, `tox.ini`, `noxfile.py`, `pyproject.toml`,
+//! pre-commit, `mkdocs.yml`, `.bazelrc`) are read, and every repository file they name is
+//! marked `ci` or `build`, with the entry point named; one level of indirection (what such a
+//! file runs or sources) is followed.
 //!
 //! Guards against: a script a workflow runs hiding under a harmless name (`tools/check.sh`,
 //! `src/release.py`), and hostile tree content: at most [`MAX_ENTRY_POINTS`] entry points and
@@ -20,6 +21,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use super::entry::entry_point;
+use super::entry::without_product_fields;
+use super::entry::{changed_into, config_reference, normalise, runnable, tokens};
 use super::tree::Listing;
 pub use super::tree::{MemTree, Tree};
 use super::Bucket;
@@ -28,8 +32,6 @@ use super::Bucket;
 pub const MAX_ENTRY_POINTS: usize = 4096;
 /// Bytes of each entry point or named script that are read.
 pub const MAX_READ_BYTES: usize = 256 * 1024;
-/// Most directories one file's `cd`s are followed into.
-pub const MAX_DIRS: usize = 16;
 
 /// What the tree says about one changed path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,315 +68,6 @@ pub struct Change<'a> {
     pub new: Option<&'a [u8]>,
     /// Executable after the change.
     pub executable: bool,
-}
-
-/// The kind of entry point `path` is, if any: CI definitions are `ci`, build definitions
-/// `build`.
-pub fn entry_point(path: &str) -> Option<Bucket> {
-    let p = path.to_ascii_lowercase();
-    let (dirs, name) = match p.rsplit_once('/') {
-        Some((dirs, name)) => (dirs.split('/').collect::<Vec<_>>(), name),
-        None => (Vec::new(), p.as_str()),
-    };
-    let yaml = name.ends_with(".yml") || name.ends_with(".yaml");
-    // A directory at the root or below any directory: its components appear, in order,
-    // among the path's directories.
-    let under = |dir: &[&str]| dirs.windows(dir.len()).any(|w| w == dir);
-    let ci = (under(&[".github", "workflows"]) && yaml)
-        || matches!(name, "action.yml" | "action.yaml")
-        || name.ends_with("gitlab-ci.yml")
-        || name.ends_with("gitlab-ci.yaml")
-        || (under(&[".gitlab", "ci"]) && yaml)
-        || under(&[".circleci"])
-        || (name.starts_with("azure-pipelines") && yaml)
-        || under(&[".azure-pipelines"])
-        || p.starts_with("eng/pipelines/")
-        || name.starts_with("jenkinsfile")
-        || name.ends_with(".jenkinsfile")
-        || matches!(
-            name,
-            ".drone.yml"
-                | ".drone.yaml"
-                | ".travis.yml"
-                | "bitbucket-pipelines.yml"
-                | ".woodpecker.yml"
-                | ".cirrus.yml"
-                | "appveyor.yml"
-                | ".appveyor.yml"
-                | "cloudbuild.yaml"
-                | "cloudbuild.yml"
-                | "buildspec.yml"
-                | "codefresh.yml"
-        )
-        || (under(&[".buildkite"]) && yaml)
-        || (under(&[".woodpecker"]) && yaml)
-        || (under(&[".gitea", "workflows"]) && yaml)
-        || (under(&[".forgejo", "workflows"]) && yaml)
-        || (under(&[".tekton"]) && yaml)
-        || matches!(name, ".zuul.yaml" | ".zuul.yml" | "zuul.yaml")
-        || under(&["zuul.d"])
-        || p.starts_with("ci/")
-        || under(&[".ci"])
-        || under(&["scripts", "ci"])
-        || under(&[".github", "scripts"]);
-    if ci {
-        return Some(Bucket::Ci);
-    }
-    let fixture = [
-        "node_modules",
-        "vendor",
-        "testdata",
-        "fixtures",
-        "__fixtures__",
-    ]
-    .iter()
-    .any(|d| dirs.contains(d));
-    let build = !fixture
-        && (matches!(
-            name,
-            "makefile"
-                | "gnumakefile"
-                | "justfile"
-                | ".justfile"
-                | "package.json"
-                | "tox.ini"
-                | "noxfile.py"
-                | "pyproject.toml"
-                | "taskfile.yml"
-                | "taskfile.yaml"
-                | "rakefile"
-                | ".pre-commit-config.yaml"
-                | "lefthook.yml"
-                | "makefile.am"
-                | "mkdocs.yml"
-                | "mkdocs.yaml"
-                | ".bazelrc"
-        ) || name.ends_with(".mk")
-            || under(&[".husky"]));
-    build.then_some(Bucket::Build)
-}
-
-/// Whether a file named `path` can run when named by an entry point: executable files and
-/// scripts by extension, not data or prose (`LICENSE` named by a release workflow is packed, not
-/// run).
-fn runnable(path: &str, executable: bool) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    let Some((_, ext)) = name.rsplit_once('.') else {
-        return executable;
-    };
-    executable
-        || matches!(
-            ext,
-            "sh" | "bash"
-                | "zsh"
-                | "ksh"
-                | "fish"
-                | "ps1"
-                | "psm1"
-                | "bat"
-                | "cmd"
-                | "py"
-                | "rb"
-                | "pl"
-                | "pm"
-                | "js"
-                | "mjs"
-                | "cjs"
-                | "ts"
-                | "mts"
-                | "cts"
-                | "php"
-                | "lua"
-                | "groovy"
-                | "star"
-                | "mk"
-                | "make"
-                | "tcl"
-                | "r"
-                | "go"
-                | "awk"
-                | "sed"
-        )
-}
-
-/// Whether a YAML/JSON file named on `line` is read as CI configuration there (an include, a
-/// template, a local action, a config or values file).
-fn config_reference(line: &str) -> bool {
-    [
-        "include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config",
-        "--values", "config:", "playbook",
-    ]
-    .iter()
-    .any(|k| line.contains(k))
-}
-
-/// Normalises `a/./b/../c` to `a/c`; `None` when it leaves the repository.
-fn normalise(path: &str) -> Option<String> {
-    let mut out: Vec<&str> = Vec::new();
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                out.pop()?;
-            }
-            c => out.push(c),
-        }
-    }
-    (!out.is_empty()).then(|| out.join("/"))
-}
-
-/// Path-like tokens of one line: split on shell and YAML punctuation, a leading variable
-/// prefix (`$X/`, `${{ … }}/`, `$(CURDIR)/`) dropped, dotted Python modules (`-m a.b`) read as
-/// `a/b.py` too.
-fn tokens(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for raw in line.split(|c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '\'' | '"' | '`' | '(' | ';' | '|' | '&' | '<' | '>' | ',' | '[' | ']' | '='
-            )
-    }) {
-        let t = drop_variable_prefix(raw).trim_end_matches([':', ')', '}', '\\']);
-        if t.is_empty() || t.contains("://") || t.len() > 512 {
-            continue;
-        }
-        out.push(t.to_owned());
-        let module = t
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
-        if module && t.contains('.') && !t.ends_with(".py") {
-            out.push(format!("{}.py", t.replace('.', "/")));
-            out.push(format!("{}/__main__.py", t.replace('.', "/")));
-        }
-    }
-    out
-}
-
-/// `t` without a leading variable prefix: `$VAR/x`, `${VAR}/x`, `${{ github.workspace }}/x`
-/// (whitespace squeezed out first), `$(CURDIR)/x` are read as `x`; `$VAR` alone is `""`.
-fn drop_variable_prefix(t: &str) -> &str {
-    if let Some(i) = t.rfind("}/").or_else(|| t.rfind(")/")) {
-        &t[i + 2..]
-    } else if t.starts_with('$') {
-        t.find('/').map_or("", |i| &t[i + 1..])
-    } else {
-        t
-    }
-}
-
-/// `line` with the whitespace inside `${{ … }}` expressions removed, so an expression is one
-/// word.
-fn squeeze_expressions(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.contains("${{") {
-        return line.into();
-    }
-    let mut out = String::with_capacity(line.len());
-    let mut inside = false;
-    let mut rest = line;
-    while !rest.is_empty() {
-        let (open, close) = (rest.find("${{"), rest.find("}}"));
-        let next = if inside { close } else { open };
-        let Some(i) = next else {
-            out.push_str(rest);
-            break;
-        };
-        let (head, tail) = rest.split_at(i + if inside { 2 } else { 3 });
-        if inside {
-            out.extend(head.chars().filter(|c| !c.is_whitespace()));
-        } else {
-            out.push_str(head);
-        }
-        inside = !inside;
-        rest = tail;
-    }
-    out.into()
-}
-
-/// Directories `text` changes into (`cd`, `pushd`, `working-directory:`), relative to the
-/// repository root, each `cd` read both from the one before it (`cd tests` then `cd ..` is
-/// the root) and from the root (where each CI step starts again). Where in the text a command
-/// runs is not tracked: a name is tried against every
-/// directory the text changes into, which can only add files to what is reached. At most
-/// [`MAX_DIRS`]; a target with a variable or outside the repository is skipped.
-fn changed_into(text: &str) -> Vec<String> {
-    let mut dirs: Vec<String> = Vec::new();
-    let mut cwd = String::new();
-    for line in text.lines() {
-        let line = squeeze_expressions(line);
-        let words: Vec<&str> = line
-            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
-            .map(|w| w.trim_start_matches('(').trim_end_matches(')'))
-            .filter(|w| !w.is_empty())
-            .collect();
-        for pair in words.windows(2) {
-            let (verb, arg) = (pair[0], pair[1].trim_matches(['\'', '"']));
-            let arg = drop_variable_prefix(arg);
-            if !matches!(verb, "cd" | "pushd" | "working-directory:")
-                || arg.is_empty()
-                || arg.starts_with(['/', '-', '~'])
-                || arg.contains(['$', '*', '`'])
-            {
-                continue;
-            }
-            let from = if verb == "working-directory:" {
-                ""
-            } else {
-                cwd.as_str()
-            };
-            cwd = normalise(&format!("{from}/{arg}")).unwrap_or_default();
-            // Each CI step starts at the root again: the target read from there too.
-            for dir in [cwd.clone(), normalise(arg).unwrap_or_default()] {
-                if !dir.is_empty() && !dirs.contains(&dir) && dirs.len() < MAX_DIRS {
-                    dirs.push(dir);
-                }
-            }
-        }
-    }
-    dirs
-}
-
-/// A `package.json` without the fields that name the package's own product files (`main`,
-/// `bin`, `exports`, `files`, …): nothing runs them at build time, so they are not read as
-/// commands. Scripts and tool settings (`scripts`, `jest.setupFiles`, `lint-staged`, …) stay.
-/// A package of tool settings (`@acme/eslint-config`, `babel-preset-x`, `prettier-plugin-y`)
-/// keeps them: its product is what the tools load. `None` when the text is not a JSON object
-/// (it is then read whole, as any entry point).
-fn without_product_fields(text: &str) -> Option<String> {
-    let mut json: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).ok()?;
-    let name = json
-        .get("name")
-        .and_then(|n| n.as_str())
-        .unwrap_or_default();
-    let tooling = [
-        "config", "plugin", "preset", "eslint", "babel", "prettier", "lint",
-    ];
-    if tooling
-        .iter()
-        .any(|t| name.to_ascii_lowercase().contains(t))
-    {
-        return None;
-    }
-    for key in [
-        "main",
-        "module",
-        "browser",
-        "types",
-        "typings",
-        "exports",
-        "imports",
-        "files",
-        "bin",
-        "man",
-        "directories",
-        "unpkg",
-        "jsdelivr",
-        "source",
-        "react-native",
-    ] {
-        json.remove(key);
-    }
-    serde_json::to_string_pretty(&json).ok()
 }
 
 /// The directory of `path` (`""` at the root).
