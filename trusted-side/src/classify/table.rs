@@ -216,7 +216,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "agent.dev-environment",
         Bucket::Agent,
-        "Development containers and cloud workspaces that editors and agents start automatically (their commands run on open)",
+        "Development containers and cloud workspaces that editors and agents start automatically (their commands run on open): devcontainers, Gitpod, Replit, IDX, Okteto",
         &[
             "**/.devcontainer/**",
             ".devcontainer.json",
@@ -225,6 +225,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".replit",
             "replit.nix",
             "**/.idx/**",
+            "okteto.{yml,yaml}",
         ],
     ),
     // ---------------------------------------------------------------- governance
@@ -269,7 +270,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.license",
         Bucket::Governance,
-        "License and notice files",
+        "License and notice files, by name or by SPDX id (`GPL-2.0-or-later`), third-party notices, `licensed`'s cache",
         &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
@@ -278,6 +279,22 @@ pub(crate) static RULES: &[Rule] = &[
             "*[-_]{license,licence}.{md,txt,rst}",
             "dco",
             "**/{licenses,licences}/**",
+            "{gpl,lgpl,agpl,gfdl,fdl,mpl,apache,epl,cddl}-[0-9]*",
+            "{thirdpartynotices,third-party-notices,third_party_notices}{,.txt,.md}",
+            "**/.licenses/**",
+        ],
+    ),
+    rule(
+        "governance.signing-keys",
+        Bucket::Governance,
+        "Release-signing keys and keyrings kept in the repository (what users and scripts trust)",
+        &[
+            "gpg-key{,s}",
+            "gpg-key{,s}.txt",
+            "*.{gpg,pgp}",
+            "*key*.asc",
+            "keys",
+            "keys.txt",
         ],
     ),
     rule(
@@ -349,7 +366,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.security-scanner-config",
         Bucket::Governance,
-        "Supply-chain and secret-scanner policy and suppressions (an edit here can silence a finding)",
+        "Supply-chain, secret-scanner and sanitizer policy and suppressions (an edit here can silence a finding)",
         &[
             "deny.toml",
             "supply-chain/**",
@@ -367,6 +384,9 @@ pub(crate) static RULES: &[Rule] = &[
             ".bandit",
             ".nsprc",
             "brakeman.ignore",
+            "*.supp",
+            "{a,l,m,t,ub}san{,-}supp*.txt",
+            "{a,l,m,t,ub}san[-_]suppressions*.txt",
         ],
     ),
     rule(
@@ -937,9 +957,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.git-hooks",
         Bucket::Build,
-        "Git hook directories and hook managers (husky, lefthook, overcommit, lint-staged, simple-git-hooks)",
+        "Git hook directories (`.githooks/`, `githooks/`, `git-hooks/`) and hook managers (husky, lefthook, overcommit, lint-staged, simple-git-hooks)",
         &[
             "**/.githooks/**",
+            "**/githooks/**",
+            "**/git-hooks/**",
             "**/.git-hooks/**",
             "**/.husky/**",
             "{.,}lefthook.{yml,yaml,json,toml}",
@@ -1118,6 +1140,10 @@ pub(crate) static RULES: &[Rule] = &[
             "pubspec.yaml",
             "podfile",
             "package.swift",
+            "package@swift-*.swift",
+            "*.podspec",
+            "*.podspec.json",
+            "jsr.{json,jsonc}",
             "cartfile",
             "*.cabal",
             "cabal.project",
@@ -1164,7 +1190,7 @@ pub(crate) static RULES: &[Rule] = &[
         Bucket::Deps,
         "Vendored or installed third-party code",
         &[
-            "**/{vendor,vendored,_vendor,third_party,third-party,thirdparty}/**",
+            "**/{vendor,vendored,_vendor,third_party,third-party,thirdparty,bundled}/**",
             "**/{node_modules,bower_components,jspm_packages,godeps}/**",
             "**/.yarn/**",
         ],
@@ -1259,11 +1285,17 @@ pub(crate) static RULES: &[Rule] = &[
         &["**/src/**/*.{groovy,gvy}"],
     ),
     rule(
+        "src.shipped-proguard",
+        Bucket::Src,
+        "ProGuard/R8 rules shipped inside a library's jar (`META-INF/proguard/`): applied in its users' builds, not in this one (before `build.tool-config`'s `*.pro`)",
+        &["**/meta-inf/proguard/**"],
+    ),
+    rule(
         "build.executable-config",
         Bucket::Build,
-        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon",
+        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes",
         &[
-            "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist}",
+            "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist,tape}",
         ],
     ),
     rule(
@@ -1296,12 +1328,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.docs-build",
         Bucket::Build,
-        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, VitePress, VuePress, Docusaurus, Sphinx `conf.py` (`build.python`)",
+        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, VitePress, VuePress, Docusaurus, Hugo, Sphinx `conf.py` (`build.python`)",
         &[
             "mkdocs.{yml,yaml}",
             "book.toml",
             "**/.{vitepress,vuepress}/config.{js,ts,mjs,mts,cjs,cts}",
             "docusaurus.config.{js,ts,mjs}",
+            "hugo.{toml,yaml,yml,json}",
             "siteconfig.js",
         ],
     ),
@@ -1322,6 +1355,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{build,install,release,deploy,publish,package}[-_]*.{sh,bash,bat,cmd,ps1}",
             "*[-_]hook.{sh,bash,py}",
             "{pre,post}_gen_project.{py,sh}",
+            "{gen,generate,codegen,regen,regenerate}.{sh,bash,ps1}",
             "hook.{sh,bash}",
             "{docker-,}entrypoint.sh",
         ],
