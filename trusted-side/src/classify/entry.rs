@@ -239,9 +239,9 @@ fn squeeze_expressions(line: &str) -> std::borrow::Cow<'_, str> {
 /// Directories `text` changes into (`cd`, `pushd`, `working-directory:`), relative to the
 /// repository root, each `cd` read both from the one before it (`cd tests` then `cd ..` is
 /// the root) and from the root (where each CI step starts again). Where in the text a command
-/// runs is not tracked: a name is tried against every
-/// directory the text changes into, which can only add files to what is reached. At most
-/// [`MAX_DIRS`]; a target with a variable or outside the repository is skipped.
+/// runs is not tracked: a name is tried against every directory the text changes into, which
+/// can only add files to what is reached. At most [`MAX_DIRS`]; a target with a variable or
+/// outside the repository is skipped.
 pub(crate) fn changed_into(text: &str) -> Vec<String> {
     let mut dirs: Vec<String> = Vec::new();
     let mut cwd = String::new();

@@ -195,6 +195,36 @@ fn tokens_read_paths_not_globs_variables_or_urls() {
 }
 
 #[test]
+fn hostile_cd_targets_and_package_json_are_read_within_limits() {
+    // Many cds: at most MAX_DIRS directories, none outside the repository or from a variable.
+    let many: String = (0..10_000)
+        .map(|i| format!("cd d{i}\ncd ../..\n"))
+        .collect();
+    let dirs = crate::classify::entry::changed_into(&many);
+    assert_eq!(dirs.len(), crate::classify::entry::MAX_DIRS);
+    for text in [
+        "cd /etc\ncd ~\ncd -\ncd $HOME\ncd \"${{ secrets.X }}\"\ncd ../../..\ncd a/*",
+        "run: cd ${{ unclosed",
+        "cd ${{ }}}}}}/x/${{",
+        "working-directory: ${{ matrix.a }}/${{ matrix.b }}",
+    ] {
+        let dirs = crate::classify::entry::changed_into(text);
+        assert!(
+            dirs.iter()
+                .all(|d| !d.starts_with(['/', '.']) && !d.contains(['$', '*', '~'])),
+            "{text:?}: {dirs:?}"
+        );
+    }
+    // A package.json nested past serde_json's limit, or not JSON at all, is read whole.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(crate::classify::entry::without_product_fields(&deep), None);
+    assert_eq!(
+        crate::classify::entry::without_product_fields("{\"main\": "),
+        None
+    );
+}
+
+#[test]
 fn entry_points_are_capped_and_unreadable_ones_skipped() {
     let mut tree = MemTree::new();
     for i in 0..(MAX_ENTRY_POINTS + 10) {
