@@ -695,6 +695,7 @@ mod seeds {
             job_key: JobKey::from_signing_key(&SigningKey::from_seed([0x02; 32])),
             limits: JobLimits::default(),
             model_key: None,
+            formats: None,
             job,
         }
     }

@@ -93,6 +93,13 @@ pub enum TokenError {
         /// The parser's reason (serde messages name fields, not values).
         reason: String,
     },
+    /// A closed object of the payload has a member this version does not know (the token's
+    /// objects are closed except `drop`: `docs/FORMATS.md`, "Evolution").
+    #[error("job token: unknown member {member} (format.unknown-member): airlock {} does not understand it; the trusted side is newer than this worker", crate::VERSION)]
+    UnknownMember {
+        /// The member's name, escaped.
+        member: String,
+    },
     /// The token has no `exp` claim.
     #[error("job token: no exp claim (token.no-expiry): tokens must expire")]
     NoExpiry,
@@ -163,6 +170,10 @@ pub enum TokenError {
     /// printable ASCII (`!`..=`~`). The value is never printed.
     #[error("job token: model_key is not 1 to 4096 printable ASCII characters without spaces (token.model-key)")]
     ModelKey,
+    /// The `formats` claim has more than 32 entries or an entry that is empty, longer than
+    /// 128 bytes, or not printable ASCII without spaces.
+    #[error("job token: formats claim is not at most 32 names of 1 to 128 printable ASCII characters (token.formats)")]
+    FormatsShape,
     /// The token could not be made.
     #[error("job token: cannot mint (token.mint): {reason}")]
     Mint {
@@ -291,16 +302,21 @@ pub struct BundleRef {
 }
 
 /// Where the worker writes this job's drop objects (presigned PUT URLs or `file://` paths).
+/// Extensible (`docs/FORMATS.md`, "Evolution"): a drop target this version does not know is
+/// ignored (the worker does not write it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct DropTargets {
     /// `drop/<job>/checkpoint.tar.gz` (checkpoint slot 0).
     pub checkpoint: String,
     /// `drop/<job>/checkpoint.dsse.json` (checkpoint slot 0).
     pub checkpoint_envelope: String,
-    /// `drop/<job>/checkpoint.1.tar.gz` (checkpoint slot 1).
+    /// `drop/<job>/checkpoint.1.tar.gz` (checkpoint slot 1). OPTIONAL: empty (absent) in
+    /// tokens of releases before 0.6.0, whose jobs have one checkpoint slot.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub checkpoint_1: String,
-    /// `drop/<job>/checkpoint.1.dsse.json` (checkpoint slot 1).
+    /// `drop/<job>/checkpoint.1.dsse.json` (checkpoint slot 1). OPTIONAL, absent together
+    /// with `checkpoint_1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub checkpoint_1_envelope: String,
     /// `drop/<job>/artifact.tar.gz`.
     pub artifact: String,
@@ -333,6 +349,11 @@ pub struct JobClaims {
     /// variable the worker puts it in. Absent from tokens without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_key: Option<ModelKey>,
+    /// The versions of the worker's documents the trusted side reads (packet tags, artifact
+    /// predicate types): see [`crate::format::negotiate`]. OPTIONAL: absent from tokens of
+    /// release 0.6.0 and earlier, meaning "0.6.0's readers".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formats: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for JobClaims {
@@ -349,6 +370,7 @@ impl std::fmt::Debug for JobClaims {
                 "model_key",
                 &self.model_key.as_ref().map(ModelKey::fingerprint),
             )
+            .field("formats", &self.formats)
             .finish()
     }
 }
@@ -371,10 +393,22 @@ impl JobClaims {
         ]
     }
 
-    /// Checks every URL (rule `token.url`) and the job key shape (rule `token.job-key`).
+    /// Checks every URL (rule `token.url`), the job key shape (rule `token.job-key`) and the
+    /// `formats` claim's shape (rule `token.formats`). The second checkpoint slot is OPTIONAL:
+    /// both of its URLs are set, or neither.
     fn check(&self) -> Result<(), TokenError> {
+        let one_slot =
+            self.drop.checkpoint_1.is_empty() && self.drop.checkpoint_1_envelope.is_empty();
         for (field, url) in self.urls() {
+            if one_slot && field.starts_with("drop.checkpoint_1") {
+                continue;
+            }
             check_url(field, url)?;
+        }
+        if let Some(formats) = &self.formats {
+            if !crate::format::formats_claim_well_formed(formats) {
+                return Err(TokenError::FormatsShape);
+            }
         }
         if !self.job_key.is_well_formed() {
             return Err(TokenError::JobKey);
@@ -701,10 +735,16 @@ pub fn verify_token(
     }
 
     // Signed by the trusted key from here on; validate every claim ourselves.
-    let payload: PayloadIn =
-        serde_json::from_str(checked.payload()).map_err(|e| TokenError::Claims {
-            reason: e.to_string(),
-        })?;
+    let payload: PayloadIn = serde_json::from_str(checked.payload()).map_err(|e| {
+        match crate::format::from_serde("job token", &e) {
+            crate::format::FormatError::UnknownMember { member, .. } => {
+                TokenError::UnknownMember { member }
+            }
+            _ => TokenError::Claims {
+                reason: e.to_string(),
+            },
+        }
+    })?;
     let Some(exp_text) = payload.exp.as_deref() else {
         return Err(TokenError::NoExpiry);
     };
@@ -802,6 +842,7 @@ mod tests {
             job_key: JobKey::from_signing_key(&SigningKey::generate()),
             limits: JobLimits::default(),
             model_key: None,
+            formats: None,
             job,
         }
     }
@@ -1099,24 +1140,28 @@ mod tests {
     }
 
     #[test]
-    fn rejects_unknown_claims_and_footer() {
+    fn rejects_unknown_claims_of_closed_objects_and_footer() {
         let trusted = SigningKey::generate();
-        let mut v = payload_value(&claims(), T0, T0 + TTL);
-        v["jti"] = json!("x");
-        let msg = err_of(verify_token(
-            &sign_value(&trusted, &v),
-            &trusted.public(),
-            T0,
-        ));
-        assert!(msg.contains("token.claims"), "{msg}");
-        let mut v = payload_value(&claims(), T0, T0 + TTL);
-        v["airlock"]["extra"] = json!(1);
-        let msg = err_of(verify_token(
-            &sign_value(&trusted, &v),
-            &trusted.public(),
-            T0,
-        ));
-        assert!(msg.contains("token.claims"), "{msg}");
+        for (at, name) in [
+            (None, "jti"),
+            (Some("airlock"), "extra"),
+            (Some("bundle"), "mirror"),
+        ] {
+            let mut v = payload_value(&claims(), T0, T0 + TTL);
+            let obj = match at {
+                None => &mut v,
+                Some("airlock") => &mut v["airlock"],
+                Some(o) => &mut v["airlock"][o],
+            };
+            obj[name] = json!("x");
+            let msg = err_of(verify_token(
+                &sign_value(&trusted, &v),
+                &trusted.public(),
+                T0,
+            ));
+            assert!(msg.contains("(format.unknown-member)"), "{name}: {msg}");
+            assert!(msg.contains(name), "{name}: {msg}");
+        }
 
         let c = claims();
         let payload = serde_json::to_vec(&payload_value(&c, T0, T0 + TTL)).unwrap();
@@ -1129,6 +1174,72 @@ mod tests {
         let with_ia = PublicToken::sign(&sk, &payload, None, Some(b"x")).unwrap();
         let msg = err_of(verify_token(&with_ia, &trusted.public(), T0));
         assert!(msg.contains("token.signature"), "{msg}");
+    }
+
+    #[test]
+    fn an_unknown_drop_target_is_ignored() {
+        let trusted = SigningKey::generate();
+        let c = claims();
+        let mut v = payload_value(&c, T0, T0 + TTL);
+        v["airlock"]["drop"]["checkpoint_2"] = json!("https://example.invalid/c2");
+        let got = verify_token(&sign_value(&trusted, &v), &trusted.public(), T0).unwrap();
+        assert_eq!(got.into_inner(), c);
+    }
+
+    #[test]
+    fn a_token_from_before_the_second_checkpoint_slot_verifies_with_one_slot() {
+        let trusted = SigningKey::generate();
+        let mut v = payload_value(&claims(), T0, T0 + TTL);
+        let drop = v["airlock"]["drop"].as_object_mut().unwrap();
+        drop.remove("checkpoint_1");
+        drop.remove("checkpoint_1_envelope");
+        let got = verify_token(&sign_value(&trusted, &v), &trusted.public(), T0)
+            .unwrap()
+            .into_inner();
+        assert!(got.drop.checkpoint_1.is_empty() && got.drop.checkpoint_1_envelope.is_empty());
+        // One of the pair without the other is not an older token: its URL is checked.
+        let mut v = payload_value(&claims(), T0, T0 + TTL);
+        v["airlock"]["drop"]
+            .as_object_mut()
+            .unwrap()
+            .remove("checkpoint_1");
+        let msg = err_of(verify_token(
+            &sign_value(&trusted, &v),
+            &trusted.public(),
+            T0,
+        ));
+        assert!(
+            msg.contains("token.url") && msg.contains("drop.checkpoint_1"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn the_formats_claim_round_trips_is_absent_when_unset_and_is_shape_checked() {
+        let trusted = SigningKey::generate();
+        let token = mint_token(&trusted, &claims(), T0, TTL).unwrap();
+        let v = verify_token(token.expose(), &trusted.public(), T0).unwrap();
+        assert_eq!(v.formats, None);
+        let c = JobClaims {
+            formats: Some(
+                crate::format::READS
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect(),
+            ),
+            ..claims()
+        };
+        let token = mint_token(&trusted, &c, T0, TTL).unwrap();
+        let v = verify_token(token.expose(), &trusted.public(), T0).unwrap();
+        assert_eq!(v.into_inner(), c);
+        let mut v = payload_value(&claims(), T0, T0 + TTL);
+        v["airlock"]["formats"] = json!(["airlock.packet/v1", "a b"]);
+        let msg = err_of(verify_token(
+            &sign_value(&trusted, &v),
+            &trusted.public(),
+            T0,
+        ));
+        assert!(msg.contains("(token.formats)"), "{msg}");
     }
 
     #[test]

@@ -55,6 +55,7 @@ fn worker_artifact_is_accepted_only_under_its_job_key() {
         job_key: JobKey::from_signing_key(&job_key),
         limits: JobLimits::default(),
         model_key: None,
+        formats: None,
     };
     drop(job_key);
     let tok = token::mint_token(&trusted, &claims, NOW, 20 * 60).unwrap();
@@ -149,6 +150,7 @@ fn worker_forged_token_with_its_own_job_key_is_refused() {
         job_key: JobKey::from_signing_key(&job_key),
         limits: JobLimits::default(),
         model_key: None,
+        formats: None,
     };
     // A worker holding the job key mints a longer-lived token for itself.
     let forged = token::mint_token(&job_key, &claims, NOW, 24 * 3600).unwrap();

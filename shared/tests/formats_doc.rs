@@ -312,6 +312,7 @@ fn worked_token_example_matches_the_code() {
         job_key: JobKey::from_signing_key(&SigningKey::from_seed([0x02; 32])),
         limits: JobLimits::default(),
         model_key: None,
+        formats: None,
         job,
     };
     let minted = token::mint_token(&trusted, &claims, 1_795_940_647, 20 * 60).unwrap();

@@ -684,3 +684,60 @@ fn rejects_diff_lying_about_an_old_mode() {
         None,
     );
 }
+
+/// Closed sets are closed (docs/FORMATS.md, "Evolution"): a signed packet whose `sandbox` or
+/// `exit.kind` is not one of the version's listed values, however close, is refused by fetch
+/// with `format.closed-set`; an unknown member of a closed object with `format.unknown-member`.
+#[test]
+fn rejects_values_outside_the_closed_sets_and_unknown_members_of_closed_objects() {
+    let w = World::new();
+    let patch = b"";
+    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+        (Box::new(|v| v["sandbox"] = "None".into()), "format.closed-set"),
+        (Box::new(|v| v["sandbox"] = "none ".into()), "format.closed-set"),
+        (Box::new(|v| v["sandbox"] = "".into()), "format.closed-set"),
+        (Box::new(|v| v["sandbox"] = "disabled".into()), "format.closed-set"),
+        (Box::new(|v| v["exit"]["kind"] = "crashed".into()), "format.closed-set"),
+        (Box::new(|v| v["exit"]["signal"] = 9.into()), "format.unknown-member"),
+    ];
+    for (edit, rule) in cases {
+        let job = w.submit();
+        let mut v = serde_json::to_value(packet(&job, patch)).unwrap();
+        edit(&mut v);
+        let bytes = serde_json::to_vec_pretty(&v).unwrap();
+        let mut t = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
+        t.append_file("packet.json", false, bytes.len() as u64, bytes.as_slice())
+            .unwrap();
+        t.append_file("patch.diff", false, 0, &b""[..]).unwrap();
+        let tgz = t.finish().unwrap();
+        w.drop_signed(&job, &tgz, &bytes, None);
+        expect_reject(&w, &job, "packet-format", Some(rule), &[]);
+    }
+}
+
+/// An unknown member where the contract allows additions (the packet object, `timings`) is
+/// ignored: a packet from a newer worker passes fetch and is gated on what this version knows.
+#[test]
+fn a_packet_with_unknown_members_of_extensible_objects_is_read() {
+    let w = World::new();
+    let job = w.submit();
+    let patch = b"";
+    let mut v = serde_json::to_value(packet(&job, patch)).unwrap();
+    v["usage_by_model"] = serde_json::json!({"model-a": {"tokens_in": 3}});
+    v["timings"]["queued_ms"] = 7.into();
+    let bytes = serde_json::to_vec_pretty(&v).unwrap();
+    let mut t = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
+    t.append_file("packet.json", false, bytes.len() as u64, bytes.as_slice())
+        .unwrap();
+    t.append_file("patch.diff", false, 0, &b""[..]).unwrap();
+    let tgz = t.finish().unwrap();
+    w.drop_signed(&job, &tgz, &bytes, None);
+    let out = w.gate(&job.id(), &[]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not the JSON report ({e}): {}", show(&out)));
+    let codes = reason_codes(&report);
+    assert!(
+        !codes.iter().any(|c| c == "packet-format"),
+        "refused a packet for members it may ignore: {report:#}"
+    );
+}

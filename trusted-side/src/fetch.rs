@@ -541,8 +541,13 @@ fn read_packet(
             "artifact.tar.gz has no packet.json",
         )
     })?;
-    let p =
-        Packet::from_json(&bytes).map_err(|e| refuse(ReasonCode::PacketFormat, e.to_string()))?;
+    let p = Packet::from_json(&bytes).map_err(|e| {
+        FetchError::Refused(FetchRefused {
+            code: ReasonCode::PacketFormat,
+            rule: Some(e.rule()),
+            detail: e.to_string(),
+        })
+    })?;
     Ok((p, Sha256Digest::of_bytes(&bytes), patch, log_tail))
 }
 

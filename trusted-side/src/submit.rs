@@ -464,6 +464,14 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         job_key: JobKey::from_signing_key(&job_key),
         limits: request.limits.clone(),
         model_key,
+        // The versions of the worker's documents this trusted side reads (docs/FORMATS.md,
+        // "Negotiation").
+        formats: Some(
+            airlock_core::format::READS
+                .iter()
+                .map(|v| (*v).to_owned())
+                .collect(),
+        ),
     };
     let token = mint_token(key, &claims, issued_at, ttl).context("cannot mint the job token")?;
     drop(claims);

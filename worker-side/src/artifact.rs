@@ -76,14 +76,18 @@ pub struct Built {
 }
 
 /// Writes the artifact tarball to `path` (created new): `generator.log` (if any) and
-/// `patch.diff` (if any; else empty) are streamed from their files.
+/// `patch.diff` (if any; else empty) are streamed from their files; `packet.json` is written
+/// for `reader` ([`Packet::to_json_for`]).
 pub fn build(
     path: &Path,
     packet: &Packet,
+    reader: format::Reader,
     patch: Option<&Path>,
     log: Option<&Path>,
 ) -> Result<Built> {
-    let packet_bytes = format::to_json_bytes(packet);
+    // What the trusted side reads (the token's `formats` claim): a trusted side of 0.6.0
+    // refuses packet members it does not know.
+    let packet_bytes = packet.to_json_for(reader);
     let packet_sha256 = Sha256Digest::of_bytes(&packet_bytes);
     let file = File::options()
         .write(true)

@@ -33,7 +33,7 @@ use airlock_core::diff::{write_tree_diff, DiffOptions, DiffStats};
 use airlock_core::digest::{HashingWriter, Sha256Digest};
 use airlock_core::dsse::verify_envelope;
 use airlock_core::format::{
-    BundlePredicate, ExitInfo, ExitKind, Packet, Request, Timings, MAX_ENVELOPE_BYTES,
+    self, BundlePredicate, ExitInfo, ExitKind, Packet, Request, Timings, MAX_ENVELOPE_BYTES,
     MODEL_UNREPORTED, PACKET_FORMAT, PREDICATE_BUNDLE,
 };
 use airlock_core::keys::{load_public_key, PublicKey};
@@ -185,6 +185,9 @@ pub fn run_job(
     // 1. The token, against the pinned key.
     let trusted = load_public_key(&args.trusted_pub).context("trusted public key")?;
     let claims = verify_token(token, &trusted, now_unix())
+        .map_err(|e| anyhow::anyhow!("refused before running anything: {e}"))?;
+    // The formats the trusted side reads: write one of them or refuse now (token.formats).
+    format::negotiate(claims.formats.as_deref())
         .map_err(|e| anyhow::anyhow!("refused before running anything: {e}"))?;
     step(&mut t, "token");
     // A finished job is never run again (its generator would spend model tokens for a drop
@@ -542,8 +545,14 @@ impl RunContext<'_> {
             },
         );
         self.checkpoints += 1;
+        // A token of a release before 0.6.0 names one checkpoint slot.
+        let slots = if self.job.claims.drop.checkpoint_1.is_empty() {
+            1
+        } else {
+            layout::CHECKPOINT_SLOTS
+        };
         let slot = match self.last_slot {
-            Some(last) => (last + 1) % layout::CHECKPOINT_SLOTS,
+            Some(last) => (last + 1) % slots,
             None => 0,
         };
         let kind = DropKind::Checkpoint {
@@ -552,7 +561,8 @@ impl RunContext<'_> {
         };
         let path = self.run_dir.join("checkpoint.tar.gz");
         let _ = std::fs::remove_file(&path);
-        let built = artifact::build(&path, &packet, Some(&patch.path), None)?;
+        let reader = format::negotiate(self.job.claims.formats.as_deref())?;
+        let built = artifact::build(&path, &packet, reader, Some(&patch.path), None)?;
         artifact::sign_and_drop(&self.job.claims, self.job_key, kind, &built, &packet)?;
         self.last_slot = Some(slot);
         let _ = std::fs::remove_file(&path);
@@ -649,7 +659,8 @@ impl RunContext<'_> {
         let patch_path = (keep == Keep::PatchAndLog).then_some(patch.path.as_path());
         let mut packet = self.packet(&patch, facts(limits_hit.clone(), partial));
         packet.egress = gen.egress.clone();
-        let mut built = artifact::build(&path, &packet, patch_path, log.as_deref())?;
+        let reader = format::negotiate(self.job.claims.formats.as_deref())?;
+        let mut built = artifact::build(&path, &packet, reader, patch_path, log.as_deref())?;
         if built.bytes > limits.max_artifact_bytes {
             // Over the cap: drop the patch and the log, keep the account of what happened.
             std::fs::remove_file(&path)?;
@@ -660,7 +671,7 @@ impl RunContext<'_> {
             limits_hit.push("artifact-bytes".to_owned());
             packet = self.packet(&patch, facts(limits_hit, true));
             packet.egress = gen.egress.clone();
-            built = artifact::build(&path, &packet, None, None)?;
+            built = artifact::build(&path, &packet, reader, None, None)?;
         }
         Ok((packet, built))
     }

@@ -11,9 +11,9 @@ use crate::digest::Sha256Digest;
 pub const MANIFEST_FORMAT: &str = "airlock.manifest/v1";
 
 /// The manifest of a bundle. Content-addressed: it names no job, host or time, so the same
-/// revision, options and request pack to the same bytes.
+/// revision, options and request pack to the same bytes. Extensible (`docs/FORMATS.md`,
+/// "Evolution"): a member this version does not know is ignored; `files[]` is closed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// Always [`MANIFEST_FORMAT`].
     pub format: String,
@@ -36,9 +36,8 @@ pub struct Manifest {
     pub omitted: Vec<Omission>,
 }
 
-/// The packer's name and version.
+/// The packer's name and version. Extensible.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Packer {
     /// `airlock`.
     pub name: String,

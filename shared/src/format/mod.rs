@@ -1,21 +1,28 @@
 //! The JSON documents that cross the boundary: manifest, request, job record, packet, and the
 //! predicates of the DSSE statements over bundle, artifact and job record.
 //!
-//! Guards against: oversized documents (the size is checked before parsing), unknown or
-//! missing fields (`deny_unknown_fields` everywhere, no defaults on the wire), wrong format
-//! tags, and non-canonical paths in file lists.
-//! On `Ok`: the document has exactly the shape `docs/FORMATS.md` describes.
+//! Guards against: oversized documents (the size is checked before parsing), missing members,
+//! unknown members of closed objects (`deny_unknown_fields`, rule `format.unknown-member`),
+//! values outside a version's closed sets (rule `format.closed-set`), wrong format tags, and
+//! non-canonical paths in file lists.
+//! On `Ok`: the document has the shape `docs/FORMATS.md` ("Evolution") describes: every member
+//! this version must understand is there and valid; members of extensible objects that this
+//! version does not know were ignored (dropped by the parser, never read).
 //! Does not check: signatures or digests; callers verify the envelope first.
 
 mod manifest;
+mod negotiate;
 mod packet;
 mod record;
 mod request;
 
 pub use manifest::{FileEntry, Manifest, Omission, Packer, Redaction, Source, MANIFEST_FORMAT};
+pub use negotiate::{
+    formats_claim_well_formed, negotiate, NegotiationError, Reader, READS, WRITES,
+};
 pub use packet::{
     EgressAttempt, ExitInfo, ExitKind, Packet, RefusedPath, Timings, MODEL_UNREPORTED,
-    PACKET_FORMAT,
+    PACKET_FORMAT, PACKET_MEMBERS_0_6, SANDBOX_VALUES,
 };
 pub use record::{JobRecord, JOB_RECORD_FORMAT};
 pub use request::{check_model_key_env, EgressRule, Request, REQUEST_FORMAT};
@@ -63,6 +70,27 @@ pub enum FormatError {
         /// serde's reason (never echoes string values of ours; positions only).
         reason: String,
     },
+    /// A closed object has a member this version does not know (`docs/FORMATS.md`,
+    /// "Evolution": only objects marked extensible may gain members a reader ignores).
+    #[error("{what}: unknown member {member} (format.unknown-member): this object is closed in the version this reader reads; {}", reads_note())]
+    UnknownMember {
+        /// Which document.
+        what: &'static str,
+        /// The member's name (schema text from serde, truncated).
+        member: String,
+    },
+    /// An enumerated member holds a value outside the closed set of this version.
+    #[error("{what}: {field}: value {found} is not in this version's closed set (format.closed-set): expected one of {expected}")]
+    ClosedSet {
+        /// Which document.
+        what: &'static str,
+        /// The member.
+        field: &'static str,
+        /// The value seen, escaped and truncated (or `(not shown)`).
+        found: String,
+        /// The values this version lists.
+        expected: String,
+    },
     /// The `format` tag is not the one this version reads.
     #[error("{what}: unsupported format {found:?} (format.tag): expected {expected:?}")]
     Tag {
@@ -87,6 +115,61 @@ pub enum FormatError {
     },
 }
 
+fn reads_note() -> String {
+    format!(
+        "airlock {} reads the formats of docs/FORMATS.md for this version and the previous release",
+        crate::VERSION
+    )
+}
+
+impl FormatError {
+    /// The rule id of this error (`format.json`, `format.unknown-member`, ...).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            FormatError::TooLarge { .. } => "format.too-large",
+            FormatError::Json { .. } => "format.json",
+            FormatError::UnknownMember { .. } => "format.unknown-member",
+            FormatError::ClosedSet { .. } => "format.closed-set",
+            FormatError::Tag { .. } => "format.tag",
+            FormatError::Field { rule, .. } => rule,
+        }
+    }
+}
+
+/// A value seen in a closed set, for a message: escaped (`{:?}`) and at most 32 characters
+/// before escaping, so no control character or long worker text reaches a terminal.
+pub(crate) fn shown_value(value: &str) -> String {
+    let cut: String = value.chars().take(32).collect();
+    if cut.len() < value.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+/// Checks that `value` is one of `allowed` (exactly: no case folding, no trimming), rule
+/// `format.closed-set`.
+pub(crate) fn check_closed(
+    what: &'static str,
+    field: &'static str,
+    value: &str,
+    allowed: &[&str],
+) -> Result<(), FormatError> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    Err(FormatError::ClosedSet {
+        what,
+        field,
+        found: shown_value(value),
+        expected: allowed
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
 /// Parses a JSON document of at most `max` bytes into `T`. The size is checked first.
 pub fn parse_json<T: DeserializeOwned>(
     bytes: &[u8],
@@ -100,10 +183,40 @@ pub fn parse_json<T: DeserializeOwned>(
             seen: bytes.len(),
         });
     }
-    serde_json::from_slice(bytes).map_err(|e| FormatError::Json {
+    serde_json::from_slice(bytes).map_err(|e| from_serde(what, &e))
+}
+
+/// Maps serde's error to ours: an unknown member of a closed object and a value outside an
+/// enum's closed set get their own rules; the rest is `format.json`.
+pub fn from_serde(what: &'static str, e: &serde_json::Error) -> FormatError {
+    let msg = e.to_string();
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let member = rest.split('`').next().unwrap_or("?");
+        return FormatError::UnknownMember {
+            what,
+            member: shown_value(member),
+        };
+    }
+    if msg.starts_with("unknown variant") {
+        // serde quotes the value first, then the expected variants (schema text).
+        let expected = msg
+            .split(", expected ")
+            .nth(1)
+            .and_then(|s| s.split(" at line ").next())
+            .unwrap_or("the values of docs/FORMATS.md")
+            .trim_start_matches("one of ")
+            .to_owned();
+        return FormatError::ClosedSet {
+            what,
+            field: "an enumerated member",
+            found: "(not shown)".to_owned(),
+            expected,
+        };
+    }
+    FormatError::Json {
         what,
-        reason: format!("line {} column {}: {}", e.line(), e.column(), classify(&e)),
-    })
+        reason: format!("line {} column {}: {}", e.line(), e.column(), classify(e)),
+    }
 }
 
 fn classify(e: &serde_json::Error) -> String {

@@ -1,9 +1,16 @@
 //! `packet.json`: the worker's account of one run. Untrusted: the gate recomputes what it can
 //! (diff digest, counts, paths) and treats the rest (model reported, timings) as claims.
+//!
+//! Evolution (`docs/FORMATS.md`): the packet object, `timings` and `egress[]` are extensible
+//! (a member this version does not know is ignored); `exit` and `refused[]` are closed
+//! (`format.unknown-member`). `sandbox` and `exit.kind` are closed sets
+//! (`format.closed-set`): the gate's decisions rely on them.
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_tag, parse_json, FormatError, MAX_PACKET_BYTES};
+use super::{
+    check_closed, check_tag, parse_json, to_json_bytes, FormatError, Reader, MAX_PACKET_BYTES,
+};
 use crate::digest::Sha256Digest;
 use crate::jobid::JobId;
 
@@ -11,10 +18,60 @@ use crate::jobid::JobId;
 pub const PACKET_FORMAT: &str = "airlock.packet/v1";
 /// `model_reported` when the generator did not report a model.
 pub const MODEL_UNREPORTED: &str = "unreported";
+/// The closed set of `sandbox` values of `airlock.packet/v1` (exact bytes: no case folding,
+/// no trimming).
+pub const SANDBOX_VALUES: &[&str] = &["namespaces+landlock+seccomp", "landlock+seccomp", "none"];
+/// The members of the packet object, per nested object, that release 0.6.0's reader knows (it
+/// refuses any other): what a worker writes for a token without a `formats` claim.
+pub const PACKET_MEMBERS_0_6: &[(&str, &[&str])] = &[
+    (
+        "",
+        &[
+            "format",
+            "job",
+            "run_id",
+            "bundle_sha256",
+            "model_requested",
+            "model_reported",
+            "tokens_in",
+            "tokens_out",
+            "diff_sha256",
+            "files_changed",
+            "lines_added",
+            "lines_removed",
+            "refused",
+            "ignored",
+            "limits_hit",
+            "exit",
+            "timings",
+            "worker_version",
+            "sandbox",
+            "egress",
+            "partial",
+        ],
+    ),
+    ("refused", &["path", "reason"]),
+    ("exit", &["kind", "code"]),
+    (
+        "timings",
+        &["started_at_ms", "finished_at_ms", "generator_ms"],
+    ),
+    (
+        "egress",
+        &[
+            "destination",
+            "allowed",
+            "reason",
+            "bytes_up",
+            "bytes_down",
+            "at_ms",
+        ],
+    ),
+];
 
-/// The worker's account of one run.
+/// The worker's account of one run. Extensible: members this version does not know are
+/// ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Packet {
     /// Always [`PACKET_FORMAT`].
     pub format: String,
@@ -43,7 +100,9 @@ pub struct Packet {
     /// Paths the generator produced that were not included (links, devices, binaries, ...).
     pub refused: Vec<RefusedPath>,
     /// New paths left out, unread, because the packed revision's `.gitignore` files ignore
-    /// them (an ignored directory counts once).
+    /// them (an ignored directory counts once). OPTIONAL on read (absent from packets of
+    /// releases before 0.6.0: 0); always written, since 0.6.0's reader requires it.
+    #[serde(default)]
     pub ignored: u64,
     /// Limits hit (ids such as `wall-clock`, `changed-files`, `log-bytes`).
     pub limits_hit: Vec<String>,
@@ -97,9 +156,8 @@ pub struct ExitInfo {
     pub code: Option<i32>,
 }
 
-/// Timings in unix milliseconds (worker clock: a claim, not evidence).
+/// Timings in unix milliseconds (worker clock: a claim, not evidence). Extensible.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Timings {
     /// When the worker started the job.
     pub started_at_ms: u64,
@@ -109,9 +167,8 @@ pub struct Timings {
     pub generator_ms: u64,
 }
 
-/// One connection attempt through the egress proxy.
+/// One connection attempt through the egress proxy. Extensible.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct EgressAttempt {
     /// `host:port` asked for.
     pub destination: String,
@@ -144,6 +201,210 @@ impl Packet {
                 reason: "must be 16 lowercase hex characters".into(),
             });
         }
+        check_closed("packet.json", "sandbox", &p.sandbox, SANDBOX_VALUES)?;
         Ok(p)
+    }
+
+    /// The bytes the worker writes for `reader`: [`to_json_bytes`] for a reader that follows
+    /// the contract; for [`Reader::Release0_6`], the same bytes unless a member 0.6.0 does not
+    /// know is set, which is then left out (the rest is written with sorted members).
+    pub fn to_json_for(&self, reader: Reader) -> Vec<u8> {
+        let bytes = to_json_bytes(self);
+        if reader != Reader::Release0_6 {
+            return bytes;
+        }
+        let Ok(mut value) = serde_json::to_value(self) else {
+            return bytes;
+        };
+        if !strip_unknown(&mut value) {
+            return bytes;
+        }
+        to_json_bytes(&value)
+    }
+}
+
+/// Removes the members [`PACKET_MEMBERS_0_6`] does not list; `true` if any was removed.
+fn strip_unknown(packet: &mut serde_json::Value) -> bool {
+    let known = |path: &str| {
+        PACKET_MEMBERS_0_6
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, m)| *m)
+            .unwrap_or(&[])
+    };
+    let retain = |obj: &mut serde_json::Map<String, serde_json::Value>, path: &str| {
+        let before = obj.len();
+        obj.retain(|k, _| known(path).contains(&k.as_str()));
+        before != obj.len()
+    };
+    let Some(top) = packet.as_object_mut() else {
+        return false;
+    };
+    let mut removed = retain(top, "");
+    for (name, _) in PACKET_MEMBERS_0_6.iter().skip(1) {
+        match top.get_mut(*name) {
+            Some(serde_json::Value::Object(o)) => removed |= retain(o, name),
+            Some(serde_json::Value::Array(items)) => {
+                for o in items.iter_mut().filter_map(|i| i.as_object_mut()) {
+                    removed |= retain(o, name);
+                }
+            }
+            _ => {}
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn sample() -> Packet {
+        let z = Sha256Digest::of_bytes(b"");
+        Packet {
+            format: PACKET_FORMAT.into(),
+            job: crate::jobid::JobId::parse("20261129T082407Z-3f3f3f3f3f3f3f3f3f3f").unwrap(),
+            run_id: "0123456789abcdef".into(),
+            bundle_sha256: z,
+            model_requested: "m".into(),
+            model_reported: "m".into(),
+            tokens_in: None,
+            tokens_out: None,
+            diff_sha256: z,
+            files_changed: 0,
+            lines_added: 0,
+            lines_removed: 0,
+            refused: vec![RefusedPath {
+                path: "a".into(),
+                reason: "diff.symlink".into(),
+            }],
+            ignored: 0,
+            limits_hit: vec!["some-future-limit".into()],
+            exit: ExitInfo {
+                kind: ExitKind::Exited,
+                code: Some(0),
+            },
+            timings: Timings {
+                started_at_ms: 1,
+                finished_at_ms: 2,
+                generator_ms: 1,
+            },
+            worker_version: "0.7.0".into(),
+            sandbox: "namespaces+landlock+seccomp".into(),
+            egress: vec![EgressAttempt {
+                destination: "h:443".into(),
+                allowed: false,
+                reason: Some("egress.denied".into()),
+                bytes_up: 0,
+                bytes_down: 0,
+                at_ms: 3,
+            }],
+            partial: false,
+        }
+    }
+
+    fn value() -> Value {
+        serde_json::to_value(sample()).unwrap()
+    }
+
+    fn parse(v: &Value) -> Result<Packet, FormatError> {
+        Packet::from_json(&serde_json::to_vec(v).unwrap())
+    }
+
+    #[test]
+    fn unknown_members_of_extensible_objects_are_ignored() {
+        let mut v = value();
+        v["usage_by_model"] = json!({"m": {"tokens_in": 1}});
+        v["timings"]["queued_ms"] = json!(5);
+        v["egress"][0]["protocol"] = json!("tcp");
+        assert_eq!(parse(&v).unwrap(), sample());
+    }
+
+    #[test]
+    fn unknown_members_of_closed_objects_are_refused_with_the_rule() {
+        for (obj, idx) in [("exit", None), ("refused", Some(0))] {
+            let mut v = value();
+            let o = match idx {
+                Some(i) => &mut v[obj][i],
+                None => &mut v[obj],
+            };
+            o["why"] = json!("x");
+            let e = parse(&v).unwrap_err();
+            assert_eq!(e.rule(), "format.unknown-member", "{obj}: {e}");
+            assert!(e.to_string().contains("\"why\""), "{e}");
+        }
+    }
+
+    #[test]
+    fn sandbox_and_exit_kind_are_closed_sets() {
+        for ok in SANDBOX_VALUES {
+            let mut v = value();
+            v["sandbox"] = json!(ok);
+            parse(&v).unwrap();
+        }
+        for bad in [
+            "None",
+            "none ",
+            "",
+            "disabled",
+            "NONE",
+            "landlock",
+            "\u{1b}[2Jnone",
+        ] {
+            let mut v = value();
+            v["sandbox"] = json!(bad);
+            let e = parse(&v).unwrap_err();
+            assert_eq!(e.rule(), "format.closed-set", "{bad:?}: {e}");
+            let msg = e.to_string();
+            assert!(msg.contains("sandbox"), "{msg}");
+            assert!(!msg.contains('\u{1b}'), "{msg}");
+        }
+        for bad in ["Exited", "exited ", "", "crashed"] {
+            let mut v = value();
+            v["exit"]["kind"] = json!(bad);
+            let e = parse(&v).unwrap_err();
+            assert_eq!(e.rule(), "format.closed-set", "{bad:?}: {e}");
+            assert!(e.to_string().contains("not-started"), "{e}");
+        }
+    }
+
+    #[test]
+    fn limits_hit_stays_open_any_entry_is_kept() {
+        assert_eq!(
+            parse(&value()).unwrap().limits_hit,
+            vec!["some-future-limit".to_owned()]
+        );
+    }
+
+    #[test]
+    fn a_packet_from_before_ignored_existed_reads_as_zero_and_ignored_is_always_written() {
+        let mut v = value();
+        v.as_object_mut().unwrap().remove("ignored");
+        assert_eq!(parse(&v).unwrap().ignored, 0);
+        let text = String::from_utf8(to_json_bytes(&sample())).unwrap();
+        assert!(text.contains("\"ignored\": 0"), "{text}");
+    }
+
+    #[test]
+    fn the_writer_for_release_0_6_is_byte_identical_when_nothing_new_is_set() {
+        let p = sample();
+        let contract = Reader::Contract {
+            packet: PACKET_FORMAT,
+            artifact_predicate: super::super::PREDICATE_ARTIFACT,
+        };
+        assert_eq!(p.to_json_for(Reader::Release0_6), to_json_bytes(&p));
+        assert_eq!(p.to_json_for(contract), to_json_bytes(&p));
+    }
+
+    #[test]
+    fn strip_leaves_only_the_members_release_0_6_knows() {
+        let mut v = value();
+        v["usage_by_model"] = json!({});
+        v["timings"]["queued_ms"] = json!(5);
+        v["egress"][0]["protocol"] = json!("tcp");
+        assert!(strip_unknown(&mut v));
+        assert_eq!(v, value());
+        assert!(!strip_unknown(&mut v));
     }
 }
