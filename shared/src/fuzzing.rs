@@ -794,7 +794,8 @@ pub fn text(data: &[u8]) {
     let block = terminal_block(s, max);
     assert!(!block.chars().any(|c| is_hidden(c) && c != '\n'));
     let summary = md_html(s, max);
-    assert!(!summary.contains(['`', '|']));
+    assert!(!summary.contains(['`', '|', '<', '>', '"', '\'']));
+    assert!(!has_hidden(&summary));
     let html_out = html(s, max);
     assert!(!has_hidden(&html_out));
     let stripped = html_out
@@ -827,9 +828,10 @@ pub fn text(data: &[u8]) {
         "bare | in {cell:?}"
     );
     assert_closed_span(&cell);
-    let fenced = md_fence(s, max);
+    let fenced = md_fence("text", s, max);
     let fence: String = fenced.chars().take_while(|&c| c == '`').collect();
-    let inner = &fenced[fence.len()..fenced.len() - fence.len()];
+    assert!(fenced.ends_with(&format!("\n{fence}\n")));
+    let inner = &fenced[fence.len()..fenced.len() - fence.len() - 1];
     assert!(
         !inner.contains(fence.as_str()),
         "fence closed early: {fenced:?}"

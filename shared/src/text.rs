@@ -198,12 +198,13 @@ pub fn md_cell(s: &str, max: usize) -> String {
     span(&terminal(s, max).replace('|', "\\|"))
 }
 
-/// A fenced code block holding `s` (lines and tabs kept, everything else hidden marked, cut at `max`),
-/// its fence longer than any backtick run inside, so no line can close it.
-pub fn md_fence(s: &str, max: usize) -> String {
+/// A fenced code block holding `s` (lines and tabs kept, everything else hidden marked, cut at
+/// `max`), its fence longer than any backtick run inside, so no line can close it. `lang` is
+/// the caller's own info string (`diff`, `text`), never worker text.
+pub fn md_fence(lang: &str, s: &str, max: usize) -> String {
     let body = marked(s, max, code_block);
     let fence = fence_for(&body, 3);
-    format!("{fence}text\n{body}\n{fence}")
+    format!("{fence}{lang}\n{body}\n{fence}\n")
 }
 
 /// Plain Markdown text (one line, marked, cut at `max`) with every ASCII punctuation character
@@ -254,10 +255,14 @@ pub fn html_block(s: &str, max: usize) -> String {
     html_with(s, max, code_block)
 }
 
-/// Text for HTML inside Markdown (a `<summary>`): [`html`], with the backtick and `|` also
-/// written as entities so no Markdown code span or table cell can form around it.
+/// Text for HTML inside Markdown (a `<summary>`): [`terminal`]'s marked line, HTML-escaped,
+/// with the backtick and `|` also written as entities so no Markdown code span or table cell
+/// can form around it.
 pub fn md_html(s: &str, max: usize) -> String {
-    html(s, max).replace('`', "&#96;").replace('|', "&#124;")
+    // Marked as plain `<U+XXXX>` text first (then escaped): no element of ours in the Markdown.
+    html(&terminal(s, max), usize::MAX)
+        .replace('`', "&#96;")
+        .replace('|', "&#124;")
 }
 
 #[cfg(test)]

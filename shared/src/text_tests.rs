@@ -103,7 +103,7 @@ fn markdown_cell_cannot_split_or_close() {
     assert_eq!(md_cell("a\nb", 50), "`a<U+000A>b`");
     assert_eq!(md_code("a|b", 50), "`a|b`");
     assert_eq!(md_code("", 50), "`  `");
-    assert_eq!(md_fence("```\nx", 50), "````text\n```\nx\n````");
+    assert_eq!(md_fence("text", "```\nx", 50), "````text\n```\nx\n````\n");
     assert_eq!(
         md_text("[x](https://e) <b>", 50),
         "\\[x\\]\\(https\\:\\/\\/e\\) \\<b\\>"
