@@ -295,7 +295,7 @@ fn model_drift_flags_the_first_new_answer_only_and_unspecified_is_no_mismatch() 
 #[test]
 fn a_hostile_first_answer_does_not_become_the_baseline() {
     let p = Pipeline::new();
-    let body = "def add(a, b):\n    return a + b";
+    let body = "def add(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b";
     let evil = script(&p, "evil.sh", body, "fresh-model-evil");
     let honest = script(&p, "honest.sh", body, "fresh-model-2026-05");
     let (job, token) = submit_model(&p, Some("fresh-model"));
@@ -390,7 +390,7 @@ fn compare_shows_models_tokens_and_how_the_patches_differ() {
 #[test]
 fn compare_says_unknown_for_unreported_models_and_ungated_jobs() {
     let p = Pipeline::new();
-    let gen = script(&p, "u.sh", "def add(a, b):\n    return a + b", "unreported");
+    let gen = script(&p, "u.sh", "def add(a, b):\n    return a + b  # u", "unreported");
     let (a, token) = submit_model(&p, Some("m"));
     if work_with(&p, &token, &gen).is_none() {
         return;
