@@ -92,6 +92,11 @@ EVENT_FIELDS = {
         "gate_entry": "u64",
     },
 }
+# OPTIONAL members (docs/LEDGER.md): absent in older entries; when present, of this type.
+EVENT_OPTIONAL = {
+    "gate": {"files": "gated_files"},
+}
+GATED_FILE = {"path", "bucket", "rule", "verdict"}
 REJECT_STAGES = ("fetch", "gate")
 
 
@@ -151,6 +156,11 @@ def check_type(v, ty):
         return is_u64(v)
     if ty == "bool":
         return isinstance(v, bool)
+    if ty == "gated_files":
+        return isinstance(v, list) and all(
+            isinstance(x, dict) and set(x) == GATED_FILE and all(isinstance(x[k], str) for k in x)
+            for x in v
+        )
     return False
 
 
@@ -172,9 +182,10 @@ def check_predicate(p, key):
     if not isinstance(ev, dict) or ev.get("kind") not in EVENT_FIELDS:
         bad("event.kind must be one of " + ", ".join(EVENT_FIELDS))
     fields = EVENT_FIELDS[ev["kind"]]
-    if set(ev) != set(fields) | {"kind"}:
+    optional = EVENT_OPTIONAL.get(ev["kind"], {})
+    if not set(fields) | {"kind"} <= set(ev) <= set(fields) | set(optional) | {"kind"}:
         bad(f"{ev['kind']} event members must be exactly kind, " + ", ".join(fields))
-    for name, ty in fields.items():
+    for name, ty in {**fields, **{k: v for k, v in optional.items() if k in ev}}.items():
         if not check_type(ev[name], ty):
             bad(f"event.{name} has the wrong type")
 

@@ -23,6 +23,7 @@
 //! refuses anything else (`dsse.canonical`), so every reader of a signed payload sees the same
 //! document.
 
+use crate::text;
 use base64::Engine as _;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -133,10 +134,6 @@ pub enum EnvelopeError {
         /// The parser's reason.
         reason: String,
     },
-}
-
-fn shown(s: &str) -> String {
-    s.chars().take(80).collect()
 }
 
 /// DSSE v1 pre-authentication encoding, the bytes actually signed:
@@ -401,7 +398,7 @@ pub fn verify_envelope(
     })?;
     if env.payload_type != PAYLOAD_TYPE {
         return Err(EnvelopeError::PayloadType {
-            seen: shown(&env.payload_type),
+            seen: text::terminal(&env.payload_type, 80),
         });
     }
     let payload = decode_canonical_b64("payload", &env.payload)?;
@@ -428,7 +425,7 @@ pub fn verify_envelope(
                 .signatures
                 .iter()
                 .take(8)
-                .map(|s| shown(&s.keyid))
+                .map(|s| text::terminal(&s.keyid, 80))
                 .collect(),
         });
     }
@@ -451,7 +448,7 @@ pub fn verify_envelope(
         })?;
     if statement.statement_type != STATEMENT_TYPE {
         return Err(EnvelopeError::StatementType {
-            seen: shown(&statement.statement_type),
+            seen: text::terminal(&statement.statement_type, 80),
         });
     }
     if statement.subject.is_empty() {
@@ -463,7 +460,7 @@ pub fn verify_envelope(
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         return Err(EnvelopeError::Subject {
-            reason: format!("subject name {:?} appears twice", shown(w[0])),
+            reason: format!("subject name {:?} appears twice", text::terminal(w[0], 80)),
         });
     }
     Ok(Verified::new(statement))
@@ -484,7 +481,7 @@ impl Verified<Statement> {
         serde_json::from_value::<T>(self.predicate.clone())
             .map(Verified::new)
             .map_err(|e| EnvelopeError::Predicate {
-                predicate_type: shown(&self.predicate_type),
+                predicate_type: text::terminal(&self.predicate_type, 80),
                 reason: e.to_string(),
             })
     }
@@ -498,7 +495,7 @@ impl Verified<Statement> {
         if self.predicate_type != predicate_type {
             return Err(EnvelopeError::PredicateType {
                 expected: predicate_type.to_owned(),
-                seen: shown(&self.predicate_type),
+                seen: text::terminal(&self.predicate_type, 80),
             });
         }
         self.predicate_as()

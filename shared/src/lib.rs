@@ -36,6 +36,7 @@ pub mod limits;
 pub mod paths;
 pub mod store_layout;
 pub mod tar;
+pub mod text;
 pub mod token;
 pub mod verified;
 

@@ -24,6 +24,7 @@
 //! (times in RFC 3339 UTC, exactly `YYYY-MM-DDTHH:MM:SSZ`) and `airlock` (the [`JobClaims`]).
 //! No footer and no implicit assertion.
 
+use crate::text;
 use pasetors::keys::{AsymmetricPublicKey, AsymmetricSecretKey};
 use pasetors::token::UntrustedToken;
 use pasetors::version4::{PublicToken, V4};
@@ -446,10 +447,6 @@ struct PayloadIn {
     airlock: JobClaims,
 }
 
-fn shown(s: &str) -> String {
-    s.chars().take(80).collect()
-}
-
 /// Checks one URL claim (rule `token.url`). Allowed: `https://HOST[:PORT]/…`,
 /// `http://LOOPBACK[:PORT]/…` (LOOPBACK = `localhost`, `127.x.x.x` or `[::1]`) and
 /// `file:///ABSOLUTE/PATH`. Refused: other schemes, uppercase schemes, userinfo (`@` in the
@@ -750,18 +747,18 @@ pub fn verify_token(
     };
     if payload.iss.as_deref() != Some(ISSUER) {
         return Err(TokenError::Issuer {
-            seen: payload.iss.as_deref().map(shown),
+            seen: payload.iss.as_deref().map(|s| text::terminal(s, 80)),
         });
     }
     if payload.aud.as_deref() != Some(AUDIENCE) {
         return Err(TokenError::Audience {
-            seen: payload.aud.as_deref().map(shown),
+            seen: payload.aud.as_deref().map(|s| text::terminal(s, 80)),
         });
     }
     let claims = payload.airlock;
     if payload.sub.as_deref() != Some(claims.job.as_str()) {
         return Err(TokenError::Subject {
-            seen: payload.sub.as_deref().map(shown),
+            seen: payload.sub.as_deref().map(|s| text::terminal(s, 80)),
             job: claims.job.to_string(),
         });
     }

@@ -224,19 +224,31 @@ fn model_drift_flags_the_first_new_answer_only_and_unspecified_is_no_mismatch() 
     let body = "def add(a, b):\n    \"\"\"Sum.\"\"\"\n    return a + b";
     let old = script(&p, "old.sh", body, "example-model-2026-01");
     let new = script(&p, "new.sh", body, "example-model-2026-02");
-    let gate_codes = |model: Option<&str>, gen: &Path| -> Option<(i32, serde_json::Value)> {
-        let (job, token) = submit_model(&p, model);
-        work_with(&p, &token, gen)?;
-        let out = p.gate(&job, &[]);
-        Some((out.status.code().unwrap(), report(&out)))
-    };
-    for _ in 0..2 {
-        let Some((code, r)) = gate_codes(Some("example-model"), &old) else {
-            return;
+    let gate_codes =
+        |model: Option<&str>, gen: &Path| -> Option<(String, i32, serde_json::Value)> {
+            let (job, token) = submit_model(&p, model);
+            work_with(&p, &token, gen)?;
+            let out = p.gate(&job, &[]);
+            Some((job, out.status.code().unwrap(), report(&out)))
         };
-        assert_eq!(code, 0, "{r:#}");
-    }
-    let (code, r) = gate_codes(Some("example-model"), &new).unwrap();
+    let approve = |job: &str| {
+        let out = airlock(&p, &["approve", job, "--by", "alice"]);
+        assert!(out.status.success(), "{}", show(&out));
+    };
+    // No approved history: the first answer is no baseline, a person looks; approved, it is one.
+    let Some((job, code, r)) = gate_codes(Some("example-model"), &old) else {
+        return;
+    };
+    assert_eq!(code, 3, "{r:#}");
+    assert!(
+        reason_codes(&r).contains(&"model-unseen".to_owned()),
+        "{r:#}"
+    );
+    approve(&job);
+    let (job, code, r) = gate_codes(Some("example-model"), &old).unwrap();
+    assert_eq!(code, 0, "{r:#}");
+    approve(&job);
+    let (job, code, r) = gate_codes(Some("example-model"), &new).unwrap();
     assert_eq!(code, 3, "{r:#}");
     let drift = r["reasons"]
         .as_array()
@@ -249,11 +261,15 @@ fn model_drift_flags_the_first_new_answer_only_and_unspecified_is_no_mismatch() 
         "asked example-model, answered example-model-2026-02 for the first time; the last 2 \
          jobs answered example-model-2026-01"
     );
-    let (code, r) = gate_codes(Some("example-model"), &new).unwrap();
-    assert_eq!(code, 0, "the second time is not drift: {r:#}");
+    // Not approved: the new answer is still drift the next time.
+    let (_, code, r) = gate_codes(Some("example-model"), &new).unwrap();
+    assert_eq!(code, 3, "an unapproved answer feeds no history: {r:#}");
+    approve(&job);
+    let (_, code, r) = gate_codes(Some("example-model"), &new).unwrap();
+    assert_eq!(code, 0, "approved once, not news: {r:#}");
     assert!(!reason_codes(&r).contains(&"model-drift".to_owned()));
-    // Nothing specific asked: no model-mismatch (and a first answer has no history to drift from).
-    let (code, r) = gate_codes(None, &new).unwrap();
+    // Nothing specific asked: no model-mismatch, no drift, no unseen.
+    let (_, code, r) = gate_codes(None, &new).unwrap();
     assert_eq!(code, 0, "{r:#}");
     assert!(
         !reason_codes(&r).iter().any(|c| c.starts_with("model-")),
@@ -271,6 +287,46 @@ fn model_drift_flags_the_first_new_answer_only_and_unspecified_is_no_mismatch() 
     .unwrap();
     let out = p.gate(&job, &["--policy", policy.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+}
+
+/// Finding 10 of issue 37: the first worker to answer a new model name cannot set the baseline.
+/// A hostile worker answers `fresh-model-evil` first; nobody approves it. The honest answer
+/// that follows is not flagged as drift against it: both go to a person as `model-unseen`.
+#[test]
+fn a_hostile_first_answer_does_not_become_the_baseline() {
+    let p = Pipeline::new();
+    let body = "def add(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b";
+    let evil = script(&p, "evil.sh", body, "fresh-model-evil");
+    let honest = script(&p, "honest.sh", body, "fresh-model-2026-05");
+    let (job, token) = submit_model(&p, Some("fresh-model"));
+    if work_with(&p, &token, &evil).is_none() {
+        return;
+    }
+    let out = p.gate(&job, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", show(&out));
+    assert!(reason_codes(&report(&out)).contains(&"model-unseen".to_owned()));
+    let (job, token) = submit_model(&p, Some("fresh-model"));
+    work_with(&p, &token, &honest).unwrap();
+    let out = p.gate(&job, &[]);
+    let r = report(&out);
+    assert_eq!(out.status.code(), Some(3), "{r:#}");
+    let codes = reason_codes(&r);
+    assert!(codes.contains(&"model-unseen".to_owned()), "{r:#}");
+    assert!(
+        !codes.contains(&"model-drift".to_owned()),
+        "poisoned baseline: {r:#}"
+    );
+    let unseen = r["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["code"] == "model-unseen")
+        .unwrap();
+    assert_eq!(
+        unseen["detail"],
+        "asked fresh-model, answered fresh-model-2026-05: no job a person approved asked for \
+         fresh-model before, so this answer is not a baseline"
+    );
 }
 
 #[test]
@@ -292,7 +348,8 @@ fn compare_shows_models_tokens_and_how_the_patches_differ() {
     if work_with(&p, &token, &a_gen).is_none() {
         return;
     }
-    assert_eq!(p.gate(&a, &[]).status.code(), Some(0));
+    // Nobody approved a job asking for `m` yet: `model-a` is no baseline (`model-unseen`).
+    assert_eq!(p.gate(&a, &[]).status.code(), Some(3));
     let (b, token) = submit_model(&p, Some("m"));
     work_with(&p, &token, &b_gen).unwrap();
     p.gate(&b, &[]);
@@ -301,9 +358,9 @@ fn compare_shows_models_tokens_and_how_the_patches_differ() {
     let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["a"]["model_reported"], "model-a");
     assert_eq!(c["b"]["model_reported"], "model-b");
-    assert_eq!(c["same_model_reported"], false);
+    assert_eq!(c["same_model_reported"], "different");
     assert_eq!(c["a"]["tokens"], serde_json::json!([10, 20]));
-    assert_eq!(c["same_patch"], false);
+    assert_eq!(c["same_patch"], "different");
     let calc = c["paths"]
         .as_array()
         .unwrap()
@@ -321,11 +378,41 @@ fn compare_shows_models_tokens_and_how_the_patches_differ() {
     );
     let same = airlock(&p, &["compare", &a, &a, "--json"]);
     let c: serde_json::Value = serde_json::from_slice(&same.stdout).unwrap();
-    assert_eq!(c["same_bundle"], true);
-    assert_eq!(c["same_patch"], true);
+    assert_eq!(c["same_bundle"], "same");
+    assert_eq!(c["same_patch"], "same");
     let text = airlock(&p, &["compare", &a, &b]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("model reported  DIFFERENT"), "{text}");
+}
+
+/// Finding 10 of issue 37: two runs that both say `unreported` are not "the same model", and a
+/// job never gated has no patch to call the same.
+#[test]
+fn compare_says_unknown_for_unreported_models_and_ungated_jobs() {
+    let p = Pipeline::new();
+    let gen = script(&p, "u.sh", "def add(a, b):\n    return a + b  # u", "unreported");
+    let (a, token) = submit_model(&p, Some("m"));
+    if work_with(&p, &token, &gen).is_none() {
+        return;
+    }
+    p.gate(&a, &[]);
+    let (b, token) = submit_model(&p, Some("m"));
+    work_with(&p, &token, &gen).unwrap();
+    p.gate(&b, &[]);
+    let (never, _) = submit_model(&p, Some("m"));
+    let out = airlock(&p, &["compare", &a, &b, "--json"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["a"]["model_reported"], "unreported");
+    assert_eq!(c["same_model_reported"], "unknown", "{c:#}");
+    assert_eq!(c["same_patch"], "same", "{c:#}");
+    let out = airlock(&p, &["compare", &a, &never, "--json"]);
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["same_patch"], "unknown", "{c:#}");
+    assert_eq!(c["same_model_reported"], "unknown", "{c:#}");
+    let text = airlock(&p, &["compare", &a, &b]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("model reported  UNKNOWN"), "{text}");
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! Guards against: comparing unverified data (both jobs' facts come from the verified ledger;
 //! the patches from the artifacts kept on this host, each hashed against the digest its gate
 //! judged, read through the safe tar reader, and parsed strictly) and worker text reaching the
-//! terminal raw (shown through `shown`).
+//! terminal raw (shown through [`airlock_core::text`]), and two unknowns passing for a match:
+//! a side that reported no model (`unreported`) or was never gated makes the answer `unknown`.
 //! Does not check: which patch is better.
 
 use std::collections::BTreeMap;
@@ -17,7 +18,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::exit::Outcome;
-use crate::report::shown;
+use airlock_core::text;
 
 /// One side of the comparison.
 #[derive(Debug, Serialize)]
@@ -64,16 +65,55 @@ pub struct Comparison {
     pub a: Side,
     /// Job B.
     pub b: Side,
-    /// Same bundle digest.
-    pub same_bundle: bool,
-    /// Same request digest.
-    pub same_request: bool,
-    /// Same model reported.
-    pub same_model_reported: bool,
-    /// Same diff digest.
-    pub same_patch: bool,
+    /// Bundle digests.
+    pub same_bundle: Match,
+    /// Request digests.
+    pub same_request: Match,
+    /// Models reported: `unknown` when either side has none or reported none (`unreported`).
+    pub same_model_reported: Match,
+    /// Diff digests: `unknown` when either job was never gated.
+    pub same_patch: Match,
     /// Per path, when both patches were read.
     pub paths: Vec<PathDiff>,
+}
+
+/// Whether the two sides agree on a fact: `unknown` when either side lacks it, never `same`
+/// for two absences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Match {
+    /// Both known and equal.
+    Same,
+    /// Both known and different.
+    Different,
+    /// At least one side does not know.
+    Unknown,
+}
+
+impl Match {
+    /// `a` against `b`, each `None` when that side does not know.
+    pub fn of<T: PartialEq>(a: Option<T>, b: Option<T>) -> Match {
+        match (a, b) {
+            (Some(a), Some(b)) if a == b => Match::Same,
+            (Some(_), Some(_)) => Match::Different,
+            _ => Match::Unknown,
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Match::Same => "same",
+            Match::Different => "DIFFERENT",
+            Match::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+/// A model the worker reported, `None` when there is none or it said `unreported`.
+fn reported(s: &Side) -> Option<&str> {
+    s.model_reported
+        .as_deref()
+        .filter(|m| *m != airlock_core::format::MODEL_UNREPORTED)
 }
 
 /// Lines shown per path and side.
@@ -197,10 +237,10 @@ pub fn compare(home: &crate::config::Home, a: &JobId, b: &JobId) -> Result<Compa
         _ => Vec::new(),
     };
     Ok(Comparison {
-        same_bundle: sa.bundle_sha256.is_some() && sa.bundle_sha256 == sb.bundle_sha256,
-        same_request: sa.request_sha256.is_some() && sa.request_sha256 == sb.request_sha256,
-        same_model_reported: sa.model_reported.is_some() && sa.model_reported == sb.model_reported,
-        same_patch: sa.diff_sha256.is_some() && sa.diff_sha256 == sb.diff_sha256,
+        same_bundle: Match::of(sa.bundle_sha256.as_ref(), sb.bundle_sha256.as_ref()),
+        same_request: Match::of(sa.request_sha256.as_ref(), sb.request_sha256.as_ref()),
+        same_model_reported: Match::of(reported(&sa), reported(&sb)),
+        same_patch: Match::of(sa.diff_sha256.as_ref(), sb.diff_sha256.as_ref()),
         paths,
         a: sa,
         b: sb,
@@ -208,15 +248,7 @@ pub fn compare(home: &crate::config::Home, a: &JobId, b: &JobId) -> Result<Compa
 }
 
 fn opt(s: &Option<String>) -> String {
-    s.as_deref().map_or_else(|| "-".to_owned(), shown)
-}
-
-fn yes(b: bool) -> &'static str {
-    if b {
-        "same"
-    } else {
-        "DIFFERENT"
-    }
+    s.as_deref().map_or_else(|| "-".to_owned(), text::line)
 }
 
 /// What `airlock compare` is asked to do.
@@ -246,13 +278,13 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
     println!("A {}\nB {}", c.a.job, c.b.job);
     println!(
         "bundle          {} (A {}, B {})",
-        yes(c.same_bundle),
+        c.same_bundle.word(),
         opt(&c.a.bundle_sha256),
         opt(&c.b.bundle_sha256)
     );
     println!(
         "request         {} (A {}, B {})",
-        yes(c.same_request),
+        c.same_request.word(),
         opt(&c.a.request_sha256),
         opt(&c.b.request_sha256)
     );
@@ -263,7 +295,7 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
     );
     println!(
         "model reported  {} (A {}, B {})",
-        yes(c.same_model_reported),
+        c.same_model_reported.word(),
         opt(&c.a.model_reported),
         opt(&c.b.model_reported)
     );
@@ -279,20 +311,20 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
     );
     println!(
         "patch           {} (A {}, B {})",
-        yes(c.same_patch),
+        c.same_patch.word(),
         opt(&c.a.diff_sha256),
         opt(&c.b.diff_sha256)
     );
     for (name, note) in [("A", &c.a.patch_note), ("B", &c.b.patch_note)] {
         if let Some(n) = note {
-            println!("patch {name}: {}", shown(n));
+            println!("patch {name}: {}", text::line(n));
         }
     }
     for p in &c.paths {
-        println!("  {:<8} {}", p.status, shown(&p.path));
+        println!("  {:<8} {}", p.status, text::line(&p.path));
         for (side, lines) in [("A", &p.only_a), ("B", &p.only_b)] {
             for l in lines.iter().take(MAX_LINES_SHOWN) {
-                println!("      {side} {}", shown(l));
+                println!("      {side} {}", text::line(l));
             }
             if lines.len() > MAX_LINES_SHOWN {
                 println!(
@@ -313,6 +345,34 @@ mod tests {
         parse_patch(text.as_bytes(), &DiffLimits::default())
             .unwrap()
             .files
+    }
+
+    #[test]
+    fn two_unknowns_are_unknown_never_the_same() {
+        assert_eq!(Match::of(Some("m"), Some("m")), Match::Same);
+        assert_eq!(Match::of(Some("m"), Some("n")), Match::Different);
+        assert_eq!(Match::of::<&str>(None, None), Match::Unknown);
+        assert_eq!(Match::of(Some("m"), None), Match::Unknown);
+        let side = |m: Option<&str>| Side {
+            job: JobId::parse("20260101T000000Z-00112233445566778899").unwrap(),
+            bundle_sha256: None,
+            request_sha256: None,
+            prompt_sha256: None,
+            model_requested: None,
+            model_reported: m.map(str::to_owned),
+            tokens: None,
+            decision: None,
+            diff_sha256: None,
+            patch_note: None,
+        };
+        let (u, m) = (side(Some("unreported")), side(Some("m")));
+        assert_eq!(Match::of(reported(&u), reported(&u)), Match::Unknown);
+        assert_eq!(Match::of(reported(&u), reported(&m)), Match::Unknown);
+        assert_eq!(Match::of(reported(&m), reported(&m)), Match::Same);
+        assert_eq!(
+            serde_json::to_value(Match::Unknown).unwrap(),
+            serde_json::json!("unknown")
+        );
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub const PREDICATE_FETCHED: &str = "urn:airlock:predicate:fetched:v1";
 /// to refuse.
 pub const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
 
+/// Characters of a refusal's detail kept for the ledger and the terminal.
+const DETAIL_MAX: usize = 1000;
+
 /// Why a fetch refused an artifact: a stable code for the ledger and the exit status.
 #[derive(Debug, thiserror::Error)]
 #[error("{detail} ({code})")]
@@ -77,10 +80,12 @@ pub enum FetchError {
     Failed(#[from] anyhow::Error),
 }
 
+/// A refusal; its detail (which may quote worker bytes: member names, packet text) becomes one
+/// inert line ([`airlock_core::text::detail`]) before it reaches the ledger or a terminal.
 fn refuse(code: ReasonCode, detail: impl Into<String>) -> FetchError {
     FetchError::Refused(FetchRefused {
         code,
-        detail: detail.into(),
+        detail: airlock_core::text::detail(&detail.into(), DETAIL_MAX),
         rule: None,
     })
 }
@@ -532,7 +537,10 @@ fn read_packet(
         FetchError::Refused(FetchRefused {
             code: ReasonCode::ArtifactTar,
             rule: Some(e.rule().id()),
-            detail: e.with_label("artifact.tar.gz").to_string(),
+            detail: airlock_core::text::detail(
+                &e.with_label("artifact.tar.gz").to_string(),
+                DETAIL_MAX,
+            ),
         })
     })?;
     let bytes = packet.ok_or_else(|| {

@@ -190,7 +190,7 @@ pub fn stderr_lines(stderr: &[u8]) -> String {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .take(MAX_STDERR_LINES)
-        .map(crate::report::shown)
+        .map(airlock_core::text::line)
         .collect();
     if lines.is_empty() {
         "git failed without a message".to_owned()

@@ -39,7 +39,7 @@ use crate::store::Store;
 pub use append::{append, append_all};
 pub use bom::BillOfMaterials;
 use entry::{entry_key, open_entry, parse_entry_key, MAX_ENTRY_BYTES, MAX_SEQ};
-pub use entry::{Event, LedgerEntry};
+pub use entry::{Event, GatedFile, LedgerEntry};
 
 /// Stable rule ids of ledger failures (also listed in `docs/LEDGER.md`).
 pub mod rule {

@@ -164,7 +164,7 @@ fn stderr_tail(stderr: &[u8]) -> String {
     }
     let shown: Vec<String> = tail
         .iter()
-        .map(|l| crate::report::shown_max(l, 200))
+        .map(|l| airlock_core::text::terminal(l, 200))
         .collect();
     format!(": {}", shown.join(" / "))
 }

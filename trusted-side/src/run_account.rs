@@ -10,7 +10,7 @@
 use airlock_core::format::{ExitInfo, ExitKind, Packet};
 use serde::Serialize;
 
-use crate::report::shown_max;
+use airlock_core::text;
 
 /// Most bytes kept from the end of `generator.log`.
 pub const MAX_TAIL_BYTES: usize = 8 * 1024;
@@ -53,7 +53,7 @@ pub fn tail_lines(log: &[u8]) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(TAIL_LINES)..]
         .iter()
-        .map(|l| shown_max(l, 400))
+        .map(|l| text::terminal(l, 400))
         .collect()
 }
 
@@ -97,6 +97,6 @@ mod tests {
         assert_eq!(lines.len(), TAIL_LINES);
         assert_eq!(lines.last().map(String::as_str), Some("line 4999"));
         let lines = tail_lines(b"ok\n\x1b[31mred\x1b[0m\n");
-        assert_eq!(lines[1], "\\u{1b}[31mred\\u{1b}[0m");
+        assert_eq!(lines[1], "<U+001B>[31mred<U+001B>[0m");
     }
 }

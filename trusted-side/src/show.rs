@@ -16,7 +16,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use airlock_core::diff::{parse_patch, DiffLimits, FileKind, LineKind, ParsedPatch};
+use airlock_core::diff::{parse_patch, DiffLimits, LineKind, ParsedPatch};
 use airlock_core::digest::{sha256_file, Sha256Digest};
 use airlock_core::format::{Packet, MAX_PACKET_BYTES};
 use airlock_core::jobid::{rfc3339_utc, JobId};
@@ -25,9 +25,9 @@ use airlock_core::limits::TarLimits;
 use airlock_core::tar::{read_members, AllowedNames};
 use anyhow::{Context, Result};
 
-use crate::classify::classify_path;
 use crate::exit::Outcome;
 use crate::fetch::MAX_PATCH_BYTES;
+use crate::ledger::GatedFile;
 use crate::report::page::{FileView, HunkView, LineView, ReasonView, ReviewPage};
 use crate::report::{bom_rows, GateReport};
 use crate::store::Store;
@@ -129,18 +129,18 @@ fn reason_views(recorded: &[String], paths: &[String]) -> Vec<ReasonView> {
         .collect()
 }
 
-/// The patch's files as views (classified by path and, for added files, content).
-fn file_views(patch: &ParsedPatch) -> Vec<FileView> {
+/// The patch's files as views, each with the bucket, rule and verdict the gate recorded for
+/// it (`-` when the gate entry recorded none: never classified again here, since only the
+/// gate saw the packed tree its tree layer reads).
+fn file_views(patch: &ParsedPatch, recorded: &[GatedFile]) -> Vec<FileView> {
     patch
         .files
         .iter()
         .map(|fp| {
-            let added_content = if fp.kind == FileKind::Added {
-                airlock_core::diff::apply_file(None, fp).ok().flatten()
-            } else {
-                None
+            let class = recorded.iter().find(|g| g.path == fp.path);
+            let field = |f: fn(&GatedFile) -> &String| {
+                class.map_or_else(|| "-".to_owned(), |g| f(g).clone())
             };
-            let class = classify_path(&fp.path, added_content.as_deref());
             let hunks = fp
                 .hunks
                 .iter()
@@ -186,9 +186,9 @@ fn file_views(patch: &ParsedPatch) -> Vec<FileView> {
             FileView {
                 path: fp.path.clone(),
                 kind: fp.kind.as_str().to_owned(),
-                bucket: class.bucket.to_string(),
-                rule: class.rule.to_owned(),
-                verdict: "-".to_owned(),
+                bucket: field(|g| &g.bucket),
+                rule: field(|g| &g.rule),
+                verdict: field(|g| &g.verdict),
                 reasons: Vec::new(),
                 added: fp.added,
                 removed: fp.removed,
@@ -281,7 +281,9 @@ pub fn page_from_ledger(
                 .as_deref()
                 .map(|b| parse_patch(b, &DiffLimits::default()))
             {
-                Some(Ok(patch)) => page.files = file_views(&patch),
+                Some(Ok(patch)) => {
+                    page.files = file_views(&patch, gate.map_or(&[], |g| &g.event.files))
+                }
                 Some(Err(e)) => page.diff_note = Some(format!("patch.diff was refused: {e}")),
                 None => page.diff_note = Some("the artifact has no patch.diff".into()),
             }
@@ -444,7 +446,7 @@ pub fn run(global: &crate::config::GlobalOptions, args: &ShowOptions) -> Result<
 
 /// A terminal summary of the page (inert text).
 fn render_text(p: &ReviewPage) -> String {
-    use crate::report::shown;
+    use airlock_core::text;
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "job {}: {}", p.job, p.decision.to_uppercase());
@@ -452,21 +454,21 @@ fn render_text(p: &ReviewPage) -> String {
         let path = r
             .path
             .as_deref()
-            .map(|x| format!(" {}", shown(x)))
+            .map(|x| format!(" {}", text::line(x)))
             .unwrap_or_default();
         let _ = writeln!(
             s,
             "  {} {}{path}: {}",
             r.verdict,
-            shown(&r.code),
-            shown(&r.detail)
+            text::line(&r.code),
+            text::line(&r.detail)
         );
     }
     for r in &p.reviews {
-        let _ = writeln!(s, "  {}", shown(r));
+        let _ = writeln!(s, "  {}", text::line(r));
     }
     if let Some(n) = &p.diff_note {
-        let _ = writeln!(s, "diff: {}", shown(n));
+        let _ = writeln!(s, "diff: {}", text::line(n));
     }
     for f in &p.files {
         let _ = writeln!(
@@ -474,10 +476,10 @@ fn render_text(p: &ReviewPage) -> String {
             "  {:<10} {:<11} {:<22} +{} -{} {}",
             f.bucket,
             f.kind,
-            shown(&f.rule),
+            text::line(&f.rule),
             f.added,
             f.removed,
-            shown(&f.path)
+            text::line(&f.path)
         );
     }
     let _ = writeln!(s, "chain of signatures:");
@@ -486,10 +488,10 @@ fn render_text(p: &ReviewPage) -> String {
             s,
             "  {} [{}] key {} {}: {}",
             l.what,
-            shown(&l.location),
+            text::line(&l.location),
             l.key_id,
-            shown(&l.digest),
-            shown(&l.status)
+            text::line(&l.digest),
+            text::line(&l.status)
         );
     }
     s

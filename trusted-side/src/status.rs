@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use airlock_core::jobid::JobId;
 use airlock_core::keys::PublicKey;
 use airlock_core::store_layout as layout;
+use airlock_core::text;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -118,22 +119,6 @@ pub fn job_status(
     })
 }
 
-/// A name typed by a person, inert on a terminal (controls and bidi overrides escaped).
-fn shown(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let risky =
-                c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            let out: Vec<char> = if risky {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            out
-        })
-        .collect()
-}
-
 /// What `airlock status` is asked to do.
 #[derive(Debug, Clone)]
 pub struct StatusOptions {
@@ -195,7 +180,9 @@ pub fn run(
                 fmt(s.last_checkpoint_at),
                 fmt(s.landed_at),
                 s.decision.as_deref().unwrap_or("-"),
-                s.review.as_deref().map_or_else(|| "-".to_owned(), shown)
+                s.review
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), text::line)
             );
         }
     }

@@ -11,8 +11,9 @@
 //!
 //! Guards against: a failed run that looks like a success (exit 0, "artifact dropped"), the
 //! cause sitting only inside the artifact, and Rust debug text in front of an operator. The
-//! log's tail is the generator's own output: control characters are dropped and lines cut, so
-//! it cannot rewrite the operator's terminal.
+//! log's tail is the generator's own output: every control, bidi or invisible character is
+//! shown as a `<U+XXXX>` token and lines are cut ([`airlock_core::text::terminal`]), so it
+//! cannot rewrite or reorder the operator's terminal.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -187,14 +188,7 @@ pub fn log_tail(log: &Path) -> Vec<String> {
     let start = lines.len().saturating_sub(TAIL_LINES);
     lines[start..]
         .iter()
-        .map(|l| {
-            let clean: String = l
-                .chars()
-                .filter(|c| *c == '\t' || !c.is_control())
-                .take(LINE_CHARS)
-                .collect();
-            clean
-        })
+        .map(|l| airlock_core::text::terminal(l, LINE_CHARS))
         .collect()
 }
 
@@ -240,18 +234,18 @@ mod tests {
     }
 
     #[test]
-    fn tail_is_the_last_lines_without_control_characters() {
+    fn tail_is_the_last_lines_with_control_and_bidi_characters_marked() {
         let t = tempfile::tempdir().unwrap();
         let log = t.path().join("generator.log");
         let mut text = String::new();
         for i in 0..100 {
             text.push_str(&format!("line {i}\n"));
         }
-        text.push_str("evil \x1b[2Jclear\n\n");
+        text.push_str("evil \x1b[2Jclear\u{202e}txt\n\n");
         std::fs::write(&log, text).unwrap();
         let tail = log_tail(&log);
         assert_eq!(tail.len(), TAIL_LINES);
-        assert_eq!(tail.last().unwrap(), "evil [2Jclear");
+        assert_eq!(tail.last().unwrap(), "evil <U+001B>[2Jclear<U+202E>txt");
         assert_eq!(tail[0], "line 81");
         assert!(log_tail(&t.path().join("missing")).is_empty());
     }

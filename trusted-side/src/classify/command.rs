@@ -46,18 +46,9 @@ pub(super) fn read_head(path: &Path) -> Option<Vec<u8>> {
     Some(head)
 }
 
-/// Escapes what a terminal would interpret (control and bidi characters) for the table view.
+/// A path for the table view: one terminal-safe line ([`airlock_core::text`]).
 pub(super) fn printable(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for c in path.chars() {
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
-        if c.is_control() || bidi {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    airlock_core::text::terminal(path, 1000)
 }
 
 /// `airlock classify`: what the gate would say about `paths` under the policy in

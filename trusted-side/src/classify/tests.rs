@@ -492,14 +492,14 @@ fn classify_table_escapes_a_path_that_would_rewrite_the_terminal() {
     let rows = classify_rows(vec!["x\u{1b}[2Jy".to_owned()], &policy, |_| None);
     let out = render_table(&rows, "default", &policy);
     assert!(!out.contains('\u{1b}'), "{out:?}");
-    assert!(out.contains("x\\u{1b}[2Jy"), "{out}");
+    assert!(out.contains("x<U+001B>[2Jy"), "{out}");
     assert!(out.contains("(1 path: 1 queue"), "{out}");
 }
 
 #[test]
 fn printable_escapes_terminal_controls() {
-    assert_eq!(printable("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
-    assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+    assert_eq!(printable("a\u{1b}[2Jb"), "a<U+001B>[2Jb");
+    assert_eq!(printable("x\u{202e}y"), "x<U+202E>y");
     assert_eq!(printable("src/main.rs"), "src/main.rs");
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
+use airlock_core::text;
 use anyhow::Result;
 
 use super::{fetch, fetch_checkpoint, FetchError, Fetched};
@@ -48,7 +49,8 @@ pub fn run(
                 println!("  artifact  sha256:{}", s.artifact_sha256);
                 println!(
                     "  model     requested {}, reported {}",
-                    s.model_requested, s.model_reported
+                    text::line(s.model_requested),
+                    text::line(s.model_reported)
                 );
                 println!(
                     "  diff      {} files, +{} -{}",
@@ -56,7 +58,7 @@ pub fn run(
                 );
                 println!(
                     "  sandbox   {}{}",
-                    s.sandbox,
+                    text::line(s.sandbox),
                     if s.partial { " (PARTIAL result)" } else { "" }
                 );
                 print_run(&f);
@@ -113,15 +115,14 @@ fn run_checkpoint(
 
 /// Prints the egress log and, for a failed run, its exit in words and the log's tail.
 fn print_run(f: &Fetched) {
-    use crate::report::shown;
     for a in &f.packet.egress {
         println!(
             "  egress    {} {}{}",
-            shown(&a.destination),
+            text::line(&a.destination),
             if a.allowed { "allowed" } else { "refused" },
             a.reason
                 .as_deref()
-                .map_or_else(String::new, |r| format!(" ({})", shown(r)))
+                .map_or_else(String::new, |r| format!(" ({})", text::line(r)))
         );
     }
     if let Some(run) = crate::run_account::of(

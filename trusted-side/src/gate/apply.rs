@@ -150,7 +150,7 @@ fn check(
     {
         not_applied!(
             "git wrote {}, which the patch as parsed does not name",
-            crate::report::shown(&extra)
+            airlock_core::text::line(&extra)
         );
     }
     Ok(files)

@@ -26,7 +26,9 @@ use super::policy::Verdict;
 use crate::classify::tree::Listing;
 use crate::pack::select::{Selector, Verdict as PackVerdict};
 use crate::reasons::ReasonCode;
-use crate::report::{shown, Reason};
+use airlock_core::text;
+
+use crate::report::Reason;
 
 /// Path checks of step 5 (see the module doc). `deny` is the pack deny-list selector; it is
 /// needed only when the patch adds files (an added path checked without it is refused: fail
@@ -98,7 +100,7 @@ pub fn check_paths(patch: &ParsedPatch, packed: &Listing, deny: Option<&Selector
                             Verdict::Reject,
                             format!(
                                 "added path is the same file as packed {} on a case-insensitive or normalising file system",
-                                shown(other)
+                                text::line(other)
                             ),
                         )
                         .at(path),
@@ -122,7 +124,7 @@ pub fn check_paths(patch: &ParsedPatch, packed: &Listing, deny: Option<&Selector
                             Reason::new(
                                 ReasonCode::PathCollision,
                                 Verdict::Reject,
-                                format!("added below {}, which is a packed file", shown(anc)),
+                                format!("added below {}, which is a packed file", text::line(anc)),
                             )
                             .at(path),
                         );
@@ -148,7 +150,7 @@ pub fn check_paths(patch: &ParsedPatch, packed: &Listing, deny: Option<&Selector
                                 Verdict::Human,
                                 format!(
                                     "creates directory {}/, which is not in the packed tree",
-                                    shown(top)
+                                    text::line(top)
                                 ),
                             )
                             .at(path),
@@ -316,8 +318,8 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             Verdict::Reject,
             format!(
                 "packet says model {} was requested; the job record says {}",
-                shown(&packet.model_requested),
-                shown(&record.model_requested)
+                text::line(&packet.model_requested),
+                text::line(&record.model_requested)
             ),
         ));
     }
@@ -343,7 +345,7 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             .limits_hit
             .iter()
             .take(20)
-            .map(|l| shown(l))
+            .map(|l| text::line(l))
             .collect();
         // Out of disk is said in words: it is the one limit a reviewer cannot guess from the
         // diff (the worker may have kept only an empty patch to drop anything at all).
@@ -369,8 +371,8 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             Verdict::Queue,
             format!(
                 "model requested {}, reported {}",
-                shown(&record.model_requested),
-                shown(reported)
+                text::line(&record.model_requested),
+                text::line(reported)
             ),
         ));
     }
@@ -379,7 +381,7 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             .refused
             .iter()
             .take(10)
-            .map(|r| format!("{} ({})", shown(&r.path), shown(&r.reason)))
+            .map(|r| format!("{} ({})", text::line(&r.path), text::line(&r.reason)))
             .collect();
         out.push(Reason::new(
             ReasonCode::WorkerRefusedPaths,

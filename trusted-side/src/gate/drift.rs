@@ -1,13 +1,18 @@
 //! Model drift: providers swap the model behind a name quietly. The gate compares the model a
-//! job's worker reported with what the ledger recorded for earlier jobs that asked for the
-//! same model, and raises `model-drift` the first time a new answer appears ("asked X,
-//! answered Y for the first time; the last 12 jobs answered Z"). Its verdict is the policy's
-//! `[models] drift` (default `human`). A repeated answer is not drift; neither is a job with
-//! no history to compare with, nor an `unreported` model.
+//! job's worker reported with the answers of earlier jobs that asked for the same model AND
+//! that a person approved (`airlock approve`, not declined since), and raises `model-drift`
+//! the first time a new answer appears ("asked X, answered Y for the first time; the last 12
+//! jobs answered Z"). When no approved job asked for X yet, the answer is not a baseline:
+//! `model-unseen` sends it to a person. Both take the policy's `[models] drift` verdict
+//! (default `human`). A previously approved answer is not drift; an `unreported` model, a
+//! request for no model in particular (`unspecified`) and, while no approved job asked for
+//! X, an answer that is X itself are not checked here.
 //!
-//! Guards against: a silent swap going unnoticed, and worker-chosen text in the reason (the
-//! names are shown through [`shown`]). The history is read only from verified ledger entries;
-//! when it cannot be read, the gate says so in a warning (the swap is then unchecked).
+//! Guards against: a worker bootstrapping the history (the first worker to answer a new name
+//! used to set the baseline, and the next honest answer was flagged): only runs a person
+//! approved feed it. And worker-chosen text in the reason (names shown through
+//! [`airlock_core::text`]). The history is read only from verified ledger entries; when it
+//! cannot be read, the gate says so in a warning (the swap is then unchecked).
 //!
 //! Reading every entry makes each gate slower than the last (one read and one signature check
 //! per entry, one GET per entry on a cloud store). So `airlock audit verify`, after a full
@@ -27,10 +32,13 @@ use airlock_core::keys::PublicKey;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use super::checks::MODEL_UNSPECIFIED;
 use super::policy::Verdict;
 use crate::ledger::{self, Event, LedgerEntry, LedgerHead};
 use crate::reasons::ReasonCode;
-use crate::report::{shown, Reason};
+use airlock_core::text;
+
+use crate::report::Reason;
 use crate::store::Store;
 
 /// Where the fold is kept, under the trusted home.
@@ -49,6 +57,10 @@ struct Fold {
     answered: HashSet<String>,
     /// (job, model asked, model reported) of each first fetch.
     answers: Vec<(String, String, String)>,
+    /// Jobs whose last review decision is an approval. `None` in a fold kept before approvals
+    /// were folded: such a fold is set aside and the ledger read again.
+    #[serde(default)]
+    approved: Option<HashSet<String>>,
 }
 
 impl Fold {
@@ -69,6 +81,14 @@ impl Fold {
                         .push((job.to_owned(), asked, model_reported.clone()));
                 }
             }
+            Event::Approve { .. } => {
+                self.approved
+                    .get_or_insert_with(HashSet::new)
+                    .insert(job.to_owned());
+            }
+            Event::Decline { .. } => {
+                self.approved.get_or_insert_with(HashSet::new).remove(job);
+            }
             _ => {}
         }
     }
@@ -79,7 +99,8 @@ impl Fold {
         let path = home.join(CACHE_FILE);
         let kept = std::fs::read(&path)
             .ok()
-            .and_then(|b| serde_json::from_slice::<Fold>(&b).ok());
+            .and_then(|b| serde_json::from_slice::<Fold>(&b).ok())
+            .filter(|f| f.approved.is_some());
         match kept.map(|f| f.extend(store, trusted)) {
             Some(Ok(fold)) => Ok(fold),
             Some(Err(e)) => {
@@ -95,6 +116,7 @@ impl Fold {
 
     /// Folds the entries after the kept one (all of them without one).
     fn extend(mut self, store: &Store, trusted: &PublicKey) -> Result<Fold> {
+        self.approved.get_or_insert_with(HashSet::new);
         let through = self.through_sha256.map(|sha256| LedgerHead {
             seq: self.through_seq,
             sha256,
@@ -114,15 +136,16 @@ impl Fold {
 /// How many earlier answers the reason summarises.
 pub const RECENT_JOBS: usize = 12;
 
-/// What earlier jobs were answered, per model requested: one answer per job (its first
-/// fetch), in ledger order.
+/// What earlier approved jobs were answered, per model requested: one answer per job (its
+/// first fetch), in ledger order.
 #[derive(Debug, Default)]
 pub struct ModelHistory {
     answers: HashMap<String, Vec<String>>,
 }
 
 impl ModelHistory {
-    /// Reads the history from the verified ledger, leaving out `except` (the job being gated):
+    /// Reads the history of approved jobs from the verified ledger, leaving out `except` (the
+    /// job being gated):
     /// the entries after the fold [`keep`] left under `home`, or all of them when there is
     /// none or its last entry changed or is gone.
     pub fn read(
@@ -133,15 +156,16 @@ impl ModelHistory {
     ) -> Result<ModelHistory> {
         let fold = Fold::read_on(store, trusted, home)?;
         let mut history = ModelHistory::default();
+        let approved = fold.approved.unwrap_or_default();
         for (job, asked, reported) in &fold.answers {
-            if job != except.as_str() {
+            if job != except.as_str() && approved.contains(job) {
                 history.record(asked, reported);
             }
         }
         Ok(history)
     }
 
-    /// Adds one job's answer to `asked`.
+    /// Adds one approved job's answer to `asked`.
     pub fn record(&mut self, asked: &str, reported: &str) {
         if reported != MODEL_UNREPORTED {
             self.answers
@@ -151,13 +175,32 @@ impl ModelHistory {
         }
     }
 
-    /// `model-drift` with `verdict` when `reported` never answered `asked` before and earlier
-    /// jobs did get an answer; `None` otherwise.
+    /// With `verdict`: `model-drift` when `reported` never answered `asked` in an approved job
+    /// and other answers did; `model-unseen` when no approved job asked for `asked` yet;
+    /// `None` when an approved job got this answer, when nothing was reported or asked for, and
+    /// when, with no approved history, the answer is the name asked for.
     pub fn check(&self, asked: &str, reported: &str, verdict: Verdict) -> Option<Reason> {
-        if reported == MODEL_UNREPORTED {
+        if reported == MODEL_UNREPORTED || asked == MODEL_UNSPECIFIED {
             return None;
         }
-        let earlier = self.answers.get(asked).filter(|a| !a.is_empty())?;
+        let Some(earlier) = self.answers.get(asked).filter(|a| !a.is_empty()) else {
+            if reported == asked {
+                // The very name the person asked for: nothing to trust or distrust beyond the
+                // request, and it feeds no history until a person approves the job.
+                return None;
+            }
+            return Some(Reason::new(
+                ReasonCode::ModelUnseen,
+                verdict,
+                format!(
+                    "asked {}, answered {}: no job a person approved asked for {} before, so \
+                     this answer is not a baseline",
+                    text::line(asked),
+                    text::line(reported),
+                    text::line(asked)
+                ),
+            ));
+        };
         if earlier.iter().any(|a| a == reported) {
             return None;
         }
@@ -169,11 +212,11 @@ impl ModelHistory {
         let mut by_count: Vec<(&str, usize)> = counts.into_iter().collect();
         by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         let answered = if by_count.len() == 1 {
-            shown(by_count[0].0)
+            text::line(by_count[0].0)
         } else {
             by_count
                 .iter()
-                .map(|(m, n)| format!("{} ({n})", shown(m)))
+                .map(|(m, n)| format!("{} ({n})", text::line(m)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -186,8 +229,8 @@ impl ModelHistory {
             verdict,
             format!(
                 "asked {}, answered {} for the first time; {jobs} answered {answered}",
-                shown(asked),
-                shown(reported)
+                text::line(asked),
+                text::line(reported)
             ),
         ))
     }
@@ -239,20 +282,40 @@ mod tests {
     }
 
     #[test]
-    fn no_history_unreported_and_other_requests_are_not_drift() {
+    fn no_approved_history_is_unseen_and_unreported_is_not_checked() {
         let mut h = ModelHistory::default();
-        assert!(h.check("m", "m-1", Verdict::Human).is_none(), "no history");
+        let unseen = h.check("m", "m-1", Verdict::Human).expect("no history");
+        assert_eq!(unseen.code, ReasonCode::ModelUnseen);
+        assert_eq!(unseen.verdict, Verdict::Human);
+        assert_eq!(
+            unseen.detail,
+            "asked m, answered m-1: no job a person approved asked for m before, so this \
+             answer is not a baseline"
+        );
+        assert!(h.check("m", MODEL_UNREPORTED, Verdict::Human).is_none());
+        assert!(h.check(MODEL_UNSPECIFIED, "m-1", Verdict::Human).is_none());
+        assert!(
+            h.check("m", "m", Verdict::Human).is_none(),
+            "the name asked for"
+        );
         h.record("m", MODEL_UNREPORTED);
-        assert!(h.check("m", "m-1", Verdict::Human).is_none(), "unreported");
+        assert_eq!(
+            h.check("m", "m-1", Verdict::Human).unwrap().code,
+            ReasonCode::ModelUnseen,
+            "an unreported answer is no baseline"
+        );
         h.record("other", "o-1");
-        assert!(h.check("m", "m-1", Verdict::Human).is_none());
+        assert_eq!(
+            h.check("m", "m-1", Verdict::Human).unwrap().code,
+            ReasonCode::ModelUnseen
+        );
         h.record("m", "m-1");
         h.record("m", "m-2\u{202e}");
         let r = h.check("m", "m-3", Verdict::Queue).unwrap();
         assert_eq!(r.verdict, Verdict::Queue);
         assert!(
             r.detail
-                .contains("the last 2 jobs answered m-1 (1), m-2\\u{202e} (1)"),
+                .contains("the last 2 jobs answered m-1 (1), m-2<U+202E> (1)"),
             "{}",
             r.detail
         );

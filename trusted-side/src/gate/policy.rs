@@ -73,8 +73,9 @@ other = "queue"
 # max_changed_lines = 2000
 
 [models]
-# The verdict of `model-drift`: a model answering a request for the first time (the ledger's
-# earlier jobs with the same model requested were answered by others).
+# The verdict of `model-drift` (a model answering a request for the first time: the approved
+# earlier jobs with the same model requested were answered by others) and of `model-unseen`
+# (no approved job asked for this model yet, so the answer is no baseline).
 drift = "human"
 
 # [[paths]] rules are tried in file order before buckets; the first match decides.

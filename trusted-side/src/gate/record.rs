@@ -17,7 +17,7 @@ use anyhow::Result;
 
 use super::policy::Verdict;
 use crate::fetch::Fetched;
-use crate::ledger::{self, Event};
+use crate::ledger::{self, Event, GatedFile};
 use crate::report::{GateReport, GATE_VERSION};
 use crate::store::Store;
 
@@ -62,6 +62,16 @@ pub fn append(
             gate_version: GATE_VERSION.to_owned(),
             artifact_sha256: f.artifact_sha256,
             diff_sha256,
+            files: report
+                .files
+                .iter()
+                .map(|c| GatedFile {
+                    path: c.path.clone(),
+                    bucket: c.bucket.to_string(),
+                    rule: c.class_rule.to_owned(),
+                    verdict: c.verdict.to_string(),
+                })
+                .collect(),
         });
     }
     if report.decision == Verdict::Reject {

@@ -11,9 +11,10 @@ use std::fmt;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::jobid::{rfc3339_utc, JobId};
+use airlock_core::text;
 use serde::Serialize;
 
-use super::entry::{Event, LedgerEntry};
+use super::entry::{Event, GatedFile, LedgerEntry};
 use super::VerifyReport;
 
 /// A `submit` entry's fields.
@@ -71,6 +72,8 @@ pub struct GateRecord {
     pub artifact_sha256: Sha256Digest,
     /// SHA-256 of `patch.diff`.
     pub diff_sha256: Sha256Digest,
+    /// Each changed file as the gate classified it (empty in older entries).
+    pub files: Vec<GatedFile>,
 }
 
 /// A `reject` entry's fields.
@@ -214,6 +217,7 @@ impl BillOfMaterials {
                     gate_version,
                     artifact_sha256,
                     diff_sha256,
+                    files,
                 } => {
                     let event = GateRecord {
                         decision,
@@ -222,6 +226,7 @@ impl BillOfMaterials {
                         gate_version,
                         artifact_sha256,
                         diff_sha256,
+                        files,
                     };
                     bom.gates.push(Stamped { seq, at, event });
                 }
@@ -283,24 +288,6 @@ impl BillOfMaterials {
     }
 }
 
-/// Escapes characters that could drive a terminal or reorder text (controls, bidi overrides).
-fn shown(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if risky(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn risky(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
 fn when(at: u64) -> String {
     rfc3339_utc(at)
 }
@@ -328,27 +315,27 @@ impl fmt::Display for BillOfMaterials {
             "  decision        {}",
             self.decision
                 .as_deref()
-                .map(shown)
+                .map(text::line)
                 .unwrap_or_else(|| "(not gated)".into())
         )?;
         if let Some(s) = &self.submit {
             let e = &s.event;
             writeln!(f, "\nsubmit (entry {}, {})", s.seq, when(s.at))?;
-            writeln!(f, "  model requested {}", shown(&e.model_requested))?;
-            writeln!(f, "  revision        {}", shown(&e.revision))?;
+            writeln!(f, "  model requested {}", text::line(&e.model_requested))?;
+            writeln!(f, "  revision        {}", text::line(&e.revision))?;
             writeln!(f, "  bundle sha256   {}", e.bundle_sha256)?;
             writeln!(f, "  request sha256  {}", e.request_sha256)?;
             writeln!(f, "  token expires   {}", when(e.expires_at))?;
             writeln!(f, "  prompt sha256   {}", e.prompt_sha256)?;
             if let Some(fp) = &e.model_key_fingerprint {
-                writeln!(f, "  model key       {}", shown(fp))?;
+                writeln!(f, "  model key       {}", text::line(fp))?;
             }
             if let Some(of) = &e.redispatch_of {
                 writeln!(f, "  re-dispatch of  {of}")?;
             }
             writeln!(f, "  prompt:")?;
             for line in e.prompt.lines() {
-                writeln!(f, "    | {}", shown(line))?;
+                writeln!(f, "    | {}", text::line(line))?;
             }
         }
         for x in &self.fetches {
@@ -356,24 +343,24 @@ impl fmt::Display for BillOfMaterials {
             writeln!(f, "\nfetch (entry {}, {})", x.seq, when(x.at))?;
             writeln!(f, "  artifact sha256 {}", e.artifact_sha256)?;
             writeln!(f, "  packet sha256   {}", e.packet_sha256)?;
-            writeln!(f, "  model reported  {}", shown(&e.model_reported))?;
-            writeln!(f, "  run id          {}", shown(&e.run_id))?;
+            writeln!(f, "  model reported  {}", text::line(&e.model_reported))?;
+            writeln!(f, "  run id          {}", text::line(&e.run_id))?;
             writeln!(f, "  partial         {}", e.partial)?;
         }
         for x in &self.gates {
             let e = &x.event;
             writeln!(f, "\ngate (entry {}, {})", x.seq, when(x.at))?;
-            writeln!(f, "  decision        {}", shown(&e.decision))?;
+            writeln!(f, "  decision        {}", text::line(&e.decision))?;
             writeln!(f, "  artifact sha256 {}", e.artifact_sha256)?;
             writeln!(f, "  diff sha256     {}", e.diff_sha256)?;
             writeln!(f, "  policy sha256   {}", e.policy_sha256)?;
-            writeln!(f, "  gate version    {}", shown(&e.gate_version))?;
+            writeln!(f, "  gate version    {}", text::line(&e.gate_version))?;
             if e.reasons.is_empty() {
                 writeln!(f, "  reasons         (none)")?;
             } else {
                 writeln!(f, "  reasons:")?;
                 for r in &e.reasons {
-                    writeln!(f, "    - {}", shown(r))?;
+                    writeln!(f, "    - {}", text::line(r))?;
                 }
             }
         }
@@ -382,12 +369,12 @@ impl fmt::Display for BillOfMaterials {
             writeln!(
                 f,
                 "\nreject at {} (entry {}, {})",
-                shown(&e.stage),
+                text::line(&e.stage),
                 x.seq,
                 when(x.at)
             )?;
-            writeln!(f, "  rule            {}", shown(&e.reason_code))?;
-            writeln!(f, "  detail          {}", shown(&e.detail))?;
+            writeln!(f, "  rule            {}", text::line(&e.reason_code))?;
+            writeln!(f, "  detail          {}", text::line(&e.detail))?;
         }
         for x in &self.reviews {
             let e = &x.event;
@@ -399,7 +386,7 @@ impl fmt::Display for BillOfMaterials {
                 } else {
                     "declined"
                 },
-                shown(&e.by),
+                text::line(&e.by),
                 x.seq,
                 when(x.at)
             )?;
@@ -408,10 +395,10 @@ impl fmt::Display for BillOfMaterials {
             writeln!(
                 f,
                 "  signed by       trusted key {}",
-                shown(&e.trusted_key_id)
+                text::line(&e.trusted_key_id)
             )?;
             for line in e.note.lines() {
-                writeln!(f, "  note            {}", shown(line))?;
+                writeln!(f, "  note            {}", text::line(line))?;
             }
         }
         for n in &self.notes {

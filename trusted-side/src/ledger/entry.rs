@@ -44,6 +44,20 @@ pub const MAX_TEXT_BYTES: usize = 4096;
 /// At most this many gate reasons are recorded; the rest are summarised in one line.
 pub const MAX_REASONS: usize = 256;
 
+/// One changed file as the gate classified it: a `gate` entry's `files` member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatedFile {
+    /// Path in the repository (worker-supplied text, shown through `airlock_core::text`).
+    pub path: String,
+    /// The classifier's bucket (`ci`, `src`, ...).
+    pub bucket: String,
+    /// The classifier rule that decided it (`ci.reached`, ...).
+    pub rule: String,
+    /// The policy's verdict for the path: `queue`, `human` or `reject`.
+    pub verdict: String,
+}
+
 /// The object key of entry `seq`: `ledger/<seq, 12 digits>.dsse.json`.
 pub fn entry_key(seq: u64) -> String {
     format!("{LEDGER_PREFIX}{seq:0width$}.dsse.json", width = SEQ_DIGITS)
@@ -150,6 +164,11 @@ pub enum Event {
         artifact_sha256: Sha256Digest,
         /// SHA-256 of `patch.diff`.
         diff_sha256: Sha256Digest,
+        /// Each changed file as the gate classified it (at most [`MAX_REASONS`]), so `show`
+        /// renders what the gate decided instead of classifying again; absent in entries of
+        /// gates before it was recorded, and when the patch changed nothing.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<GatedFile>,
     },
     /// An artifact was refused.
     Reject {
@@ -259,10 +278,18 @@ impl Event {
                 decision,
                 reasons,
                 gate_version,
+                files,
                 ..
             } => {
                 cap(decision);
                 cap(gate_version);
+                files.truncate(MAX_REASONS);
+                for f in files.iter_mut() {
+                    cap(&mut f.path);
+                    cap(&mut f.bucket);
+                    cap(&mut f.rule);
+                    cap(&mut f.verdict);
+                }
                 if reasons.len() > MAX_REASONS {
                     let more = reasons.len() - (MAX_REASONS - 1);
                     reasons.truncate(MAX_REASONS - 1);

@@ -58,6 +58,7 @@ fn gate(decision: &str, reasons: &[&str]) -> Event {
         gate_version: "0.1.0".into(),
         artifact_sha256: Sha256Digest::of_bytes(b"artifact"),
         diff_sha256: Sha256Digest::of_bytes(b"diff"),
+        files: Vec::new(),
     }
 }
 

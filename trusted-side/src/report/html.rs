@@ -5,11 +5,11 @@
 //! for a failed run, the bill of materials and the chain of signatures.
 //!
 //! Guards against: worker-controlled text (diffs, paths, model names, logs) acting as markup
-//! or script. Every string goes through [`text`]: `& < > " '` become entities, so `<script>`,
+//! or script. Every string goes through [`airlock_core::text`]: `& < > " '` become entities, so `<script>`,
 //! `</pre>`, attribute break-outs and `javascript:` URLs are inert text (no string is ever put
 //! in an attribute or a URL); control characters and bidirectional controls (U+202A-U+202E,
 //! U+2066-U+2069, and the other invisible format characters) are replaced by a visible,
-//! marked `<U+202E>` token, so a reviewer sees them instead of reading reordered text. The
+//! marked `<U+202E>` token (one set for every output: [`airlock_core::text::is_hidden`]), so a reviewer sees them instead of reading reordered text. The
 //! page's Content-Security-Policy forbids every script, remote load, form and frame: even
 //! markup that slipped through could not run or fetch anything.
 //! Does not check: anything; it renders what it is given.
@@ -32,54 +32,15 @@ tr.hunk td{background:#f1f8ff;color:#555}pre{background:#f6f8fa;padding:.6em;whi
 mark.ctl{background:#ffd54f;color:#000;border:1px solid #c00;font-weight:bold}code{font-family:ui-monospace,monospace}\
 section{margin:1.2em 0}.file{border:1px solid #ddd;padding:.5em;margin:.8em 0}";
 
-/// Whether `c` must be shown as a visible token rather than as itself (also the set
-/// [`super::shown_max`] escapes, so the terminal, Markdown and HTML hide the same characters).
-pub(crate) fn is_hidden_control(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c,
-            '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{2028}' | '\u{2029}'
-            | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+/// One line of worker text as HTML (every invisible or control character, newline included,
+/// a visible mark).
+fn text(s: &str) -> String {
+    airlock_core::text::html(s, usize::MAX)
 }
 
-/// HTML-escapes `s` (`& < > " '`); nothing else.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Untrusted text as inert HTML: escaped, with every control and bidi/invisible format
-/// character replaced by a marked, visible `<U+XXXX>` token.
-pub fn text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if is_hidden_control(c) {
-            let _ = write!(
-                out,
-                "<mark class=\"ctl\" title=\"control character\">&lt;U+{:04X}&gt;</mark>",
-                c as u32
-            );
-        } else {
-            match c {
-                '&' => out.push_str("&amp;"),
-                '<' => out.push_str("&lt;"),
-                '>' => out.push_str("&gt;"),
-                '"' => out.push_str("&quot;"),
-                '\'' => out.push_str("&#39;"),
-                c => out.push(c),
-            }
-        }
-    }
-    out
+/// Worker text for a `<pre>` block: as [`text`], keeping newlines and tabs.
+fn block(s: &str) -> String {
+    airlock_core::text::html_block(s, usize::MAX)
 }
 
 /// A class name from a fixed vocabulary (never from untrusted text).
@@ -237,7 +198,7 @@ pub fn render(p: &ReviewPage) -> String {
     s.push_str("<section id=\"prompt\"><h2>Prompt</h2>\n");
     match &p.prompt {
         Some(t) => {
-            let _ = writeln!(s, "<pre>{}</pre>", text(t));
+            let _ = writeln!(s, "<pre>{}</pre>", block(t));
         }
         None => s.push_str("<p>(not recorded)</p>\n"),
     }
@@ -268,7 +229,7 @@ pub fn render(p: &ReviewPage) -> String {
     if p.egress.is_empty() {
         s.push_str("<p>No connection attempts recorded.</p>\n");
     } else {
-        let _ = writeln!(s, "<pre>{}</pre>", text(&p.egress.join("\n")));
+        let _ = writeln!(s, "<pre>{}</pre>", block(&p.egress.join("\n")));
     }
     s.push_str("</section>\n");
 
@@ -277,7 +238,7 @@ pub fn render(p: &ReviewPage) -> String {
             s,
             "<section id=\"log\"><h2>Generator: {}</h2><pre>{}</pre></section>",
             text(exit),
-            text(&tail.join("\n"))
+            block(&tail.join("\n"))
         );
     }
 

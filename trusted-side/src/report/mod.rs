@@ -4,8 +4,8 @@
 //!
 //! Guards against: worker-controlled text (model names, refused paths, dependency names)
 //! reaching a terminal or a pull request as anything but inert text: every such string is
-//! shown through [`shown`] (control characters escaped, length capped) and, in Markdown,
-//! inside a code span that no backtick in the text can close ([`md_code`]).
+//! shown through [`airlock_core::text`] (invisible, bidi and control characters marked,
+//! length capped, Markdown code spans and table cells no text can close or split).
 //! Does not check: anything; the steps listed in `gate/run.rs` do.
 
 pub mod html;
@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::jobid::{rfc3339_utc, JobId};
+use airlock_core::text;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -270,61 +271,12 @@ pub fn decide(reasons: &[Reason]) -> Verdict {
         .unwrap_or(Verdict::Queue)
 }
 
-/// Worker-controlled text made inert for a terminal: control and bidi characters escaped as
-/// `\u{..}`, cut to `max` characters.
-pub fn shown_max(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (n, c) in s.chars().enumerate() {
-        if n >= max {
-            out.push('…');
-            break;
-        }
-        // One list with the HTML report's: a bidi control missing here (U+061C was) would
-        // reorder the Markdown report and the terminal.
-        let dangerous = c.is_control() || html::is_hidden_control(c);
-        if dangerous {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// [`shown_max`] with 200 characters.
-pub fn shown(s: &str) -> String {
-    shown_max(s, 200)
-}
-
-/// A Markdown code span holding `s` (made inert by [`shown`]), delimited by more backticks than
-/// any run inside it, so the text cannot close the span and become markup or a link.
-pub fn md_code(s: &str) -> String {
-    let s = shown(s);
-    let mut longest = 0;
-    let mut run = 0;
-    for c in s.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    let fence = "`".repeat(longest + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') || s.is_empty() {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{s}{pad}{fence}")
-}
-
 fn opt_digest(d: &Option<Sha256Digest>) -> String {
     d.map_or_else(|| "-".to_owned(), |d| format!("sha256:{d}"))
 }
 
 fn opt_text(s: &Option<String>) -> String {
-    s.as_deref().map_or_else(|| "-".to_owned(), shown)
+    s.as_deref().map_or_else(|| "-".to_owned(), text::line)
 }
 
 fn verdict_word(v: Verdict) -> &'static str {
@@ -355,7 +307,7 @@ pub(crate) fn bom_rows(b: &Bom) -> Vec<(&'static str, String)> {
         ("packet", opt_digest(&b.packet_sha256)),
         ("diff", opt_digest(&b.diff_sha256)),
         ("policy", opt_digest(&b.policy_sha256)),
-        ("gate", shown(&b.gate_version)),
+        ("gate", text::line(&b.gate_version)),
         ("sandbox", opt_text(&b.sandbox)),
         ("worker", opt_text(&b.worker_version)),
         ("run", opt_text(&b.run_id)),
@@ -383,12 +335,12 @@ fn notable(report: &GateReport) -> impl Iterator<Item = &Reason> {
 fn reason_line(r: &Reason) -> String {
     let mut line = format!("{:<7} {}", r.verdict.as_str(), r.code);
     if let Some(p) = &r.path {
-        let _ = write!(line, "  {}", shown(p));
+        let _ = write!(line, "  {}", text::line(p));
     }
-    let _ = write!(line, ": {}", shown_max(&r.detail, 400));
+    let _ = write!(line, ": {}", text::terminal(&r.detail, 400));
     if let Some(rule) = &r.rule {
         if !r.detail.contains(rule.as_str()) {
-            let _ = write!(line, " [{}]", shown(rule));
+            let _ = write!(line, " [{}]", text::line(rule));
         }
     }
     line
@@ -451,10 +403,10 @@ pub fn render_text(report: &GateReport) -> String {
                 "  {} {} {} {} = {}  ({})",
                 d.ecosystem,
                 d.change.as_str(),
-                shown(&d.section),
-                shown(&d.name),
-                shown(&d.spec),
-                shown(&d.manifest)
+                text::line(&d.section),
+                text::line(&d.name),
+                text::line(&d.spec),
+                text::line(&d.manifest)
             );
         }
     }
@@ -481,7 +433,7 @@ pub fn render_text(report: &GateReport) -> String {
         let _ = writeln!(s, "review branch: {} at {}", b.name, b.commit);
     }
     for w in &report.warnings {
-        let _ = writeln!(s, "warning: {}", shown_max(w, 400));
+        let _ = writeln!(s, "warning: {}", text::terminal(w, 400));
     }
     s
 }
@@ -490,11 +442,11 @@ pub fn render_text(report: &GateReport) -> String {
 fn egress_line(a: &EgressAttempt) -> String {
     format!(
         "{} {}{}, {} B up, {} B down",
-        shown(&a.destination),
+        text::line(&a.destination),
         if a.allowed { "allowed" } else { "refused" },
         a.reason
             .as_deref()
-            .map_or_else(String::new, |r| format!(" ({})", shown(r))),
+            .map_or_else(String::new, |r| format!(" ({})", text::line(r))),
         a.bytes_up,
         a.bytes_down
     )
@@ -528,27 +480,6 @@ mod tests {
         assert_eq!(decide(&[q.clone(), h.clone()]), Verdict::Human);
         assert_eq!(decide(&[h.clone(), r.clone(), q.clone()]), Verdict::Reject);
         assert_eq!(decide(&[r, h, q]), Verdict::Reject);
-    }
-
-    #[test]
-    fn shown_escapes_terminal_controls_and_bidi() {
-        let s = shown("gpt\x1b[31m\u{202e}x\ny");
-        assert!(
-            !s.contains('\x1b') && !s.contains('\n') && !s.contains('\u{202e}'),
-            "{s}"
-        );
-        assert!(s.contains("\\u{1b}") && s.contains("\\u{202e}"), "{s}");
-        assert_eq!(shown(&"a".repeat(500)).chars().count(), 201);
-    }
-
-    #[test]
-    fn md_code_cannot_be_closed_by_backticks_in_the_text() {
-        assert_eq!(md_code("x"), "`x`");
-        assert_eq!(md_code("a`b"), "``a`b``");
-        assert_eq!(
-            md_code("``[click](http://evil)"),
-            "``` ``[click](http://evil) ```"
-        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! ledger and the kept artifact.
 //!
 //! Guards against: worker-controlled text becoming Markdown or HTML (every such string goes
-//! through [`md_code`] or a fenced block whose fence no line of the text can close), and a
+//! through [`airlock_core::text`]: a code span, a table cell's code span whose `|` cannot split
+//! the cell, or a fenced block whose fence no line of the text can close), and a
 //! body GitHub refuses (the diff is cut to keep the whole under [`GITHUB_COMMENT_LIMIT`],
 //! with a note saying so).
 //! Does not check: anything; it renders what it is given.
@@ -13,7 +14,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{md_code, shown_max};
+use airlock_core::text;
 
 /// GitHub's limit on a comment or pull-request body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -146,29 +147,14 @@ impl ReviewPage {
     }
 }
 
-/// A fenced code block holding `text`, with a fence longer than any backtick run in it.
-fn fenced(lang: &str, text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    let fence = "`".repeat((longest + 1).max(3));
-    format!("{fence}{lang}\n{text}\n{fence}\n")
-}
-
-/// One file's diff as unified-diff text (inert: controls and bidi escaped by [`shown_max`]).
+/// One file's diff as unified-diff text, each line cut at 2000 characters (made inert by
+/// [`text::md_fence`], which holds it).
 fn file_diff_text(f: &FileView) -> String {
     let mut t = String::new();
     for h in &f.hunks {
-        let _ = writeln!(t, "{}", h.header);
+        let _ = writeln!(t, "{}", text::truncate(&h.header, 2000));
         for l in &h.lines {
-            let _ = writeln!(t, "{}{}", l.sign, shown_max(&l.text, 2000));
+            let _ = writeln!(t, "{}{}", l.sign, text::truncate(&l.text, 2000));
         }
     }
     t
@@ -232,7 +218,11 @@ pub fn render_md(p: &ReviewPage) -> String {
             let _ = writeln!(block, "- {}", md_code(r));
         }
         block.push('\n');
-        block.push_str(&fenced("diff", file_diff_text(f).trim_end_matches('\n')));
+        block.push_str(&text::md_fence(
+            "diff",
+            file_diff_text(f).trim_end_matches('\n'),
+            usize::MAX,
+        ));
         block.push_str("\n</details>\n\n");
         if cut > 0 || s.chars().count() + block.chars().count() > budget {
             cut += 1;
@@ -249,13 +239,7 @@ pub fn render_md(p: &ReviewPage) -> String {
     }
     let _ = writeln!(s, "### Prompt\n");
     match &p.prompt {
-        Some(prompt) => {
-            let shown: String = prompt.chars().take(4000).collect();
-            s.push_str(&fenced("text", &shown_lines(&shown)));
-            if prompt.chars().count() > 4000 {
-                let _ = writeln!(s, "(prompt cut at 4000 characters)");
-            }
-        }
+        Some(prompt) => s.push_str(&text::md_fence("text", prompt, 4000)),
         None => {
             let _ = writeln!(s, "(not recorded)");
         }
@@ -282,7 +266,7 @@ pub fn render_md(p: &ReviewPage) -> String {
     if let Some((exit, tail)) = &p.failed_run {
         let _ = writeln!(s, "\n### Generator\n\nThe generator {}.\n", md_code(exit));
         if !tail.is_empty() {
-            s.push_str(&fenced("text", &shown_lines(&tail.join("\n"))));
+            s.push_str(&text::md_fence("text", &tail.join("\n"), usize::MAX));
         }
     }
     let _ = writeln!(
@@ -295,11 +279,11 @@ pub fn render_md(p: &ReviewPage) -> String {
         *r = (r.0 + 1, r.1 + f.added, r.2 + f.removed);
     }
     for (b, (n, a, d)) in &rows {
-        let _ = writeln!(s, "| {} | {n} | {a} | {d} |", md_code(b));
+        let _ = writeln!(s, "| {} | {n} | {a} | {d} |", md_cell(b));
     }
     let _ = writeln!(s, "\n### Bill of materials\n\n| | |\n|---|---|");
     for (k, v) in &p.bom {
-        let _ = writeln!(s, "| {} | {} |", md_code(k), md_code(v));
+        let _ = writeln!(s, "| {} | {} |", md_cell(k), md_cell(v));
     }
     let _ = writeln!(s, "\n### Signatures\n");
     for l in &p.chain {
@@ -329,18 +313,19 @@ pub fn render_md(p: &ReviewPage) -> String {
     s
 }
 
-/// Each line made inert ([`shown_max`]), for a fenced block.
-fn shown_lines(text: &str) -> String {
-    text.lines()
-        .map(|l| shown_max(l, 2000))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// One line of worker text as a Markdown code span.
+fn md_code(s: &str) -> String {
+    text::md_code(s, text::LINE_MAX)
 }
 
-/// Text for HTML inside Markdown (a `<summary>`): inert, with `<`, `>`, `&`, quotes and
-/// backticks escaped as entities.
+/// One line of worker text as a code span inside a GFM table cell.
+fn md_cell(s: &str) -> String {
+    text::md_cell(s, text::LINE_MAX)
+}
+
+/// Text for HTML inside Markdown (a `<summary>`).
 fn html_inline(s: &str) -> String {
-    super::html::escape(&shown_max(s, 300)).replace('`', "&#96;")
+    text::md_html(s, 300)
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ fn bill_of_materials_escapes_terminal_control_from_the_worker() {
         .to_string();
     assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'));
     assert!(
-        text.contains("gpt\\u{1b}]0;owned\\u{7}\\u{202e}txt.exe"),
+        text.contains("gpt<U+001B>]0;owned<U+0007><U+202E>txt.exe"),
         "{text}"
     );
 }

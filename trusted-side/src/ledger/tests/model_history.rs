@@ -6,16 +6,67 @@ use super::*;
 use crate::gate::drift::{keep, ModelHistory, CACHE_FILE};
 use crate::gate::policy::Verdict;
 
-/// Job `n` submitted asking `example/model-1`, then fetched answering `reported`.
+/// Job `n` submitted asking `example/model-1`, then fetched answering `reported`, then
+/// approved by a person (only approved jobs feed the history).
 fn job_answered(fx: &Fixture, n: u8, reported: &str, at: u64) {
+    job_answered_unapproved(fx, n, reported, at);
+    append(&fx.store, &fx.key, &job(n), approve(), at).unwrap();
+}
+
+fn job_answered_unapproved(fx: &Fixture, n: u8, reported: &str, at: u64) {
     append(&fx.store, &fx.key, &job(n), submit("p"), at).unwrap();
     append(&fx.store, &fx.key, &job(n), fetch_reporting(reported), at).unwrap();
+}
+
+fn approve() -> Event {
+    Event::Approve {
+        by: "alice".into(),
+        note: String::new(),
+        trusted_key_id: "k".into(),
+        artifact_sha256: Sha256Digest::of_bytes(b"artifact"),
+        gate_entry: 1,
+    }
 }
 
 /// The drift reason for a job asking `example/model-1` and answered `reported`.
 fn drift(h: &ModelHistory, reported: &str) -> Option<String> {
     h.check("example/model-1", reported, Verdict::Human)
+        .filter(|r| r.code == crate::reasons::ReasonCode::ModelDrift)
         .map(|r| r.detail)
+}
+
+/// The code the check gives a job asking `example/model-1` and answered `reported`.
+fn code(h: &ModelHistory, reported: &str) -> Option<crate::reasons::ReasonCode> {
+    h.check("example/model-1", reported, Verdict::Human)
+        .map(|r| r.code)
+}
+
+#[test]
+fn only_approved_jobs_feed_the_history_and_a_decline_takes_one_back() {
+    use crate::reasons::ReasonCode;
+    let fx = Fixture::new();
+    let home = tempfile::tempdir().unwrap();
+    // A hostile worker answers first: queued or not, nobody approved it, so it is no baseline.
+    job_answered_unapproved(&fx, 1, "model-1-poison", T0);
+    let h = ModelHistory::read(&fx.store, &fx.trusted(), home.path(), &job(50)).unwrap();
+    assert_eq!(code(&h, "model-1-a"), Some(ReasonCode::ModelUnseen));
+    assert_eq!(code(&h, "model-1-poison"), Some(ReasonCode::ModelUnseen));
+    // A person approves an honest run: its answer is the baseline.
+    job_answered(&fx, 2, "model-1-a", T0 + 1);
+    let h = ModelHistory::read(&fx.store, &fx.trusted(), home.path(), &job(50)).unwrap();
+    assert_eq!(code(&h, "model-1-a"), None);
+    assert_eq!(code(&h, "model-1-poison"), Some(ReasonCode::ModelDrift));
+    // Declined after the approval: out again.
+    let decline = Event::Decline {
+        by: "bob".into(),
+        note: "wrong model".into(),
+        trusted_key_id: "k".into(),
+        artifact_sha256: Sha256Digest::of_bytes(b"artifact"),
+        gate_entry: 1,
+    };
+    append(&fx.store, &fx.key, &job(2), decline, T0 + 2).unwrap();
+    let h = ModelHistory::read(&fx.store, &fx.trusted(), home.path(), &job(50)).unwrap();
+    assert_eq!(code(&h, "model-1-a"), Some(ReasonCode::ModelUnseen));
 }
 
 #[test]
@@ -99,4 +150,8 @@ fn a_ledger_changed_at_the_kept_entry_is_read_again_in_full() {
     append(&fx.store, &fx.key, &job(2), submit("p"), T0).unwrap();
     let h = ModelHistory::read(&fx.store, &fx.trusted(), home.path(), &job(50)).unwrap();
     assert!(drift(&h, "model-1-z").is_none(), "no answers left");
+    assert_eq!(
+        code(&h, "model-1-z"),
+        Some(crate::reasons::ReasonCode::ModelUnseen)
+    );
 }

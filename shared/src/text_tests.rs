@@ -1,0 +1,200 @@
+//! The text module's rules, pinned on named hostile strings and checked as properties over
+//! generated strings biased towards the characters that matter.
+
+use super::*;
+
+/// Hostile strings every output of airlock must neutralise alike (shared with the end-to-end
+/// test in `tests/suite/untrusted_text.rs`, which feeds them through the binaries).
+const HOSTILE: &[&str] = &[
+    "\u{1b}]0;pwned\u{7}\u{1b}[2K\rqueue: ok",
+    "gpt\u{202e}txt.exe",
+    "// tidy helper\u{e0041}\u{e0070}\u{e0070}\u{e0072}\u{e006f}\u{e0076}\u{e0065}",
+    "a|b`c``d` <img src=x onerror=alert(1)> [x](https://evil)",
+    "soft\u{ad}hy\u{180e}phen\u{2061}\u{fff9}x\u{fffb}\u{3164}\u{115f}\u{34f}\u{fe0f}\u{2028}",
+    "csi\u{9b}31m\u{7f}",
+];
+
+#[test]
+fn every_listed_range_is_hidden() {
+    for c in [
+        '\u{0}',
+        '\u{1b}',
+        '\u{7f}',
+        '\u{80}',
+        '\u{9b}',
+        '\u{9f}',
+        '\n',
+        '\t',
+        '\r',
+        '\u{ad}',
+        '\u{34f}',
+        '\u{61c}',
+        '\u{115f}',
+        '\u{1160}',
+        '\u{17b4}',
+        '\u{180e}',
+        '\u{200b}',
+        '\u{200d}',
+        '\u{200e}',
+        '\u{200f}',
+        '\u{2028}',
+        '\u{2029}',
+        '\u{202a}',
+        '\u{202e}',
+        '\u{2060}',
+        '\u{2064}',
+        '\u{2066}',
+        '\u{2069}',
+        '\u{206a}',
+        '\u{206f}',
+        '\u{3164}',
+        '\u{fe00}',
+        '\u{fe0f}',
+        '\u{feff}',
+        '\u{ffa0}',
+        '\u{fff9}',
+        '\u{fffb}',
+        '\u{1d173}',
+        '\u{e0000}',
+        '\u{e0041}',
+        '\u{e007f}',
+        '\u{e0100}',
+        '\u{e01ef}',
+    ] {
+        assert!(is_hidden(c), "{:04X}", c as u32);
+    }
+    for c in [
+        'a', ' ', '|', '`', '<', '\u{a0}', '\u{2000}', 'é', '中', '\u{fffc}', '😀',
+    ] {
+        assert!(!is_hidden(c), "{:04X}", c as u32);
+    }
+}
+
+#[test]
+fn terminal_marks_escape_sequences_and_bidi() {
+    assert_eq!(
+        line(HOSTILE[0]),
+        "<U+001B>]0;pwned<U+0007><U+001B>[2K<U+000D>queue: ok"
+    );
+    assert_eq!(line(HOSTILE[1]), "gpt<U+202E>txt.exe");
+    assert_eq!(line("csi\u{9b}31m"), "csi<U+009B>31m");
+    assert_eq!(terminal_block("a\r\nb\tc", 100), "a<U+000D>\nb<U+0009>c");
+}
+
+#[test]
+fn tag_characters_show_as_tokens() {
+    assert_eq!(line("x\u{e0041}\u{e007f}"), "x<U+E0041><U+E007F>");
+}
+
+#[test]
+fn truncation_is_visible_and_on_a_character_boundary() {
+    assert_eq!(truncate("héllo", 2), "hé…[3 more characters]");
+    assert_eq!(truncate("héllo", 5), "héllo");
+    assert_eq!(
+        line(&"x".repeat(300)).chars().count(),
+        200 + "…[100 more characters]".chars().count()
+    );
+}
+
+#[test]
+fn markdown_cell_cannot_split_or_close() {
+    assert_eq!(md_cell("a|b", 50), "`a\\|b`");
+    assert_eq!(md_cell("`x`", 50), "`` `x` ``");
+    assert_eq!(md_cell("a\nb", 50), "`a<U+000A>b`");
+    assert_eq!(md_code("a|b", 50), "`a|b`");
+    assert_eq!(md_code("", 50), "`  `");
+    assert_eq!(md_fence("text", "```\nx", 50), "````text\n```\nx\n````\n");
+    assert_eq!(
+        md_text("[x](https://e) <b>", 50),
+        "\\[x\\]\\(https\\:\\/\\/e\\) \\<b\\>"
+    );
+}
+
+#[test]
+fn html_escapes_and_marks() {
+    assert_eq!(
+        html("<a href='x'>&\u{202e}", 50),
+        "&lt;a href=&#39;x&#39;&gt;&amp;<mark class=\"ctl\" title=\"invisible or control character\">&lt;U+202E&gt;</mark>"
+    );
+    assert_eq!(html_block("a\nb", 50), "a\nb");
+}
+
+#[test]
+fn hostile_strings_hold_every_invariant() {
+    for s in HOSTILE {
+        crate::fuzzing::text(s.as_bytes());
+    }
+}
+
+/// Deterministic generator (xorshift) so a failure names a reproducible seed.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn char(&mut self) -> char {
+        const PICK: &[char] = &[
+            '`',
+            '|',
+            '\n',
+            '\r',
+            '<',
+            '>',
+            '&',
+            '"',
+            '\'',
+            '\\',
+            '[',
+            ']',
+            '(',
+            ')',
+            '!',
+            ' ',
+            '\u{1b}',
+            '\u{9b}',
+            '\u{7f}',
+            '\u{202e}',
+            '\u{2066}',
+            '\u{200b}',
+            '\u{feff}',
+            '\u{e0041}',
+            '\u{ad}',
+            '\u{2028}',
+            'a',
+            'é',
+        ];
+        match self.next() % 4 {
+            0 => char::from_u32((self.next() % 0x11_0000) as u32).unwrap_or('x'),
+            1 => char::from_u32((self.next() % 0x3000) as u32).unwrap_or('x'),
+            _ => PICK[(self.next() % PICK.len() as u64) as usize],
+        }
+    }
+}
+
+#[test]
+fn arbitrary_strings_hold_every_invariant() {
+    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..4000 {
+        let len = (g.next() % 40) as usize;
+        let s: String = (0..len).map(|_| g.char()).collect();
+        crate::fuzzing::text(s.as_bytes());
+    }
+}
+
+#[test]
+fn cutting_never_leaves_a_control_or_open_span() {
+    let mut g = Gen(7);
+    for _ in 0..2000 {
+        let len = (g.next() % 30) as usize;
+        let s: String = (0..len).map(|_| g.char()).collect();
+        let max = (g.next() % 12) as usize;
+        assert!(!has_hidden(&terminal(&s, max)));
+        assert!(!has_hidden(&md_cell(&s, max)));
+        assert!(!html(&s, max).contains("<U+"));
+    }
+}
