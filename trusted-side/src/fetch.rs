@@ -54,6 +54,23 @@ pub const PREDICATE_FETCHED: &str = "urn:airlock:predicate:fetched:v1";
 /// to refuse.
 pub const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
 
+/// The refusal for a store error: a `file://` store's boundary (`store.link`, `store.not-file`,
+/// `store.name`) is `drop-not-file`, anything else `fallback`. Only the key and the rule are
+/// kept: never a link's target, a size or a digest of what it points to.
+fn store_refusal(e: anyhow::Error, what: &str, fallback: ReasonCode) -> FetchError {
+    let prefix = if what.is_empty() {
+        String::new()
+    } else {
+        format!("{what}: ")
+    };
+    match e.downcast_ref::<crate::store::beneath::BeneathError>() {
+        Some(crate::store::beneath::BeneathError::Refused(r)) => {
+            refuse(ReasonCode::DropNotFile, format!("{prefix}{r}"))
+        }
+        _ => refuse(fallback, format!("{prefix}{e:#}")),
+    }
+}
+
 /// Why a fetch refused an artifact: a stable code for the ledger and the exit status.
 #[derive(Debug, thiserror::Error)]
 #[error("{detail} ({code})")]
@@ -311,7 +328,7 @@ fn verify_drop(
 
     let (env_bytes, envelope_info) = store
         .get_bytes_info(&envelope_key, MAX_ENVELOPE_BYTES as u64)
-        .map_err(|e| refuse(ReasonCode::ArtifactTooLarge, format!("{e:#}")))?
+        .map_err(|e| store_refusal(e, "", ReasonCode::ArtifactTooLarge))?
         .with_context(|| match object {
             DropObject::Artifact => format!("job {job}: no artifact yet (nothing landed in the drop; `airlock status {job}` shows a checkpoint if one landed)"),
             DropObject::Checkpoint(_) => format!("job {job}: no checkpoint landed"),
@@ -367,12 +384,7 @@ fn verify_drop(
     let cap = record.limits.max_artifact_bytes;
     let (digest, _, info) = store
         .get_to_file_info(&object_key, cap, &staging)
-        .map_err(|e| {
-            refuse(
-                ReasonCode::ArtifactTooLarge,
-                format!("{object_name}: {e:#}"),
-            )
-        })?
+        .map_err(|e| store_refusal(e, object_name, ReasonCode::ArtifactTooLarge))?
         .with_context(|| match object {
             DropObject::Artifact => gone_after_gc(store, home, job),
             DropObject::Checkpoint(_) => {
