@@ -130,6 +130,7 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
                 .as_deref()
                 .map(crate::submit::SecretSlot::claim)
                 .transpose()?,
+            home: Some(&home.dir),
         },
     )?;
     crate::submit::print_submitted(&out, args.json, args.print_token)?;

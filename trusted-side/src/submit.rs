@@ -290,6 +290,7 @@ pub fn submit_job_cached(
             model_key,
             redispatch_of: None,
             token_slot,
+            home: index_home,
         },
     )?;
     // The gate's index of a large tree's bundle (`gate/index.rs`): without it the gate reads
@@ -395,6 +396,8 @@ pub(crate) struct Dispatch<'a> {
     pub redispatch_of: Option<JobId>,
     /// Where to write the token (0600, created new).
     pub token_slot: Option<SecretSlot>,
+    /// The trusted home, which keeps a minted model key until the job ends (`key_leak.rs`).
+    pub home: Option<&'a Path>,
 }
 
 /// Uploads the bundle and its envelope, writes the signed job record, mints the model key
@@ -409,6 +412,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         model_key,
         redispatch_of,
         token_slot,
+        home,
     } = d;
     let issued_at = now_unix();
     let expires_at = issued_at + ttl;
@@ -456,6 +460,9 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
     }
 
     let model_key_fingerprint = model_key.as_ref().map(ModelKey::fingerprint);
+    if let (Some(home), Some(k)) = (home, &model_key) {
+        crate::key_leak::keep(home, &job, k)?;
+    }
 
     let ttl_d = Duration::from_secs(ttl);
     let claims = JobClaims {
