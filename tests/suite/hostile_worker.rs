@@ -75,7 +75,14 @@ impl World {
         let out = run(cmd(&bin("airlock"))
             .arg("--home")
             .arg(&self.home)
-            .args(["submit", "--json", "--model", "model-a", "--repo"])
+            .args([
+                "submit",
+                "--json",
+                "--print-token",
+                "--model",
+                "model-a",
+                "--repo",
+            ])
             .arg(&self.repo)
             .arg("--prompt-file")
             .arg(&prompt));

@@ -174,7 +174,11 @@ impl Env {
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         Job {
             id: v["job"].as_str().unwrap().to_owned(),
-            token: v["token"].as_str().unwrap().to_owned(),
+            // `--json` prints no token: the worker's copy is the file `--token-out` wrote.
+            token: std::fs::read_to_string(token_out)
+                .unwrap()
+                .trim()
+                .to_owned(),
             token_file: token_out.to_owned(),
         }
     }

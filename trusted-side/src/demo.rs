@@ -110,6 +110,7 @@ pub fn run(global: &GlobalOptions) -> Result<Outcome> {
             },
             ttl: "20m".into(),
             token_out: Some(token_file.clone()),
+            print_token: false,
             json: false,
         };
         let sub = crate::submit::submit_job(&store, &key, &args, true)?;

@@ -57,6 +57,23 @@ pub const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
 /// Characters of a refusal's detail kept for the ledger and the terminal.
 const DETAIL_MAX: usize = 1000;
 
+/// The refusal for a store error: a `file://` store's boundary (`store.link`, `store.not-file`,
+/// `store.name`) is `drop-not-file`, anything else `fallback`. Only the key and the rule are
+/// kept: never a link's target, a size or a digest of what it points to.
+fn store_refusal(e: anyhow::Error, what: &str, fallback: ReasonCode) -> FetchError {
+    let prefix = if what.is_empty() {
+        String::new()
+    } else {
+        format!("{what}: ")
+    };
+    match e.downcast_ref::<crate::store::beneath::BeneathError>() {
+        Some(crate::store::beneath::BeneathError::Refused(r)) => {
+            refuse(ReasonCode::DropNotFile, format!("{prefix}{r}"))
+        }
+        _ => refuse(fallback, format!("{prefix}{e:#}")),
+    }
+}
+
 /// Why a fetch refused an artifact: a stable code for the ledger and the exit status.
 #[derive(Debug, thiserror::Error)]
 #[error("{detail} ({code})")]
@@ -316,7 +333,7 @@ fn verify_drop(
 
     let (env_bytes, envelope_info) = store
         .get_bytes_info(&envelope_key, MAX_ENVELOPE_BYTES as u64)
-        .map_err(|e| refuse(ReasonCode::ArtifactTooLarge, format!("{e:#}")))?
+        .map_err(|e| store_refusal(e, "", ReasonCode::ArtifactTooLarge))?
         .with_context(|| match object {
             DropObject::Artifact => format!("job {job}: no artifact yet (nothing landed in the drop; `airlock status {job}` shows a checkpoint if one landed)"),
             DropObject::Checkpoint(_) => format!("job {job}: no checkpoint landed"),
@@ -372,12 +389,7 @@ fn verify_drop(
     let cap = record.limits.max_artifact_bytes;
     let (digest, _, info) = store
         .get_to_file_info(&object_key, cap, &staging)
-        .map_err(|e| {
-            refuse(
-                ReasonCode::ArtifactTooLarge,
-                format!("{object_name}: {e:#}"),
-            )
-        })?
+        .map_err(|e| store_refusal(e, object_name, ReasonCode::ArtifactTooLarge))?
         .with_context(|| match object {
             DropObject::Artifact => gone_after_gc(store, home, job),
             DropObject::Checkpoint(_) => {
@@ -409,7 +421,9 @@ fn verify_drop(
         ));
     }
 
-    let (packet, packet_sha256, patch, log_tail) = read_packet(&staging, digest, keep_patch)?;
+    let needles = crate::key_leak::Needles::load(home, job);
+    let (packet, packet_sha256, patch, log_tail) =
+        read_packet(&staging, digest, keep_patch, needles.as_ref())?;
     if packet_sha256 != predicate.packet_sha256 {
         return Err(refuse(
             ReasonCode::PacketDigest,
@@ -484,6 +498,7 @@ fn read_packet(
     artifact: &Path,
     verified: Sha256Digest,
     keep_patch: bool,
+    needles: Option<&crate::key_leak::Needles>,
 ) -> Result<ReadBack, FetchError> {
     let file = std::fs::File::open(artifact)
         .with_context(|| format!("{}: cannot open", artifact.display()))?;
@@ -491,32 +506,34 @@ fn read_packet(
     let mut packet = None;
     let mut patch = None;
     let mut log_tail = None;
+    let mut leaked: Option<String> = None;
     let read = read_members(
         &mut hashing,
         &TarLimits::artifact(),
         &AllowedNames::artifact(),
         |m, r| {
-            if m.path == "generator.log" {
-                let mut tail = Vec::new();
-                let mut buf = [0u8; 8192];
-                loop {
-                    let n = r.read(&mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    crate::run_account::keep_tail(&mut tail, &buf[..n]);
-                }
-                log_tail = Some(tail);
+            // Every member passes the model key's needles, whole (`key_leak.rs`).
+            let Some(needles) = needles else {
+                keep_member(m, r, keep_patch, &mut packet, &mut patch, &mut log_tail)?;
                 return Ok(());
-            }
-            let (slot, cap) = match m.path.as_str() {
-                "packet.json" => (&mut packet, MAX_PACKET_BYTES as u64),
-                "patch.diff" if keep_patch => (&mut patch, MAX_PATCH_BYTES),
-                _ => return Ok(()),
             };
-            let mut buf = Vec::new();
-            r.take(cap + 1).read_to_end(&mut buf)?;
-            *slot = Some(buf);
+            let mut scanner = needles.scanner(&m.path);
+            let mut scanned = crate::key_leak::ScanRead {
+                inner: r,
+                scanner: &mut scanner,
+            };
+            keep_member(
+                m,
+                &mut scanned,
+                keep_patch,
+                &mut packet,
+                &mut patch,
+                &mut log_tail,
+            )?;
+            std::io::copy(&mut scanned, &mut std::io::sink())?;
+            if leaked.is_none() {
+                leaked = scanner.finding();
+            }
             Ok(())
         },
     );
@@ -543,6 +560,9 @@ fn read_packet(
             ),
         })
     })?;
+    if let Some(detail) = leaked {
+        return Err(refuse(ReasonCode::ModelKeyLeaked, detail));
+    }
     let bytes = packet.ok_or_else(|| {
         refuse(
             ReasonCode::ArtifactTar,
@@ -556,7 +576,51 @@ fn read_packet(
             detail: e.to_string(),
         })
     })?;
+    // The packet's strings with their JSON escapes undone (`\u0073k-…` is the key too).
+    if let Some(needles) = needles {
+        let plain = serde_json::to_vec(&p).map_err(anyhow::Error::from)?;
+        if let Some(enc) = needles.find(&plain) {
+            return Err(refuse(
+                ReasonCode::ModelKeyLeaked,
+                format!("packet.json: holds the job's model key ({enc}, JSON-escaped) (model-key-leaked): the job is refused; revoke the key"),
+            ));
+        }
+    }
     Ok((p, Sha256Digest::of_bytes(&bytes), patch, log_tail))
+}
+
+/// Keeps what fetch needs of one artifact member: the packet, the patch (with `keep_patch`),
+/// the log's tail.
+fn keep_member(
+    m: &airlock_core::tar::Member,
+    r: &mut dyn Read,
+    keep_patch: bool,
+    packet: &mut Option<Vec<u8>>,
+    patch: &mut Option<Vec<u8>>,
+    log_tail: &mut Option<Vec<u8>>,
+) -> std::io::Result<()> {
+    if m.path == "generator.log" {
+        let mut tail = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = r.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            crate::run_account::keep_tail(&mut tail, &buf[..n]);
+        }
+        *log_tail = Some(tail);
+        return Ok(());
+    }
+    let (slot, cap) = match m.path.as_str() {
+        "packet.json" => (packet, MAX_PACKET_BYTES as u64),
+        "patch.diff" if keep_patch => (patch, MAX_PATCH_BYTES),
+        _ => return Ok(()),
+    };
+    let mut buf = Vec::new();
+    r.take(cap + 1).read_to_end(&mut buf)?;
+    *slot = Some(buf);
+    Ok(())
 }
 
 /// Records the first artifact fetched for a job (trusted-signed, write-once in the store);

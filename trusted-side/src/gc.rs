@@ -5,7 +5,11 @@
 //!
 //! Guards against: deleting a job still in flight (only gated, or expired past the token's
 //! lifetime, jobs qualify), deleting evidence (only `.tar.gz` payloads are ever removed), and
-//! silent deletion (every object removed is listed, and `--dry-run` lists without removing).
+//! silent deletion (every object removed is listed, and `--dry-run` lists without removing),
+//! and deleting outside the store: on a `file://` store the worker writes `drop/<job>/` itself,
+//! and may make it (or anything in it) a symbolic link; listing and deletion open every path
+//! beneath the store root without following links (`store/beneath.rs`), so a link is reported
+//! (`store.link`, by its key only) and skipped, and nothing it points to is listed or removed.
 
 use airlock_core::jobid::JobId;
 use anyhow::Result;
@@ -22,6 +26,10 @@ pub struct GcReport {
     pub removed: Vec<String>,
     /// Jobs whose objects were removed.
     pub jobs: Vec<JobId>,
+    /// Paths refused and left alone (`<key>: refused (<rule>): <why>`): links, devices, odd
+    /// names a worker planted in its drop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// Collects (and unless `dry_run`, deletes) inbox and drop objects of finished jobs.
@@ -35,6 +43,7 @@ pub fn gc(
     let decisions = crate::ledger::decisions(store, trusted)?;
     let mut removed = Vec::new();
     let mut jobs = Vec::new();
+    let mut refused = Vec::new();
     for job in crate::status::list_jobs(store)? {
         let s = crate::status::job_status(store, trusted, &job, &decisions, now)?;
         let finished = s.state == "gated" || s.state == "expired";
@@ -44,13 +53,9 @@ pub fn gc(
         let mut keys = Vec::new();
         for prefix in [format!("inbox/{job}/"), format!("drop/{job}/")] {
             // Payloads only: an envelope is evidence (a signature over a digest), never garbage.
-            keys.extend(
-                store
-                    .list(&prefix)?
-                    .into_iter()
-                    .map(|o| o.key)
-                    .filter(|k| is_payload(k)),
-            );
+            let (objects, bad) = store.list_checked(&prefix)?;
+            refused.extend(bad.into_iter().map(|r| r.to_string()));
+            keys.extend(objects.into_iter().map(|o| o.key).filter(|k| is_payload(k)));
         }
         if keys.is_empty() {
             continue;
@@ -68,6 +73,7 @@ pub fn gc(
         dry_run,
         removed,
         jobs,
+        refused,
     })
 }
 
@@ -113,6 +119,9 @@ pub fn run(
         };
         for k in &report.removed {
             println!("{verb} {k}");
+        }
+        for r in &report.refused {
+            println!("left alone: {r}");
         }
         println!(
             "{verb} {} payload(s) of {} job(s); envelopes, records and ledger kept",

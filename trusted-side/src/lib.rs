@@ -33,6 +33,7 @@ pub mod fuzzing;
 pub mod gate;
 pub mod gc;
 mod git;
+mod key_leak;
 mod ledger;
 mod model_key;
 pub mod output;

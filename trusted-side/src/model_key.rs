@@ -34,6 +34,12 @@ pub struct ModelKeyConfig {
     pub command: Vec<String>,
     /// The variable the worker puts the key in for the generator (e.g. `OPENAI_API_KEY`).
     pub env: String,
+    /// Optional: the command (and arguments, no shell) run when the job ends (the gate
+    /// concluded, whatever the verdict), so the key can be revoked then rather than at its
+    /// expiry; told `AIRLOCK_KEY_EVENT=end`, `AIRLOCK_JOB` and `AIRLOCK_MODEL_KEY_FINGERPRINT`,
+    /// never the key. Often the minting program with an `end` argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Vec<String>>,
 }
 
 impl ModelKeyConfig {
@@ -154,6 +160,44 @@ pub fn mint(config: &ModelKeyConfig, job: &MintFor<'_>) -> Result<ModelKey> {
     })
 }
 
+/// Runs the `[model_key] end` command for `job` (rule `model-key.end`); waits at most
+/// [`MINT_TIMEOUT`]; its output is discarded (it never holds anything the trusted side needs).
+pub fn run_end(command: &[String], job: &JobId, fingerprint: &str) -> Result<()> {
+    let (program, args) = command
+        .split_first()
+        .context("[model_key] end is empty (model-key.end)")?;
+    let mut child = Command::new(program)
+        .args(args)
+        .env("AIRLOCK_KEY_EVENT", "end")
+        .env("AIRLOCK_JOB", job.as_str())
+        .env("AIRLOCK_MODEL_KEY_FINGERPRINT", fingerprint)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| {
+            format!("model key end command {program:?}: cannot start (model-key.end)")
+        })?;
+    let started = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait()? {
+            if s.success() {
+                return Ok(());
+            }
+            bail!("model key end command {program:?} failed ({s}) (model-key.end)");
+        }
+        if started.elapsed() >= MINT_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "model key end command {program:?} ran past {} s and was killed (model-key.end)",
+                MINT_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The last lines of a failed command's stderr, made inert, prefixed with `: `.
 fn stderr_tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
@@ -181,6 +225,7 @@ mod tests {
         ModelKeyConfig {
             command: vec![p.display().to_string()],
             env: "OPENAI_API_KEY".into(),
+            end: None,
         }
     }
 
@@ -243,11 +288,13 @@ mod tests {
         let c = ModelKeyConfig {
             command: vec![],
             env: "OPENAI_API_KEY".into(),
+            end: None,
         };
         assert!(c.check().is_err());
         let c = ModelKeyConfig {
             command: vec!["x".into()],
             env: "PATH".into(),
+            end: None,
         };
         assert!(format!("{:#}", c.check().unwrap_err()).contains("request.model-key-env"));
     }

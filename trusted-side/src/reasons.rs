@@ -109,6 +109,8 @@ reason_codes! {
     PacketFormat = "packet-format", Fetch, "packet.json is malformed.";
     ArtifactSwapped = "artifact-swapped", Fetch, "A different artifact was already fetched for this job.";
     ArtifactChangedLocally = "artifact-changed-locally", Fetch, "The downloaded copy changed on disk.";
+    ModelKeyLeaked = "model-key-leaked", Fetch, "The job's model key (raw, base64, base64url, hex, percent-encoded or reversed) is in something the worker returned; the detail names the member and the encoding, never the key.";
+    DropNotFile = "drop-not-file", Fetch, "A drop object on a `file://` store is a link, a device, a FIFO or a directory, or sits under a linked directory (`store.link`, `store.not-file`): never followed, read or hashed.";
 }
 
 impl fmt::Display for ReasonCode {

@@ -38,13 +38,21 @@ pub struct ResubmitOptions {
     pub ttl: String,
     /// Also write the new token to this file (created new, mode 0600).
     pub token_out: Option<std::path::PathBuf>,
-    /// Print the result as JSON (includes the token).
+    /// Print the new token (it carries the new model key, if one is minted): only when asked.
+    pub print_token: bool,
+    /// Print the result as JSON (the token only with `print_token`).
     pub json: bool,
 }
 
 /// `airlock resubmit JOB`.
 pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
+    crate::submit::check_token_destination(
+        args.token_out.is_some(),
+        args.print_token,
+        args.json,
+        home.config.model_key.is_some(),
+    )?;
     let key = home.signing_key()?;
     let store = home.open_store()?;
     let ttl = crate::submit::check_ttl(&args.ttl)?;
@@ -122,9 +130,10 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
                 .as_deref()
                 .map(crate::submit::SecretSlot::claim)
                 .transpose()?,
+            home: Some(&home.dir),
         },
     )?;
-    crate::submit::print_submitted(&out, args.json)?;
+    crate::submit::print_submitted(&out, args.json, args.print_token)?;
     Ok(Outcome::Ok)
 }
 

@@ -66,6 +66,23 @@ pub fn list_jobs(store: &Store) -> Result<Vec<JobId>> {
     Ok(jobs)
 }
 
+/// HEAD of a drop object, a worker-written path: one a `file://` store refuses (a link, a
+/// device, a directory: `store/beneath.rs`) counts as absent and is logged by key and rule
+/// only, so one hostile drop neither stops `status`, `gc` or `watch` for every other job nor
+/// tells anyone about what a link points to.
+fn head_drop(store: &Store, key: &str) -> Result<Option<crate::store::ObjectInfo>> {
+    match store.head(key) {
+        Ok(h) => Ok(h),
+        Err(e) => match e.downcast_ref::<crate::store::beneath::BeneathError>() {
+            Some(crate::store::beneath::BeneathError::Refused(r)) => {
+                tracing::warn!("{r}");
+                Ok(None)
+            }
+            _ => Err(e),
+        },
+    }
+}
+
 /// The state of one job.
 pub fn job_status(
     store: &Store,
@@ -78,7 +95,7 @@ pub fn job_status(
     // The later of the two checkpoint slots' envelopes (either may be absent).
     let mut checkpoint: Option<crate::store::ObjectInfo> = None;
     for slot in 0..layout::CHECKPOINT_SLOTS {
-        if let Some(h) = store.head(&layout::drop_checkpoint_envelope(job, slot))? {
+        if let Some(h) = head_drop(store, &layout::drop_checkpoint_envelope(job, slot))? {
             if checkpoint
                 .as_ref()
                 .is_none_or(|c| h.last_modified > c.last_modified)
@@ -87,7 +104,7 @@ pub fn job_status(
             }
         }
     }
-    let landed = store.head(&layout::drop_artifact_envelope(job))?;
+    let landed = head_drop(store, &layout::drop_artifact_envelope(job))?;
     let decision = decisions.get(job).cloned();
     let state = if decision.is_some() {
         "gated"

@@ -13,6 +13,7 @@
 //! cannot cap the size of what is written: the capped reads here are the guard.
 //! Uploads above 8 MiB show a progress bar on a terminal (hidden when piped or with `-q`).
 
+pub mod beneath;
 mod local;
 pub mod retry;
 
@@ -68,6 +69,8 @@ pub struct Store {
     inner: Arc<dyn ObjectStore>,
     signer: Option<Arc<dyn Signer>>,
     local_root: Option<PathBuf>,
+    /// The `file://` root opened once: every local operation starts from it (`beneath.rs`).
+    local: Option<beneath::Root>,
     prefix: ObjPath,
     rt: tokio::runtime::Runtime,
     url: String,
@@ -148,10 +151,18 @@ impl Store {
             }
             other => bail!("store URL {url:?}: unsupported scheme {other:?}"),
         };
+        let local = match &local_root {
+            Some(root) => Some(
+                beneath::Root::open(root)
+                    .with_context(|| format!("{}: cannot open store", root.display()))?,
+            ),
+            None => None,
+        };
         Ok(Store {
             inner,
             signer,
             local_root,
+            local,
             prefix,
             rt,
             url: url.to_owned(),
@@ -170,6 +181,7 @@ impl Store {
             inner,
             signer,
             local_root: None,
+            local: None,
             prefix: ObjPath::default(),
             rt: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -195,12 +207,10 @@ impl Store {
         self.quiet = quiet;
     }
 
-    /// The file behind `key` when this is a `file://` store and `key` is one the in-place
-    /// fast path serves (`local.rs`).
-    fn local_path(&self, key: &str) -> Option<PathBuf> {
-        self.local_root
-            .as_deref()
-            .and_then(|root| local::object_path(root, key))
+    /// The opened root of a `file://` store: every operation on it goes through `local.rs` and
+    /// `beneath.rs`, never through `object_store` (whose local store follows links).
+    fn local(&self) -> Option<&beneath::Root> {
+        self.local.as_ref()
     }
 
     fn path(&self, key: &str) -> ObjPath {
@@ -282,8 +292,8 @@ impl Store {
 
     /// Writes a small object, overwriting.
     pub fn put_bytes(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        if let Some(path) = self.local_path(key) {
-            return local::put(&path, key, bytes, false).map(drop);
+        if let Some(root) = self.local() {
+            return local::put(root, key, bytes, false).map(drop);
         }
         let path = self.path(key);
         self.rt
@@ -296,8 +306,8 @@ impl Store {
     /// hint): on a `file://` store rewritten in place, which a concurrent reader may see half
     /// done (see `local::overwrite`); elsewhere exactly [`Store::put_bytes`].
     pub fn put_hint(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        match self.local_path(key) {
-            Some(path) => local::overwrite(&path, key, bytes),
+        match self.local() {
+            Some(root) => local::overwrite(root, key, bytes),
             None => self.put_bytes(key, bytes),
         }
     }
@@ -315,8 +325,8 @@ impl Store {
     /// Writes a small object only if absent. `Ok(false)` if it already exists with other
     /// bytes; a lost answer is settled by reading back ([`retry::create`]).
     pub fn put_new(&self, key: &str, bytes: &[u8]) -> Result<bool> {
-        if let Some(path) = self.local_path(key) {
-            return local::put(&path, key, bytes, true);
+        if let Some(root) = self.local() {
+            return local::put(root, key, bytes, true);
         }
         let path = self.path(key);
         let opts = || PutOptions {
@@ -404,8 +414,8 @@ impl Store {
     }
 
     fn get_into(&self, key: &str, max: u64, out: &mut dyn Write) -> Result<Option<ObjectInfo>> {
-        if let Some(path) = self.local_path(key) {
-            return local::get_into(&path, key, max, out);
+        if let Some(root) = self.local() {
+            return local::get_into(root, key, max, out);
         }
         let path = self.path(key);
         self.rt.block_on(async {
@@ -423,7 +433,7 @@ impl Store {
             let info = ObjectInfo {
                 key: key.to_owned(),
                 size: got.meta.size,
-                last_modified: self.store_time(key, got.meta.last_modified.timestamp()),
+                last_modified: self.store_time(got.meta.last_modified.timestamp()),
             };
             let mut stream = got.into_stream();
             let mut n = 0u64;
@@ -439,32 +449,62 @@ impl Store {
         })
     }
 
-    /// The store's own time for an object: on a `file://` store its ctime (the worker writes
-    /// there directly and can set mtime, see [`local::landed_at`]), elsewhere `last_modified`.
-    /// (Keys `local.rs` does not serve are never read by `fetch`: they keep `last_modified`.)
-    fn store_time(&self, key: &str, last_modified: i64) -> u64 {
-        self.local_root
-            .as_deref()
-            .and_then(|root| local::landed_at_key(root, key))
-            .unwrap_or_else(|| u64::try_from(last_modified).unwrap_or(0))
+    /// The store's own time for an object: `last_modified` (a `file://` store answers with
+    /// the file's ctime instead, in `local.rs`: the worker writes there directly and can set
+    /// mtime, but not ctime; see FORMATS.md, "Store layout").
+    fn store_time(&self, last_modified: i64) -> u64 {
+        u64::try_from(last_modified).unwrap_or(0)
     }
 
-    /// HEAD; `None` if absent.
+    /// HEAD; `None` if absent. On a `file://` store a link or a non-file at `key` is refused.
     pub fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        if let Some(root) = self.local() {
+            return Ok(root.stat_file(key)?.map(|st| ObjectInfo {
+                key: key.to_owned(),
+                size: st.st_size.max(0) as u64,
+                last_modified: beneath::ctime(&st),
+            }));
+        }
         let path = self.path(key);
         match self.rt.block_on(self.inner.head(&path)) {
             Ok(m) => Ok(Some(ObjectInfo {
                 key: key.to_owned(),
                 size: m.size,
-                last_modified: self.store_time(key, m.last_modified.timestamp()),
+                last_modified: self.store_time(m.last_modified.timestamp()),
             })),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e).with_context(|| format!("{key}: head failed")),
         }
     }
 
-    /// Lists every object under `prefix` (e.g. `ledger/`).
+    /// Lists every object under `prefix` (e.g. `ledger/`). On a `file://` store, paths refused
+    /// on the way (links, devices, odd names: [`Store::list_checked`]) are left out and logged
+    /// by key and rule only.
     pub fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let (objects, refused) = self.list_checked(prefix)?;
+        for r in refused {
+            tracing::warn!("{r}");
+        }
+        Ok(objects)
+    }
+
+    /// [`Store::list`], with the paths a `file://` store refused to list (never followed, never
+    /// read; the refusal names the key and the rule, nothing about a link's target). Remote
+    /// stores have no links: their refusals are always empty.
+    pub fn list_checked(&self, prefix: &str) -> Result<(Vec<ObjectInfo>, Vec<beneath::Refused>)> {
+        if let Some(root) = self.local() {
+            let listing = root.list(prefix)?;
+            let objects = listing
+                .files
+                .into_iter()
+                .map(|(key, size, last_modified)| ObjectInfo {
+                    key,
+                    size,
+                    last_modified,
+                })
+                .collect();
+            return Ok((objects, listing.refused));
+        }
         let path = self.path(prefix.trim_end_matches('/'));
         let metas: Vec<_> = self
             .rt
@@ -474,17 +514,21 @@ impl Store {
             let m = m.with_context(|| format!("{prefix}: list failed"))?;
             let key = self.key_of(&m.location);
             out.push(ObjectInfo {
-                last_modified: self.store_time(&key, m.last_modified.timestamp()),
+                last_modified: self.store_time(m.last_modified.timestamp()),
                 key,
                 size: m.size,
             });
         }
         out.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(out)
+        Ok((out, Vec::new()))
     }
 
-    /// Deletes an object (absent is fine).
+    /// Deletes an object (absent is fine). On a `file://` store only a regular file beneath the
+    /// root is removed: a link, or a path through one, is refused and nothing is touched.
     pub fn delete(&self, key: &str) -> Result<()> {
+        if let Some(root) = self.local() {
+            return root.delete(key).map_err(anyhow::Error::new);
+        }
         let path = self.path(key);
         match self.rt.block_on(self.inner.delete(&path)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),

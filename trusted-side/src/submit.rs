@@ -37,7 +37,9 @@ use crate::store::{Access, Store};
 pub struct Submitted {
     /// The job id.
     pub job: String,
-    /// The token (a bearer secret for this one job).
+    /// The token (a bearer secret for this one job, carrying the job's model key when one was
+    /// minted): printed only with `--print-token` ([`print_submitted`]).
+    #[serde(skip)]
     pub token: String,
     /// Unix seconds when it expires.
     pub expires_at: u64,
@@ -87,13 +89,42 @@ pub struct SubmitOptions {
     pub ttl: String,
     /// Also write the token to this file (created new, mode 0600).
     pub token_out: Option<PathBuf>,
-    /// Print the result as JSON (includes the token).
+    /// Print the token (it carries the job's model key, if one is minted): only when asked.
+    pub print_token: bool,
+    /// Print the result as JSON (the token only with `print_token`).
     pub json: bool,
+}
+
+/// Refuses, before anything is packed or minted, a run whose token would reach no one or be
+/// printed unasked: with `--json` or a model key minted, the token goes to `--token-out` or is
+/// printed with `--print-token`; a token carrying a model key is never printed by default
+/// (`docs/THREAT-MODEL.md` P17).
+pub fn check_token_destination(
+    token_out: bool,
+    print_token: bool,
+    json: bool,
+    model_key: bool,
+) -> Result<()> {
+    if token_out || print_token || !(json || model_key) {
+        return Ok(());
+    }
+    let why = if model_key {
+        "the token carries the job's model key"
+    } else {
+        "--json does not print the token"
+    };
+    bail!("{why}: pass --token-out FILE (0600) to hand it to a worker, or --print-token to print it (submit.token-destination)")
 }
 
 /// `airlock submit`.
 pub fn run(global: &GlobalOptions, args: &SubmitOptions) -> Result<Outcome> {
     let home = Home::load(&global.home)?;
+    check_token_destination(
+        args.token_out.is_some(),
+        args.print_token,
+        args.json,
+        home.config.model_key.is_some(),
+    )?;
     let key = home.signing_key()?;
     let store = home.open_store()?;
     let cache = crate::pack::cache::dir(&home.dir);
@@ -111,14 +142,21 @@ pub fn run(global: &GlobalOptions, args: &SubmitOptions) -> Result<Outcome> {
             warn_if_dirty(args, &p.revision);
         }
     }
-    print_submitted(&out, args.json)?;
+    print_submitted(&out, args.json, args.print_token)?;
     Ok(Outcome::Ok)
 }
 
-/// Prints what `submit` or `resubmit` did.
-pub fn print_submitted(out: &Submitted, json: bool) -> Result<()> {
+/// Prints what `submit` or `resubmit` did: the token only with `print_token`, or in text when
+/// it went to no file and carries no model key ([`check_token_destination`] refused the rest).
+pub fn print_submitted(out: &Submitted, json: bool, print_token: bool) -> Result<()> {
     if json {
-        return crate::output::print_json(out);
+        let mut v = serde_json::to_value(out)?;
+        if print_token {
+            if let Some(m) = v.as_object_mut() {
+                m.insert("token".into(), out.token.clone().into());
+            }
+        }
+        return crate::output::print_json(&v);
     }
     println!("job {}", out.job);
     if let Some(of) = &out.redispatch_of {
@@ -141,9 +179,11 @@ pub fn print_submitted(out: &Submitted, json: bool) -> Result<()> {
         "  expires  {}",
         airlock_core::jobid::rfc3339_utc(out.expires_at)
     );
-    match &out.token_file {
-        Some(p) => println!("  token    written to {} (0600)", p.display()),
-        None => println!("  token    {}", out.token),
+    if let Some(p) = &out.token_file {
+        println!("  token    written to {} (0600)", p.display());
+    }
+    if print_token || (out.token_file.is_none() && out.model_key_fingerprint.is_none()) {
+        println!("  token    {}", out.token);
     }
     Ok(())
 }
@@ -250,6 +290,7 @@ pub fn submit_job_cached(
             model_key,
             redispatch_of: None,
             token_slot,
+            home: index_home,
         },
     )?;
     // The gate's index of a large tree's bundle (`gate/index.rs`): without it the gate reads
@@ -355,6 +396,8 @@ pub(crate) struct Dispatch<'a> {
     pub redispatch_of: Option<JobId>,
     /// Where to write the token (0600, created new).
     pub token_slot: Option<SecretSlot>,
+    /// The trusted home, which keeps a minted model key until the job ends (`key_leak.rs`).
+    pub home: Option<&'a Path>,
 }
 
 /// Uploads the bundle and its envelope, writes the signed job record, mints the model key
@@ -369,6 +412,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         model_key,
         redispatch_of,
         token_slot,
+        home,
     } = d;
     let issued_at = now_unix();
     let expires_at = issued_at + ttl;
@@ -416,6 +460,9 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
     }
 
     let model_key_fingerprint = model_key.as_ref().map(ModelKey::fingerprint);
+    if let (Some(home), Some(k)) = (home, &model_key) {
+        crate::key_leak::keep(home, &job, k)?;
+    }
 
     let ttl_d = Duration::from_secs(ttl);
     let claims = JobClaims {

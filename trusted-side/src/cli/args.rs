@@ -324,7 +324,11 @@ pub struct SubmitArgs {
     /// tickets/ directory.
     #[arg(long, value_name = "FILE")]
     pub token_out: Option<PathBuf>,
-    /// Print the result as JSON (includes the token).
+    /// Print the token (a bearer secret carrying the job's model key, if one is minted); by
+    /// default it is printed only in text, without --token-out, when it carries no model key.
+    #[arg(long)]
+    pub print_token: bool,
+    /// Print the result as JSON (the token only with --print-token).
     #[arg(long)]
     pub json: bool,
 }
@@ -340,7 +344,10 @@ pub struct ResubmitArgs {
     /// Also write the new token to this file (created new, mode 0600).
     #[arg(long, value_name = "FILE")]
     pub token_out: Option<PathBuf>,
-    /// Print the result as JSON (includes the token).
+    /// Print the new token (see `submit --print-token`).
+    #[arg(long)]
+    pub print_token: bool,
+    /// Print the result as JSON (the token only with --print-token).
     #[arg(long)]
     pub json: bool,
 }

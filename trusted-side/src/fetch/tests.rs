@@ -18,10 +18,10 @@ fn artifact_file(dir: &Path) -> (PathBuf, Sha256Digest) {
 fn one_pass_reads_the_packet_and_keeps_the_patch_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let (path, digest) = artifact_file(dir.path());
-    let (packet, _, patch, _) = read_packet(&path, digest, true).unwrap();
+    let (packet, _, patch, _) = read_packet(&path, digest, true, None).unwrap();
     assert_eq!(packet.diff_sha256, Sha256Digest::of_bytes(PATCH));
     assert_eq!(patch.as_deref(), Some(PATCH));
-    let (_, _, patch, _) = read_packet(&path, digest, false).unwrap();
+    let (_, _, patch, _) = read_packet(&path, digest, false, None).unwrap();
     assert_eq!(patch, None);
 }
 
@@ -30,7 +30,7 @@ fn a_copy_that_changed_on_disk_is_refused_before_its_members_are_used() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = artifact_file(dir.path());
     let verified = Sha256Digest::of_bytes(b"the artifact the signature covered");
-    let Err(FetchError::Refused(refused)) = read_packet(&path, verified, true) else {
+    let Err(FetchError::Refused(refused)) = read_packet(&path, verified, true, None) else {
         panic!("not a refusal");
     };
     assert_eq!(refused.code, ReasonCode::ArtifactChangedLocally);

@@ -115,6 +115,20 @@ pub fn run_gate(
     job: &JobId,
     opts: &GateOptions,
 ) -> Result<GateReport> {
+    let report = gate_job(home, store, key, job, opts)?;
+    // The job ended: the model key's minting side is told (it may revoke the key now).
+    crate::key_leak::job_ended(home, job);
+    Ok(report)
+}
+
+/// [`run_gate`] without the end of the job.
+fn gate_job(
+    home: &crate::config::Home,
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    opts: &GateOptions,
+) -> Result<GateReport> {
     let ledger = Ledger {
         store,
         key,

@@ -104,6 +104,7 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
             },
             ttl: "20m".into(),
             token_out: Some(token_file.clone()),
+            print_token: false,
             json: true,
         },
     )

@@ -1,83 +1,48 @@
-//! The `file://` store's reads and small writes done in place with `std::fs`, on disk exactly
-//! as `object_store`'s `LocalFileSystem` lays them out (the same paths, the same `<key>#<n>`
-//! staging files, rename to overwrite, hard link to create once). Every other operation, and
-//! any key this module does not accept, goes through `object_store`.
+//! The `file://` store's reads and small writes done in place, on disk exactly as
+//! `object_store`'s `LocalFileSystem` lays them out (the same paths, the same `<key>#<n>`
+//! staging files, rename to overwrite, hard link to create once), every path opened beneath
+//! the root without following a link (`beneath.rs`).
 //!
-//! Why: `LocalFileSystem` runs each call on tokio's blocking pool, and a gate makes about a
-//! dozen small calls; the thread hand-offs cost more than the file operations.
+//! Why in place: `LocalFileSystem` runs each call on tokio's blocking pool, and a gate makes
+//! about a dozen small calls; the thread hand-offs cost more than the file operations. Why not
+//! `LocalFileSystem` at all for reads, lists and deletes: it follows links, and a worker writes
+//! its own drop directory on a shared file system.
 //!
 //! Guards against: the same as the store facade (capped reads, atomic publication, write-once
 //! creates), plus a key that would mean something else on a file system: only keys whose
-//! segments are non-empty, not `.` or `..`, and made of `[A-Za-z0-9._-]` are served here, so a
-//! key never names a path outside the root or a staging file.
+//! segments are non-empty, not `.` or `..`, and made of `[A-Za-z0-9._-]` are served, so a key
+//! never names a path outside the root or a staging file; and links, devices and FIFOs planted
+//! in the store (`store.link`, `store.not-file`).
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io::{Read, Write};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 
+use super::beneath::{self, BeneathError, Root};
 use super::ObjectInfo;
 
-/// `root/key` when `key` is one this module serves (see the module doc).
-pub(super) fn object_path(root: &Path, key: &str) -> Option<PathBuf> {
-    let plain = !key.is_empty()
-        && key.split('/').all(|seg| {
-            !seg.is_empty()
-                && seg != "."
-                && seg != ".."
-                && seg
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        });
-    plain.then(|| root.join(key))
-}
-
-/// The store's clock for a file: its status-change time (ctime), which the kernel sets to
-/// "now" on every create, write, rename, link or `utimes`; a writer can move its mtime
-/// anywhere, but not its ctime (short of the machine's clock). See FORMATS.md, "Store layout".
-pub(super) fn landed_at(meta: &std::fs::Metadata) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    u64::try_from(meta.ctime()).unwrap_or(0)
-}
-
-/// [`landed_at`] of the object at `root/key`, when this module serves `key` and it exists.
-pub(super) fn landed_at_key(root: &Path, key: &str) -> Option<u64> {
-    let path = object_path(root, key)?;
-    std::fs::symlink_metadata(path).ok().map(|m| landed_at(&m))
-}
-
-/// Streams the object at `path` (for `key`) into `out`, at most `max` bytes; `None` if absent
-/// (a directory counts as absent, as in `object_store`).
+/// Streams the object at `key` into `out`, at most `max` bytes; `None` if absent. A link, a
+/// directory, a device or a FIFO at `key` is refused.
 pub(super) fn get_into(
-    path: &Path,
+    root: &Root,
     key: &str,
     max: u64,
     out: &mut dyn Write,
 ) -> Result<Option<ObjectInfo>> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-            return Ok(None)
-        }
-        Err(e) => return Err(e).with_context(|| format!("{key}: read failed")),
-    };
-    let meta = file
-        .metadata()
-        .with_context(|| format!("{key}: read failed"))?;
-    if meta.is_dir() {
+    let Some((file, st)) = root.open_file(key)? else {
         return Ok(None);
+    };
+    let len = st.st_size.max(0) as u64;
+    if len > max {
+        bail!("{key}: too large (store.too-large): limit {max} bytes, object is {len}");
     }
-    if meta.len() > max {
-        bail!(
-            "{key}: too large (store.too-large): limit {max} bytes, object is {}",
-            meta.len()
-        );
-    }
-    let last_modified = landed_at(&meta);
+    let last_modified = beneath::ctime(&st);
     // The file may grow after the metadata was read: the copy is capped on its own.
     let n = std::io::copy(&mut file.take(max + 1), out)
-        .with_context(|| format!("{key}: read failed"))?;
+        .map_err(|e| anyhow::anyhow!("{key}: read failed: {e}"))?;
     if n > max {
         bail!("{key}: too large (store.too-large): limit {max} bytes, read {n}");
     }
@@ -88,88 +53,87 @@ pub(super) fn get_into(
     }))
 }
 
-/// Writes `bytes` at `path` (for `key`) through a staging file: renamed over the object
-/// (`create_only == false`) or hard-linked to it only if absent. `Ok(false)`: `create_only` and
-/// the object exists.
-pub(super) fn put(path: &Path, key: &str, bytes: &[u8], create_only: bool) -> Result<bool> {
-    let (mut file, staging) = new_staged(path).with_context(|| format!("{key}: write failed"))?;
+fn werr(key: &str, e: impl Into<std::io::Error>) -> anyhow::Error {
+    anyhow::Error::new(BeneathError::Io {
+        key: key.to_owned(),
+        op: "write",
+        source: e.into(),
+    })
+}
+
+/// Writes `bytes` at `key` through a staging file in the same directory: renamed over the
+/// object (`create_only == false`) or hard-linked to it only if absent. `Ok(false)`:
+/// `create_only` and the object exists.
+pub(super) fn put(root: &Root, key: &str, bytes: &[u8], create_only: bool) -> Result<bool> {
+    let Some((dir, name)) = root.parent(key, true)? else {
+        bail!("{key}: write failed: parent directory vanished");
+    };
+    let (file, staging) = new_staged(&dir, name).map_err(|e| werr(key, e))?;
+    let mut file = File::from(file);
     let written = file.write_all(bytes);
     drop(file);
-    let published = written.and_then(|()| {
-        if create_only {
-            std::fs::hard_link(&staging, path)
-        } else {
-            std::fs::rename(&staging, path)
-        }
-    });
+    let published = match written {
+        Ok(()) if create_only => rustix::fs::linkat(&dir, &staging, &dir, name, AtFlags::empty()),
+        Ok(()) => rustix::fs::renameat(&dir, &staging, &dir, name),
+        Err(e) => Err(Errno::from_io_error(&e).unwrap_or(Errno::IO)),
+    };
     match published {
         Ok(()) => {
             if create_only {
-                let _ = std::fs::remove_file(&staging);
+                let _ = rustix::fs::unlinkat(&dir, &staging, AtFlags::empty());
             }
             Ok(true)
         }
         Err(e) => {
-            let _ = std::fs::remove_file(&staging);
-            if create_only && e.kind() == ErrorKind::AlreadyExists {
+            let _ = rustix::fs::unlinkat(&dir, &staging, AtFlags::empty());
+            if create_only && e == Errno::EXIST {
                 return Ok(false);
             }
-            Err(e).with_context(|| format!("{key}: write failed"))
+            Err(werr(key, e))
         }
     }
 }
 
-/// Rewrites the object at `path` (for `key`) in place with `bytes`, or creates it as
-/// [`put`] does when absent. Not atomic: a reader may see a mix of the old and the new bytes,
-/// so this is only for objects every reader verifies and can do without (the ledger's tail
-/// hint). Why: replacing a file by rename frees the old one's blocks, which on a file system
-/// mounted with `discard` waits for the device at every call; an overwrite in place frees
-/// nothing. Never follows a symbolic link and never opens anything but a regular file (a
-/// FIFO or device planted at `path` is refused, not waited on).
-pub(super) fn overwrite(path: &Path, key: &str, bytes: &[u8]) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path);
-    let mut file = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return put(path, key, bytes, false).map(drop),
-        Err(e) => return Err(e).with_context(|| format!("{key}: write failed")),
+/// Rewrites the object at `key` in place with `bytes`, or creates it as [`put`] does when
+/// absent. Not atomic: a reader may see a mix of the old and the new bytes, so this is only
+/// for objects every reader verifies and can do without (the ledger's tail hint). Why:
+/// replacing a file by rename frees the old one's blocks, which on a file system mounted with
+/// `discard` waits for the device at every call; an overwrite in place frees nothing. Never
+/// follows a symbolic link and never opens anything but a regular file (a FIFO or device
+/// planted at `key` is refused, not waited on).
+pub(super) fn overwrite(root: &Root, key: &str, bytes: &[u8]) -> Result<()> {
+    let Some((dir, name)) = root.parent(key, true)? else {
+        bail!("{key}: write failed: parent directory vanished");
     };
-    let meta = file
-        .metadata()
-        .with_context(|| format!("{key}: write failed"))?;
-    if !meta.is_file() {
-        bail!("{key}: write failed: not a regular file");
+    let flags =
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return put(root, key, bytes, false).map(drop),
+        Err(e) => return Err(werr(key, e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| werr(key, e))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        bail!("{key}: write failed: not a regular file (store.not-file)");
     }
+    let mut file = File::from(fd);
     file.write_all(bytes)
         .and_then(|()| file.set_len(bytes.len() as u64))
-        .with_context(|| format!("{key}: write failed"))
+        .map_err(|e| werr(key, e))
 }
 
-/// A new staging file `<path>#<n>` (the first free `n` from 1), creating parent directories.
-fn new_staged(path: &Path) -> std::io::Result<(File, PathBuf)> {
+/// A new staging file `<name>#<n>` in `dir` (the first free `n` from 1).
+fn new_staged(
+    dir: &std::os::fd::OwnedFd,
+    name: &str,
+) -> Result<(std::os::fd::OwnedFd, String), Errno> {
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut n = 1u32;
-    let mut created_parents = false;
     loop {
-        let mut staging = path.as_os_str().to_owned();
-        staging.push(format!("#{n}"));
-        let staging = PathBuf::from(staging);
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&staging)
-        {
+        let staging = format!("{name}#{n}");
+        match rustix::fs::openat(dir, staging.as_str(), flags, Mode::from_raw_mode(0o666)) {
             Ok(f) => return Ok((f, staging)),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists && n < 10_000 => n += 1,
-            Err(e) if e.kind() == ErrorKind::NotFound && !created_parents => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                created_parents = true;
-            }
+            Err(Errno::EXIST) if n < 10_000 => n += 1,
             Err(e) => return Err(e),
         }
     }
@@ -178,8 +142,8 @@ fn new_staged(path: &Path) -> std::io::Result<(File, PathBuf)> {
 #[cfg(test)]
 mod tests {
     use super::super::Store;
-    use super::*;
     use object_store::ObjectStoreExt;
+    use std::path::{Path, PathBuf};
 
     /// A `file://` store (fast path) and `object_store`'s own `LocalFileSystem` on one root.
     fn both() -> (
@@ -272,12 +236,13 @@ mod tests {
     }
 
     #[test]
-    fn absent_objects_and_directories_read_as_absent() {
+    fn absent_objects_read_as_absent_and_directories_are_refused() {
         let (dir, store, _) = both();
         assert_eq!(store.get_bytes("records/nope.dsse.json", 10).unwrap(), None);
         assert_eq!(store.get_bytes("records/nope/deeper", 10).unwrap(), None);
         std::fs::create_dir_all(dir.path().join("inbox/j")).unwrap();
-        assert_eq!(store.get_bytes("inbox/j", 10).unwrap(), None);
+        let err = store.get_bytes("inbox/j", 10).unwrap_err();
+        assert!(format!("{err:#}").contains("store.not-file"), "{err:#}");
         // (oversized reads: `store::tests`, for this path and object_store's alike)
         store
             .put_bytes("drop/j/artifact.tar.gz", &[7u8; 100])
@@ -287,20 +252,39 @@ mod tests {
         assert!(store
             .put_bytes("ledger/000000000001.dsse.json", b"e")
             .is_err());
+        std::fs::remove_dir(dir.path().join("inbox/j")).unwrap();
+        std::fs::remove_dir(dir.path().join("inbox")).unwrap();
         assert_eq!(listing(dir.path()), ["drop/j/artifact.tar.gz", "ledger"]);
     }
 
     #[test]
-    fn only_plain_keys_take_the_fast_path() {
-        let root = Path::new("/r");
+    fn writes_never_go_through_a_planted_directory_link() {
+        let (dir, store, _) = both();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("records")).unwrap();
+        let err = store.put_new("records/j.dsse.json", b"x").unwrap_err();
+        assert!(format!("{err:#}").contains("store.link"), "{err:#}");
+        let err = store.put_bytes("records/j.dsse.json", b"x").unwrap_err();
+        assert!(format!("{err:#}").contains("store.link"), "{err:#}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn only_plain_keys_are_served() {
         assert_eq!(
-            object_path(root, "ledger/000000000001.dsse.json"),
-            Some(PathBuf::from("/r/ledger/000000000001.dsse.json"))
+            super::super::beneath::segments("ledger/000000000001.dsse.json"),
+            Some(vec!["ledger", "000000000001.dsse.json"])
         );
+        let (_dir, store, _) = both();
         for key in [
             "", "/abs", "a//b", "a/../b", "..", "./a", "a/", "a#1", "a b", "a/\u{e9}", "a\\b",
         ] {
-            assert_eq!(object_path(root, key), None, "{key:?}");
+            assert_eq!(super::super::beneath::segments(key), None, "{key:?}");
+            let err = store.get_bytes(key, 10).unwrap_err();
+            assert!(
+                format!("{err:#}").contains("store.name"),
+                "{key:?}: {err:#}"
+            );
         }
     }
 

@@ -7,6 +7,7 @@ fn memory_with_prefix(prefix: &str) -> Store {
         inner: Arc::new(object_store::memory::InMemory::new()),
         signer: None,
         local_root: None,
+        local: None,
         prefix: ObjPath::from(prefix),
         rt: tokio::runtime::Builder::new_current_thread()
             .enable_all()
