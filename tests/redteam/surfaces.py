@@ -206,10 +206,24 @@ def group_control(w):
     return base, s
 
 
+def fresh_world(w, prefix):
+    """A new home, store and repository for one display attack, so no other attack's strings
+    (e.g. through the model history's "the last job answered ...") reach its outputs."""
+    w2 = World(w.bindir, tempfile.mkdtemp(dir=os.path.dirname(w.root), prefix=prefix))
+    WORLDS.append(w2)
+    w2.control = None
+    c = w2.submit()
+    c.put(patch=modify_lib_patch(), log="ok\n", review="# Review\n\nfine\n")
+    w2.airlock("gate", c.id, "--repo", w2.repo)
+    w2.control = c
+    return w2
+
+
 def group_invisible(w, base):
     for label, h in INVIS:
         if not wants("invisible " + label):
             continue
+        w = fresh_world(w, "inv-")
         j = w.submit()
         j.put(**hostile_fields(j, h, label in PATH_OK))
         s = everything(w, j)
@@ -220,6 +234,7 @@ def group_markup(w, base):
     for label, h in MARKUP:
         if not wants("markup " + label):
             continue
+        w = fresh_world(w, "mk-")
         j = w.submit()
         f = hostile_fields(j, h, False)
         f["review"] = "# Review\n\n" + h + "\n\n| a | b |\n|---|---|\n| " + h + " | x |\n"
@@ -242,11 +257,14 @@ def group_paths(w, base):
         ("refused path ESC", dict(refused=[{"path": "src/\x1b[2Kx", "reason": "diff.symlink"}])),
         ("refused reason outside its set", dict(refused=[{"path": "x", "reason": "all-good\x1b[2K"}])),
         ("egress destination ESC", dict(egress=[{"destination": "e\x1b]0;t\x07vil:443", "allowed": True, "reason": None, "bytes_up": 1, "bytes_down": 1, "at_ms": 1}])),
+        ("failed run's log tail ESC/RLO/tags", dict(patch=b"", exit={"kind": "exited", "code": 1}, log="ok\nerr \x1b]0;pwned\x07 \u202egpj.exe \U000E0041\U000E0042 \x1b[2K\rFORGED: queue\n")),
+        ("failed run's log tail md/html breakout", dict(patch=b"", exit={"kind": "exited", "code": 1}, log="```\n</pre></code><img src=http://evil.invalid/l.png>\n| a | <img src=http://evil.invalid/m.png> |\n[x](http://evil.invalid/)\n")),
         ("egress destination md", dict(egress=[{"destination": "<img src=http://evil.invalid/g.png>:443", "allowed": True, "reason": None, "bytes_up": 1, "bytes_down": 1, "at_ms": 1}])),
     ]
     for label, kw in cases:
         if not wants("path " + label):
             continue
+        w = fresh_world(w, "path-")
         j = w.submit()
         j.put(**kw)
         s = everything(w, j)
@@ -301,6 +319,10 @@ def group_model_key(w, base):
         ("raw key in refused path", lambda k: dict(refused=[{"path": "x" + k.replace("/", "_"), "reason": "diff.symlink"}])),
         ("raw key in an added line", lambda k: dict(patch=modify_lib_patch('    // key = "%s"' % k))),
         ("raw key after 900 KB of log", lambda k: dict(log="x" * 900_000 + "\n" + k + "\n")),
+        ("raw key in the log of a failed run (empty patch)", lambda k: dict(patch=b"", log="error: auth with %s failed\n" % k, exit={"kind": "exited", "code": 1})),
+        ("base64 key in the log of a failed run", lambda k: dict(patch=b"", log="k=%s\n" % base64.b64encode(k.encode()).decode(), exit={"kind": "exited", "code": 1})),
+        ("hex key in the log of a failed run", lambda k: dict(patch=b"", log="k=%s\n" % k.encode().hex(), exit={"kind": "exited", "code": 1})),
+        ("url-encoded key in the log of a failed run", lambda k: dict(patch=b"", log="GET /?key=%s\n" % rtlib.urllib.parse.quote(k, safe=""), exit={"kind": "exited", "code": 1})),
         ("key in the packet's tokens-looking field", lambda k: dict(model_requested="model-a" + k)),
     ]
     for label, mk in variants:
@@ -341,6 +363,29 @@ def group_secret_display(w, base):
             b = v.both if hasattr(v, "both") else v
             row("secret (%s) in an added line/log/review -> %s" % (label, name), "value not published (fingerprint only)",
                 val.encode() not in b, "value printed" if val.encode() in b else "clean")
+
+
+def group_cross_job(w, base):
+    """One worker's model name reaches ANOTHER job's report through the model history
+    (`model-drift: ... the last job answered X`): the honest job's reviewer sees it."""
+    if not wants("cross-job"):
+        return
+    w = fresh_world(w, "cross-")
+    evil = w.submit()
+    evil.put(model_reported="m\x1b]0;pwned\x07\u202e | <img src=http://evil.invalid/x.png> |")
+    w.airlock("gate", evil.id, "--repo", w.repo)
+    honest = w.submit()
+    honest.put()
+    md, html = out_file(w, honest.id + ".x.md"), out_file(w, honest.id + ".x.html")
+    g = w.airlock("gate", honest.id, "--repo", w.repo, "--md", md, "--html", html)
+    ok, got = checks.terminal(g.both)
+    row("cross-job: previous job's model name -> next job's gate", "no raw control char from another job", ok, got)
+    ok, got = checks.markdown(read(md).decode("utf-8", "replace"), base["md"])
+    row("cross-job: previous job's model name -> next job's gate --md", "no live HTML from another job", ok, got)
+    ok, got = checks.html(read(html).decode("utf-8", "replace"), base["html"])
+    row("cross-job: previous job's model name -> next job's gate --html", "no live element/raw char from another job", ok, got)
+    row("cross-job: honest job after a hostile model name", "not flagged as drift from an unapproved name",
+        g.rc == 0 or "m\x1b" not in g.text(), "exit %s" % g.rc)
 
 
 def gate_codes(r):
@@ -550,6 +595,55 @@ def group_store(w, base):
             not r.timed_out and not lk, "timed out" if r.timed_out else "exit %s, leaked %s" % (r.rc, lk))
         ok, got = checks.terminal(r.both)
         row("watch --once with hostile worker strings", "no raw control/invisible char", ok, got)
+    if wants("store sparse"):
+        for member, label, size in (("artifact", "artifact.tar.gz", 64 << 30), ("artifact_envelope", "artifact.dsse.json", 8 << 30)):
+            j = w.submit()
+            tgz, env = j.build()
+            j.drop(tgz, env)
+            p_ = j.drop_path(member)
+            with open(p_, "r+b") as f_:
+                f_.truncate(size)
+            t0 = time.time()
+            f = w.run([os.path.join(w.bindir, "airlock"), "--home", w.home, "fetch", j.id], timeout=60)
+            row("store: %s is a sparse %d GiB file -> fetch" % (label, size >> 30), "refused by size before reading (< 60 s)",
+                f.rc not in (0, None), "timed out" if f.timed_out else "exit %s in %.1fs" % (f.rc, time.time() - t0))
+    if wants("store junk drop dirs"):
+        w = fresh_world(w, "junk-")
+        honest = w.submit()
+        honest.put()
+        ghost = "20990101T000000Z-" + "ab" * 10
+        os.makedirs(os.path.join(w.store, "drop", ghost), exist_ok=True)
+        with open(os.path.join(w.store, "drop", ghost, "artifact.tar.gz"), "wb") as f_:
+            f_.write(b"junk")
+        os.makedirs(os.path.join(w.store, "drop", "not-a-job\x1b]0;pwned\x07"), exist_ok=True)
+        with open(os.path.join(w.store, "drop", "20990101T000001Z-" + "cd" * 10), "wb") as f_:
+            f_.write(b"a file where a directory belongs")
+        st = w.airlock("status")
+        ok, got = checks.terminal(st.both)
+        row("store: junk drop dirs (unknown job, control chars, a file) -> status", "exit 0, nothing raw, no ghost job",
+            st.rc == 0 and ok and ghost not in st.text(), "exit %s, %s%s" % (st.rc, got, ", ghost listed" if ghost in st.text() else ""))
+        r = w.run([os.path.join(w.bindir, "airlock"), "--home", w.home, "watch", "--once", "--repo", w.repo], timeout=120)
+        ok, got = checks.terminal(r.both)
+        row("store: junk drop dirs -> watch --once", "terminates, exit 0, nothing raw, ghost not gated",
+            not r.timed_out and r.rc == 0 and ok and not any(e.get("job") == ghost for e in w.ledger_entries())
+            and any(e.get("job") == honest.id and e.get("event", {}).get("kind") == "gate" for e in w.ledger_entries()),
+            "timed out" if r.timed_out else "exit %s, %s %s" % (r.rc, got, r.text().strip().split("\n")[-1][:50]))
+        rtlib.rm(os.path.join(w.store, "drop", ghost))
+        rtlib.rm(os.path.join(w.store, "drop", "not-a-job\x1b]0;pwned\x07"))
+        rtlib.rm(os.path.join(w.store, "drop", "20990101T000001Z-" + "cd" * 10))
+    if wants("store watch fifo"):
+        j = w.submit()
+        tgz, env = j.build()
+        j.drop(tgz, env)
+        rtlib.rm(j.drop_path("artifact"))
+        os.mkfifo(j.drop_path("artifact"))
+        other = w.submit()
+        other.put()
+        r = w.run([os.path.join(w.bindir, "airlock"), "--home", w.home, "watch", "--once", "--repo", w.repo], timeout=90)
+        gated_other = any(e.get("job") == other.id and e.get("event", {}).get("kind") == "gate" for e in w.ledger_entries())
+        row("store: a FIFO artifact -> watch --once", "terminates and still gates the other landed job",
+            not r.timed_out and gated_other, "timed out (watch hangs on the FIFO)" if r.timed_out else "exit %s, other gated %s" % (r.rc, gated_other))
+        rtlib.rm(j.drop_path("artifact"))
     row("store: sentinel outside store untouched (fetch/status/watch)", "no change", w.sentinel_intact(), "intact" if w.sentinel_intact() else "CHANGED")
 
 
@@ -972,6 +1066,26 @@ def group_global(worlds):
         lk = [h[:12] for h in hs if h.encode() in allout]
         row("global (%s): sentinel hash/content in ledger or output" % os.path.basename(w.root), "never", not lk, ",".join(lk) or "clean")
         row("global (%s): sentinel directory untouched" % os.path.basename(w.root), "no change", w.sentinel_intact(), "intact" if w.sentinel_intact() else "CHANGED")
+        details = []
+
+        def walk(v):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    if k in ("detail", "note", "reason", "by") and isinstance(x, str):
+                        details.append(x)
+                    elif k == "reasons" and isinstance(x, list):
+                        details.extend(y for y in x if isinstance(y, str))
+                        walk([y for y in x if not isinstance(y, str)])
+                    else:
+                        walk(x)
+            elif isinstance(v, list):
+                for x in v:
+                    walk(x)
+        for e in w.ledger_entries():
+            walk(e.get("event", {}))
+        bad = [d for d in details if not checks.terminal(d)[0]]
+        row("global (%s): ledger detail/note strings neutralised" % os.path.basename(w.root), "no raw control/invisible char",
+            not bad, ("%d raw, e.g. %s" % (len(bad), checks.terminal(bad[0])[1])) if bad else "clean (%d strings)" % len(details))
         panics = [r for r in w.outputs if b"panicked at" in r.err]
         row("global (%s): no command panicked" % os.path.basename(w.root), "no panic", not panics, "%d panics" % len(panics))
 
@@ -1004,6 +1118,7 @@ def main():
         group_oversized(w)
         group_model_key(w, base)
         group_secret_display(w, base)
+        group_cross_job(w, base)
         group_closed_sets(w)
         group_store(w, base)
         group_notes(w, base)
