@@ -390,7 +390,12 @@ fn compare_shows_models_tokens_and_how_the_patches_differ() {
 #[test]
 fn compare_says_unknown_for_unreported_models_and_ungated_jobs() {
     let p = Pipeline::new();
-    let gen = script(&p, "u.sh", "def add(a, b):\n    return a + b  # u", "unreported");
+    let gen = script(
+        &p,
+        "u.sh",
+        "def add(a, b):\n    return a + b  # u",
+        "unreported",
+    );
     let (a, token) = submit_model(&p, Some("m"));
     if work_with(&p, &token, &gen).is_none() {
         return;
