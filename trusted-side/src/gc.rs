@@ -112,7 +112,7 @@ pub fn run(
             "removed"
         };
         for k in &report.removed {
-            println!("{verb} {k}");
+            println!("{verb} {}", airlock_core::text::line(k));
         }
         println!(
             "{verb} {} payload(s) of {} job(s); envelopes, records and ledger kept",
