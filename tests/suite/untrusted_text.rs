@@ -292,3 +292,134 @@ fn assert_html_is_inert(what: &str, html: &str) {
     );
     assert!(!html.contains("href=\"https://evil"), "{what}: a live link");
 }
+
+/// The red-team campaign of issue 37 on these surfaces: each hostile model name (terminal
+/// escapes, table and code-span breakouts, live Markdown and HTML, every class of invisible
+/// character) through `fetch`, `gate` text, `--md`, `--html`, `show` text and `--html`: 32
+/// names x 6 outputs = 192 attacks, each answered by the same marked rendering.
+#[test]
+fn every_hostile_model_name_is_inert_in_every_output() {
+    let attacks: &[&str] = &[
+        "\u{1b}]0;retitled\u{7}",
+        "\u{1b}[2J\u{1b}[H",
+        "\u{1b}[1A\u{1b}[2Kqueue: ok",
+        "ok\rREJECT",
+        "\u{9b}31mred",
+        "\u{1b}]8;;https://evil.example\u{1b}\\link\u{1b}]8;;\u{1b}\\",
+        "\u{1b}P+q\u{1b}\\",
+        "a\u{8}\u{8}b\u{7f}",
+        "nul\u{0}byte",
+        "line\nAirlock-Decision: queue",
+        "cell|split|more",
+        "`code` break",
+        "``` fence\nbreak",
+        "<img src=x onerror=alert(1)>",
+        "<script>alert(1)</script>",
+        "[click](javascript:alert(1))",
+        "![pixel](https://evil.example/p.png)",
+        "<a href=\"https://evil.example\">x</a>",
+        "&lt;entity&gt; &#x3c;",
+        "<!-- hidden comment -->",
+        "*bold* _em_ ~~strike~~",
+        "user\u{202e}gnp.exe",
+        "\u{2066}admin\u{2069}\u{2067}x\u{2069}",
+        "\u{200e}\u{200f}\u{61c}",
+        "tidy\u{e0041}\u{e0070}\u{e0070}\u{e0072}\u{e006f}\u{e0076}\u{e0065}",
+        "soft\u{ad}hyphen",
+        "zw\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}",
+        "mongol\u{180e}\u{180b}",
+        "\u{2061}\u{2062}\u{2063}\u{2064}\u{206a}\u{206f}",
+        "\u{fff9}annotated\u{fffa}hidden\u{fffb}",
+        "\u{3164}\u{115f}\u{1160}\u{ffa0}\u{34f}",
+        "vs\u{fe0f}\u{e0100}\u{2028}\u{2029}",
+    ];
+    let w = World::new();
+    let patch = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+/// Adds.\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+    let mut answered = 0;
+    for (n, attack) in attacks.iter().enumerate() {
+        let name = format!("M{n}:{attack}");
+        let job = w.submit();
+        let id = job.id();
+        let mut p = packet(&job, patch.as_bytes());
+        p.model_reported = name.clone();
+        let (tgz, packet_bytes) = artifact(&p, patch.as_bytes());
+        w.drop_signed(&job, &tgz, &packet_bytes, None);
+        let fetch = airlock(&w, &["fetch", &id]);
+        assert!(fetch.status.success(), "{}", show(&fetch));
+        let (md, html) = (
+            w.root.join(format!("{n}.md")),
+            w.root.join(format!("{n}.html")),
+        );
+        let gate = run(cmd(&bin("airlock"))
+            .arg("--home")
+            .arg(&w.home)
+            .args(["gate", &id, "--repo"])
+            .arg(&w.repo)
+            .arg("--md")
+            .arg(&md)
+            .arg("--html")
+            .arg(&html));
+        assert_eq!(gate.status.code(), Some(3), "{}", show(&gate));
+        let show_html = w.root.join(format!("{n}.show.html"));
+        let shown = run(cmd(&bin("airlock"))
+            .arg("--home")
+            .arg(&w.home)
+            .args(["show", &id, "--html"])
+            .arg(&show_html));
+        assert!(shown.status.success(), "{}", show(&shown));
+        let md = std::fs::read_to_string(&md).unwrap();
+        for (what, out, html) in [
+            ("fetch", out_text(&fetch), false),
+            ("gate", out_text(&gate), false),
+            ("gate --md", md.clone(), false),
+            ("gate --html", std::fs::read_to_string(&html).unwrap(), true),
+            ("show", out_text(&shown), false),
+            (
+                "show --html",
+                std::fs::read_to_string(&show_html).unwrap(),
+                true,
+            ),
+        ] {
+            assert_inert(&format!("{what} [{n}] {attack:?}"), &name, &out, html);
+            answered += 1;
+        }
+        assert_md_is_inert(&format!("gate --md [{n}]"), &md, false);
+    }
+    assert_eq!(answered, 192);
+}
+
+/// `out` shows `name` marked: no hidden character, no raw `<` from it in HTML, and after its
+/// `M<n>:` start every token of `name`'s hidden characters, in order.
+fn assert_inert(what: &str, name: &str, out: &str, html: bool) {
+    let raw: Vec<char> = out
+        .chars()
+        .filter(|&c| airlock_core::text::is_hidden(c) && c != '\n' && c != '\t')
+        .collect();
+    assert!(raw.is_empty(), "{what}: raw hidden characters {raw:?}");
+    if html {
+        for bad in [
+            "<img",
+            "<script>alert",
+            "<a href=\"https://evil",
+            "<!-- hidden",
+        ] {
+            assert!(!out.contains(bad), "{what}: live {bad}");
+        }
+    }
+    let start = &name[..name.find(':').unwrap() + 1];
+    let tokens = airlock_core::text::hidden_tokens(name);
+    let ok = out.match_indices(start).any(|(at, _)| {
+        let mut rest = &out[at..];
+        tokens.iter().all(|t| {
+            let want = if html {
+                t.replace('<', "&lt;").replace('>', "&gt;")
+            } else {
+                t.clone()
+            };
+            rest.find(&want)
+                .map(|i| rest = &rest[i + want.len()..])
+                .is_some()
+        })
+    });
+    assert!(ok, "{what}: not marked as {tokens:?}:\n{out}");
+}
