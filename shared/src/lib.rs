@@ -12,6 +12,8 @@
 //! - The tar reader never creates links, devices or FIFOs, never writes outside its
 //!   destination and refuses bombs ([`tar`]).
 //! - Values that passed verification are typed [`Verified<T>`]; only this crate can make one.
+//! - Untrusted text reaches a terminal, Markdown, HTML, a git trailer or a ledger line one
+//!   way ([`text`]): every invisible, bidirectional or control character marked `<U+XXXX>`.
 //!
 //! # Not guaranteed
 //! - No network I/O, no processes, no clock: callers pass `now` in (unix seconds).

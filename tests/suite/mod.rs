@@ -36,6 +36,9 @@ mod regression;
 mod review;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
+/// Untrusted text: one hostile model name through every output (terminal, Markdown, HTML,
+/// trailers, ledger), marked alike; `show` says what the gate classified.
+mod untrusted_text;
 /// `airlock-worker`: real generators, refusals before anything runs, reclaim, signals, watch.
 mod worker;
 /// `airlock-worker` with installed agents: --readable, --home-template, --allow-local,

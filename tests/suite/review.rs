@@ -390,7 +390,12 @@ fn compare_shows_models_tokens_and_how_the_patches_differ() {
 #[test]
 fn compare_says_unknown_for_unreported_models_and_ungated_jobs() {
     let p = Pipeline::new();
-    let gen = script(&p, "u.sh", "def add(a, b):\n    return a + b  # u", "unreported");
+    let gen = script(
+        &p,
+        "u.sh",
+        "def add(a, b):\n    return a + b  # u",
+        "unreported",
+    );
     let (a, token) = submit_model(&p, Some("m"));
     if work_with(&p, &token, &gen).is_none() {
         return;
@@ -583,6 +588,9 @@ fn render_in_chromium(chrome: &Path, page: &Path, png: &Path, profile: &Path) ->
 
 #[test]
 fn html_report_renders_in_headless_chromium_and_hostile_content_stays_text() {
+    // The worker's report names a model carrying an image, a link and a bidi override (issue
+    // 37, finding 4): none may become an element.
+    const HOSTILE_MODEL_JSON: &str = r#"{"model": "m-1<img src=x onerror=\"document.title='model'\"><a href=\"https://evil.example/\">x</a>\u202e", "tokens_in": 1, "tokens_out": 2}"#;
     let Some(chrome) = chromium() else {
         return;
     };
@@ -600,7 +608,7 @@ fn html_report_renders_in_headless_chromium_and_hostile_content_stays_text() {
         format!(
             "#!/bin/sh\nset -eu\ncd \"$AIRLOCK_WORKDIR\"\ncat > src/calc.py <<'PYEOF'\n{hostile}\nPYEOF\n\
              printf '      - run: echo hi\\n' >> .github/workflows/ci.yml\n\
-             printf '{{\"model\": \"m-1\", \"tokens_in\": 1, \"tokens_out\": 2}}\\n' > \"$AIRLOCK_REPORT\"\n"
+             cat > \"$AIRLOCK_REPORT\" <<'JEOF'\n{HOSTILE_MODEL_JSON}\nJEOF\n"
         ),
     )
     .unwrap();
@@ -645,6 +653,10 @@ fn html_report_renders_in_headless_chromium_and_hostile_content_stays_text() {
     );
     assert!(!dom.contains("<img"), "an img element exists in the DOM");
     assert!(!dom.contains("<a "), "a link element exists in the DOM");
+    assert!(
+        dom.contains("m-1&lt;img src=x onerror=") && dom.contains("&lt;a href="),
+        "the hostile model name is not shown as text"
+    );
     assert!(
         dom.contains("id=\"verdict\"") && dom.contains(">HUMAN<"),
         "verdict missing"

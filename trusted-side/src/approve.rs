@@ -236,7 +236,7 @@ pub fn run(
             r.job,
             r.artifact_sha256,
             r.gate_entry,
-            r.by.escape_debug(),
+            airlock_core::text::line(&r.by),
             r.entry,
             r.trusted_key_id
         );

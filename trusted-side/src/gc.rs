@@ -118,7 +118,7 @@ pub fn run(
             "removed"
         };
         for k in &report.removed {
-            println!("{verb} {k}");
+            println!("{verb} {}", airlock_core::text::line(k));
         }
         for r in &report.refused {
             println!("left alone: {r}");

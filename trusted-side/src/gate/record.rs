@@ -17,6 +17,7 @@ use anyhow::Result;
 
 use super::policy::Verdict;
 use crate::fetch::Fetched;
+use crate::ledger::entry::MAX_TEXT_BYTES;
 use crate::ledger::{self, Event, GatedFile};
 use crate::report::{GateReport, GATE_VERSION};
 use crate::store::Store;
@@ -80,6 +81,8 @@ pub fn append(
                 Some(rule) => format!("[{rule}] {}", r.detail),
                 None => r.detail.clone(),
             };
+            // One inert line, as every refusal's detail (`airlock_core::text::detail`).
+            let detail = airlock_core::text::detail(&detail, MAX_TEXT_BYTES);
             events.push(Event::Reject {
                 stage: r.code.stage().as_str().to_owned(),
                 reason_code: r.code.code().to_owned(),
