@@ -80,18 +80,19 @@ fn previous_worker_against_todays_trusted_side_refuses_before_running() {
         &[&gen, markers.to_str().unwrap()],
     ));
     let err = String::from_utf8_lossy(&out.stderr);
-    if out.status.success() {
-        // A previous release that reads the claim completes the job; today's fetch takes it.
-        env.fetch_ok(&job);
-        return;
-    }
+    eprintln!("{}: {}", version(&prev.join("airlock-worker")), err.trim());
+    assert!(!out.status.success(), "the previous worker ran the job");
     assert!(
         err.contains("refused before running anything") && err.contains("formats"),
         "{} did not refuse with the version message: {}",
         version(&prev.join("airlock-worker")),
         show(&out)
     );
-    assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0, "the generator ran");
+    assert_eq!(
+        std::fs::read_dir(&markers).unwrap().count(),
+        0,
+        "the generator ran"
+    );
     assert!(drop_objects(&env.home, &job.id).is_empty());
 }
 
@@ -142,7 +143,9 @@ fn todays_worker_against_the_previous_trusted_side_completes_the_job() {
         .unwrap_or_else(|e| panic!("previous gate gave no JSON report ({e}): {}", show(&out)));
     let codes = reason_codes(&report);
     assert!(
-        !codes.iter().any(|c| c == "packet-format" || c.starts_with("artifact-")),
+        !codes
+            .iter()
+            .any(|c| c == "packet-format" || c.starts_with("artifact-")),
         "the previous gate refused today's artifact: {report:#}"
     );
     assert!(report["decision"].is_string(), "{report:#}");
@@ -192,7 +195,9 @@ fn an_artifact_of_the_previous_release_is_read_by_todays_trusted_side() {
         .unwrap_or_else(|e| panic!("gate gave no JSON report ({e}): {}", show(&out)));
     let codes = reason_codes(&report);
     assert!(
-        !codes.iter().any(|c| c == "packet-format" || c.starts_with("artifact-")),
+        !codes
+            .iter()
+            .any(|c| c == "packet-format" || c.starts_with("artifact-")),
         "today's gate refused the previous release's artifact: {report:#}"
     );
 }

@@ -693,12 +693,27 @@ fn rejects_values_outside_the_closed_sets_and_unknown_members_of_closed_objects(
     let w = World::new();
     let patch = b"";
     let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
-        (Box::new(|v| v["sandbox"] = "None".into()), "format.closed-set"),
-        (Box::new(|v| v["sandbox"] = "none ".into()), "format.closed-set"),
+        (
+            Box::new(|v| v["sandbox"] = "None".into()),
+            "format.closed-set",
+        ),
+        (
+            Box::new(|v| v["sandbox"] = "none ".into()),
+            "format.closed-set",
+        ),
         (Box::new(|v| v["sandbox"] = "".into()), "format.closed-set"),
-        (Box::new(|v| v["sandbox"] = "disabled".into()), "format.closed-set"),
-        (Box::new(|v| v["exit"]["kind"] = "crashed".into()), "format.closed-set"),
-        (Box::new(|v| v["exit"]["signal"] = 9.into()), "format.unknown-member"),
+        (
+            Box::new(|v| v["sandbox"] = "disabled".into()),
+            "format.closed-set",
+        ),
+        (
+            Box::new(|v| v["exit"]["kind"] = "crashed".into()),
+            "format.closed-set",
+        ),
+        (
+            Box::new(|v| v["exit"]["signal"] = 9.into()),
+            "format.unknown-member",
+        ),
     ];
     for (edit, rule) in cases {
         let job = w.submit();
