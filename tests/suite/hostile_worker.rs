@@ -692,33 +692,21 @@ fn rejects_diff_lying_about_an_old_mode() {
 fn rejects_values_outside_the_closed_sets_and_unknown_members_of_closed_objects() {
     let w = World::new();
     let patch = b"";
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
-        (
-            Box::new(|v| v["sandbox"] = "None".into()),
-            "format.closed-set",
-        ),
-        (
-            Box::new(|v| v["sandbox"] = "none ".into()),
-            "format.closed-set",
-        ),
-        (Box::new(|v| v["sandbox"] = "".into()), "format.closed-set"),
-        (
-            Box::new(|v| v["sandbox"] = "disabled".into()),
-            "format.closed-set",
-        ),
-        (
-            Box::new(|v| v["exit"]["kind"] = "crashed".into()),
-            "format.closed-set",
-        ),
-        (
-            Box::new(|v| v["exit"]["signal"] = 9.into()),
-            "format.unknown-member",
-        ),
+    let cases: [(&[&str], &str, &str); 6] = [
+        (&["sandbox"], "None", "format.closed-set"),
+        (&["sandbox"], "none ", "format.closed-set"),
+        (&["sandbox"], "", "format.closed-set"),
+        (&["sandbox"], "disabled", "format.closed-set"),
+        (&["exit", "kind"], "crashed", "format.closed-set"),
+        (&["exit", "signal"], "9", "format.unknown-member"),
     ];
-    for (edit, rule) in cases {
+    for (path, value, rule) in cases {
         let job = w.submit();
         let mut v = serde_json::to_value(packet(&job, patch)).unwrap();
-        edit(&mut v);
+        let obj = path[..path.len() - 1]
+            .iter()
+            .fold(&mut v, |o, k| &mut o[*k]);
+        obj[path[path.len() - 1]] = value.into();
         let bytes = serde_json::to_vec_pretty(&v).unwrap();
         let mut t = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
         t.append_file("packet.json", false, bytes.len() as u64, bytes.as_slice())
