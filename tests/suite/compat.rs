@@ -201,3 +201,55 @@ fn an_artifact_of_the_previous_release_is_read_by_todays_trusted_side() {
         "today's gate refused the previous release's artifact: {report:#}"
     );
 }
+
+/// Today's worker given a token (signed by the trusted key) whose `formats` claim names only
+/// versions it cannot write refuses before running anything, naming both sides' versions
+/// (`token.formats`): no generator start, no drop object.
+#[test]
+fn todays_worker_refuses_a_token_naming_only_formats_it_cannot_write() {
+    let env = Env::small();
+    let job = env.submit(&[]);
+    let trusted = airlock_core::keys::load_private_key(&env.home.join("trusted.key")).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut claims = airlock_core::token::verify_token(&job.token, &trusted.public(), now)
+        .unwrap()
+        .into_inner();
+    claims.formats = Some(vec![
+        "airlock.packet/v2".to_owned(),
+        "urn:airlock:predicate:artifact:v1".to_owned(),
+    ]);
+    let token = airlock_core::token::mint_token(&trusted, &claims, now, 600).unwrap();
+    let token_file = env.root.join("v2.token");
+    std::fs::write(&token_file, token.expose()).unwrap();
+    let markers = env.root.join("markers");
+    std::fs::create_dir(&markers).unwrap();
+    let gen = env.gen("marker.sh");
+    let out = run(&mut worker_cmd(
+        &bin("airlock-worker"),
+        &env,
+        &token_file,
+        &env.home.join("trusted.pub"),
+        &[&gen, markers.to_str().unwrap()],
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", show(&out));
+    for needle in [
+        "refused before running anything",
+        "(token.formats)",
+        "airlock.packet/v2",
+        "writes [airlock.packet/v1",
+        airlock_core::VERSION,
+    ] {
+        assert!(err.contains(needle), "no {needle:?} in: {err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&markers).unwrap().count(),
+        0,
+        "the generator ran"
+    );
+    assert!(drop_objects(&env.home, &job.id).is_empty());
+    assert!(!env.work_root.exists() || env.run_dirs().is_empty());
+}
