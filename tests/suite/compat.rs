@@ -52,6 +52,24 @@ fn worker_cmd(bin: &Path, env: &Env, token: &Path, trusted_pub: &Path, gen: &[&s
     c
 }
 
+/// `airlock submit` of the previous release with trusted home `home`: the job id and the token
+/// file.
+fn submit_with(prev: &Path, home: &Path, env: &Env) -> (String, PathBuf) {
+    let token = env.root.join("prev.token");
+    let out = run(cmd(&prev.join("airlock"))
+        .arg("--home")
+        .arg(home)
+        .args(["submit", "--json", "--repo"])
+        .arg(&env.repo)
+        .arg("--prompt-file")
+        .arg(&env.prompt)
+        .arg("--token-out")
+        .arg(&token));
+    assert!(out.status.success(), "previous submit: {}", show(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (v["job"].as_str().unwrap().to_owned(), token)
+}
+
 fn drop_objects(home: &Path, job: &str) -> Vec<String> {
     std::fs::read_dir(home.join("store/drop").join(job))
         .map(|rd| {
@@ -111,16 +129,7 @@ fn todays_worker_against_the_previous_trusted_side_completes_the_job() {
     };
     let out = run(&mut airlock(&["init"]));
     assert!(out.status.success(), "previous init: {}", show(&out));
-    let token = env.root.join("prev.token");
-    let out = run(airlock(&["submit", "--json", "--repo"])
-        .arg(&env.repo)
-        .arg("--prompt-file")
-        .arg(&env.prompt)
-        .arg("--token-out")
-        .arg(&token));
-    assert!(out.status.success(), "previous submit: {}", show(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let job = v["job"].as_str().unwrap().to_owned();
+    let (job, token) = submit_with(&prev, &home, &env);
 
     let gen = env.gen("edit_small.sh");
     let out = run(&mut worker_cmd(
@@ -158,21 +167,7 @@ fn todays_worker_against_the_previous_trusted_side_completes_the_job() {
 fn an_artifact_of_the_previous_release_is_read_by_todays_trusted_side() {
     let Some(prev) = previous() else { return };
     let env = Env::small();
-    let prev_airlock = |args: &[&str]| {
-        let mut c = cmd(&prev.join("airlock"));
-        c.arg("--home").arg(&env.home).args(args);
-        c
-    };
-    let token = env.root.join("prev.token");
-    let out = run(prev_airlock(&["submit", "--json", "--repo"])
-        .arg(&env.repo)
-        .arg("--prompt-file")
-        .arg(&env.prompt)
-        .arg("--token-out")
-        .arg(&token));
-    assert!(out.status.success(), "previous submit: {}", show(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let job = v["job"].as_str().unwrap().to_owned();
+    let (job, token) = submit_with(&prev, &env.home, &env);
     let gen = env.gen("edit_small.sh");
     let out = run(&mut worker_cmd(
         &prev.join("airlock-worker"),
