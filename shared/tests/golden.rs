@@ -47,8 +47,7 @@ fn read(reader: &str, bytes: &[u8]) -> String {
                 .map(drop),
         ),
         "bundle-predicate" => rule(
-            format::parse_json::<BundlePredicate>(bytes, MAX_ENVELOPE_BYTES, "predicate")
-                .map(drop),
+            format::parse_json::<BundlePredicate>(bytes, MAX_ENVELOPE_BYTES, "predicate").map(drop),
         ),
         "token" => match verify_payload(bytes) {
             Ok(_) => "accept".to_owned(),
@@ -106,10 +105,18 @@ fn every_golden_document_is_read_as_its_table_says() {
     assert!(wrong.is_empty(), "{wrong:#?}");
     // Every release's every document kind is covered.
     for release in ["0.6.0", "pre-0.6.0"] {
-        for reader in ["packet", "request", "manifest", "token", "artifact-predicate"] {
+        for reader in [
+            "packet",
+            "request",
+            "manifest",
+            "token",
+            "artifact-predicate",
+        ] {
             assert!(
                 rows.iter()
-                    .any(|(p, r, e)| p.starts_with(&format!("{release}/")) && r == reader && e == "accept"),
+                    .any(|(p, r, e)| p.starts_with(&format!("{release}/"))
+                        && r == reader
+                        && e == "accept"),
                 "no accepted {reader} of {release}"
             );
         }
@@ -122,7 +129,10 @@ fn every_golden_file_is_in_the_table() {
     for dir in ["0.6.0", "pre-0.6.0", "contract"] {
         for e in std::fs::read_dir(golden().join(dir)).unwrap() {
             let name = format!("{dir}/{}", e.unwrap().file_name().to_string_lossy());
-            assert!(rows.iter().any(|(p, _, _)| *p == name), "{name} is not in expect.tsv");
+            assert!(
+                rows.iter().any(|(p, _, _)| *p == name),
+                "{name} is not in expect.tsv"
+            );
         }
     }
 }
@@ -143,8 +153,8 @@ fn todays_writers_reproduce_the_0_6_0_documents() {
             String::from_utf8(bytes).unwrap(),
             "{name}"
         );
-        let p = Packet::from_json(&std::fs::read(golden().join("0.6.0/packet.json")).unwrap())
-            .unwrap();
+        let p =
+            Packet::from_json(&std::fs::read(golden().join("0.6.0/packet.json")).unwrap()).unwrap();
         assert_eq!(
             p.to_json_for(format::Reader::Release0_6),
             format::to_json_bytes(&p)

@@ -52,6 +52,24 @@ fn worker_cmd(bin: &Path, env: &Env, token: &Path, trusted_pub: &Path, gen: &[&s
     c
 }
 
+/// `airlock submit` of the previous release with trusted home `home`: the job id and the token
+/// file.
+fn submit_with(prev: &Path, home: &Path, env: &Env) -> (String, PathBuf) {
+    let token = env.root.join("prev.token");
+    let out = run(cmd(&prev.join("airlock"))
+        .arg("--home")
+        .arg(home)
+        .args(["submit", "--json", "--repo"])
+        .arg(&env.repo)
+        .arg("--prompt-file")
+        .arg(&env.prompt)
+        .arg("--token-out")
+        .arg(&token));
+    assert!(out.status.success(), "previous submit: {}", show(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (v["job"].as_str().unwrap().to_owned(), token)
+}
+
 fn drop_objects(home: &Path, job: &str) -> Vec<String> {
     std::fs::read_dir(home.join("store/drop").join(job))
         .map(|rd| {
@@ -80,18 +98,19 @@ fn previous_worker_against_todays_trusted_side_refuses_before_running() {
         &[&gen, markers.to_str().unwrap()],
     ));
     let err = String::from_utf8_lossy(&out.stderr);
-    if out.status.success() {
-        // A previous release that reads the claim completes the job; today's fetch takes it.
-        env.fetch_ok(&job);
-        return;
-    }
+    eprintln!("{}: {}", version(&prev.join("airlock-worker")), err.trim());
+    assert!(!out.status.success(), "the previous worker ran the job");
     assert!(
         err.contains("refused before running anything") && err.contains("formats"),
         "{} did not refuse with the version message: {}",
         version(&prev.join("airlock-worker")),
         show(&out)
     );
-    assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0, "the generator ran");
+    assert_eq!(
+        std::fs::read_dir(&markers).unwrap().count(),
+        0,
+        "the generator ran"
+    );
     assert!(drop_objects(&env.home, &job.id).is_empty());
 }
 
@@ -110,16 +129,7 @@ fn todays_worker_against_the_previous_trusted_side_completes_the_job() {
     };
     let out = run(&mut airlock(&["init"]));
     assert!(out.status.success(), "previous init: {}", show(&out));
-    let token = env.root.join("prev.token");
-    let out = run(airlock(&["submit", "--json", "--repo"])
-        .arg(&env.repo)
-        .arg("--prompt-file")
-        .arg(&env.prompt)
-        .arg("--token-out")
-        .arg(&token));
-    assert!(out.status.success(), "previous submit: {}", show(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let job = v["job"].as_str().unwrap().to_owned();
+    let (job, token) = submit_with(&prev, &home, &env);
 
     let gen = env.gen("edit_small.sh");
     let out = run(&mut worker_cmd(
@@ -142,7 +152,9 @@ fn todays_worker_against_the_previous_trusted_side_completes_the_job() {
         .unwrap_or_else(|e| panic!("previous gate gave no JSON report ({e}): {}", show(&out)));
     let codes = reason_codes(&report);
     assert!(
-        !codes.iter().any(|c| c == "packet-format" || c.starts_with("artifact-")),
+        !codes
+            .iter()
+            .any(|c| c == "packet-format" || c.starts_with("artifact-")),
         "the previous gate refused today's artifact: {report:#}"
     );
     assert!(report["decision"].is_string(), "{report:#}");
@@ -155,21 +167,7 @@ fn todays_worker_against_the_previous_trusted_side_completes_the_job() {
 fn an_artifact_of_the_previous_release_is_read_by_todays_trusted_side() {
     let Some(prev) = previous() else { return };
     let env = Env::small();
-    let prev_airlock = |args: &[&str]| {
-        let mut c = cmd(&prev.join("airlock"));
-        c.arg("--home").arg(&env.home).args(args);
-        c
-    };
-    let token = env.root.join("prev.token");
-    let out = run(prev_airlock(&["submit", "--json", "--repo"])
-        .arg(&env.repo)
-        .arg("--prompt-file")
-        .arg(&env.prompt)
-        .arg("--token-out")
-        .arg(&token));
-    assert!(out.status.success(), "previous submit: {}", show(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let job = v["job"].as_str().unwrap().to_owned();
+    let (job, token) = submit_with(&prev, &env.home, &env);
     let gen = env.gen("edit_small.sh");
     let out = run(&mut worker_cmd(
         &prev.join("airlock-worker"),
@@ -192,7 +190,61 @@ fn an_artifact_of_the_previous_release_is_read_by_todays_trusted_side() {
         .unwrap_or_else(|e| panic!("gate gave no JSON report ({e}): {}", show(&out)));
     let codes = reason_codes(&report);
     assert!(
-        !codes.iter().any(|c| c == "packet-format" || c.starts_with("artifact-")),
+        !codes
+            .iter()
+            .any(|c| c == "packet-format" || c.starts_with("artifact-")),
         "today's gate refused the previous release's artifact: {report:#}"
     );
+}
+
+/// Today's worker given a token (signed by the trusted key) whose `formats` claim names only
+/// versions it cannot write refuses before running anything, naming both sides' versions
+/// (`token.formats`): no generator start, no drop object.
+#[test]
+fn todays_worker_refuses_a_token_naming_only_formats_it_cannot_write() {
+    let env = Env::small();
+    let job = env.submit(&[]);
+    let trusted = airlock_core::keys::load_private_key(&env.home.join("trusted.key")).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut claims = airlock_core::token::verify_token(&job.token, &trusted.public(), now)
+        .unwrap()
+        .into_inner();
+    claims.formats = Some(vec![
+        "airlock.packet/v2".to_owned(),
+        "urn:airlock:predicate:artifact:v1".to_owned(),
+    ]);
+    let token = airlock_core::token::mint_token(&trusted, &claims, now, 600).unwrap();
+    let token_file = env.root.join("v2.token");
+    std::fs::write(&token_file, token.expose()).unwrap();
+    let markers = env.root.join("markers");
+    std::fs::create_dir(&markers).unwrap();
+    let gen = env.gen("marker.sh");
+    let out = run(&mut worker_cmd(
+        &bin("airlock-worker"),
+        &env,
+        &token_file,
+        &env.home.join("trusted.pub"),
+        &[&gen, markers.to_str().unwrap()],
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", show(&out));
+    for needle in [
+        "refused before running anything",
+        "(token.formats)",
+        "airlock.packet/v2",
+        "writes [airlock.packet/v1",
+        airlock_core::VERSION,
+    ] {
+        assert!(err.contains(needle), "no {needle:?} in: {err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&markers).unwrap().count(),
+        0,
+        "the generator ran"
+    );
+    assert!(drop_objects(&env.home, &job.id).is_empty());
+    assert!(!env.work_root.exists() || env.run_dirs().is_empty());
 }

@@ -692,6 +692,17 @@ fn rejects_diff_lying_about_an_old_mode() {
     );
 }
 
+/// Signs and drops an artifact holding `packet` (any JSON) and an empty patch.
+fn drop_packet_value(w: &World, job: &Job, packet: &serde_json::Value) {
+    let bytes = serde_json::to_vec_pretty(packet).unwrap();
+    let mut t = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
+    t.append_file("packet.json", false, bytes.len() as u64, bytes.as_slice())
+        .unwrap();
+    t.append_file("patch.diff", false, 0, &b""[..]).unwrap();
+    let tgz = t.finish().unwrap();
+    w.drop_signed(job, &tgz, &bytes, None);
+}
+
 /// Closed sets are closed (docs/FORMATS.md, "Evolution"): a signed packet whose `sandbox` or
 /// `exit.kind` is not one of the version's listed values, however close, is refused by fetch
 /// with `format.closed-set`; an unknown member of a closed object with `format.unknown-member`.
@@ -699,25 +710,22 @@ fn rejects_diff_lying_about_an_old_mode() {
 fn rejects_values_outside_the_closed_sets_and_unknown_members_of_closed_objects() {
     let w = World::new();
     let patch = b"";
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
-        (Box::new(|v| v["sandbox"] = "None".into()), "format.closed-set"),
-        (Box::new(|v| v["sandbox"] = "none ".into()), "format.closed-set"),
-        (Box::new(|v| v["sandbox"] = "".into()), "format.closed-set"),
-        (Box::new(|v| v["sandbox"] = "disabled".into()), "format.closed-set"),
-        (Box::new(|v| v["exit"]["kind"] = "crashed".into()), "format.closed-set"),
-        (Box::new(|v| v["exit"]["signal"] = 9.into()), "format.unknown-member"),
+    let cases: [(&[&str], &str, &str); 6] = [
+        (&["sandbox"], "None", "format.closed-set"),
+        (&["sandbox"], "none ", "format.closed-set"),
+        (&["sandbox"], "", "format.closed-set"),
+        (&["sandbox"], "disabled", "format.closed-set"),
+        (&["exit", "kind"], "crashed", "format.closed-set"),
+        (&["exit", "signal"], "9", "format.unknown-member"),
     ];
-    for (edit, rule) in cases {
+    for (path, value, rule) in cases {
         let job = w.submit();
         let mut v = serde_json::to_value(packet(&job, patch)).unwrap();
-        edit(&mut v);
-        let bytes = serde_json::to_vec_pretty(&v).unwrap();
-        let mut t = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
-        t.append_file("packet.json", false, bytes.len() as u64, bytes.as_slice())
-            .unwrap();
-        t.append_file("patch.diff", false, 0, &b""[..]).unwrap();
-        let tgz = t.finish().unwrap();
-        w.drop_signed(&job, &tgz, &bytes, None);
+        let obj = path[..path.len() - 1]
+            .iter()
+            .fold(&mut v, |o, k| &mut o[*k]);
+        obj[path[path.len() - 1]] = value.into();
+        drop_packet_value(&w, &job, &v);
         expect_reject(&w, &job, "packet-format", Some(rule), &[]);
     }
 }
@@ -732,13 +740,7 @@ fn a_packet_with_unknown_members_of_extensible_objects_is_read() {
     let mut v = serde_json::to_value(packet(&job, patch)).unwrap();
     v["usage_by_model"] = serde_json::json!({"model-a": {"tokens_in": 3}});
     v["timings"]["queued_ms"] = 7.into();
-    let bytes = serde_json::to_vec_pretty(&v).unwrap();
-    let mut t = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
-    t.append_file("packet.json", false, bytes.len() as u64, bytes.as_slice())
-        .unwrap();
-    t.append_file("patch.diff", false, 0, &b""[..]).unwrap();
-    let tgz = t.finish().unwrap();
-    w.drop_signed(&job, &tgz, &bytes, None);
+    drop_packet_value(&w, &job, &v);
     let out = w.gate(&job.id(), &[]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("stdout is not the JSON report ({e}): {}", show(&out)));

@@ -21,6 +21,24 @@ pub const MODEL_UNREPORTED: &str = "unreported";
 /// The closed set of `sandbox` values of `airlock.packet/v1` (exact bytes: no case folding,
 /// no trimming).
 pub const SANDBOX_VALUES: &[&str] = &["namespaces+landlock+seccomp", "landlock+seccomp", "none"];
+/// The `limits_hit` entries this version lists (docs/FORMATS.md, packet.json). Not a closed
+/// set: any non-empty list is a limit hit, and an entry not listed here is shown as unknown.
+pub const LIMITS_HIT_VALUES: &[&str] = &[
+    "wall-clock",
+    "cpu-secs",
+    "file-size",
+    "log-bytes",
+    "egress-log",
+    "tokens",
+    "changed-files",
+    "changed-lines",
+    "diff-bytes",
+    "file-bytes",
+    "walk-entries",
+    "refused-paths",
+    "artifact-bytes",
+    "disk",
+];
 /// The members of the packet object, per nested object, that release 0.6.0's reader knows (it
 /// refuses any other): what a worker writes for a token without a `formats` claim.
 pub const PACKET_MEMBERS_0_6: &[(&str, &[&str])] = &[

@@ -345,7 +345,19 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             .limits_hit
             .iter()
             .take(20)
-            .map(|l| text::line(l))
+            .map(|l| {
+                // An entry this version does not list (a newer worker's) still counts as a
+                // hit, said as unknown (docs/FORMATS.md, "Closed sets").
+                if airlock_core::format::LIMITS_HIT_VALUES.contains(&l.as_str()) {
+                    text::line(l)
+                } else {
+                    format!(
+                        "{} (unknown to airlock {})",
+                        text::line(l),
+                        airlock_core::VERSION
+                    )
+                }
+            })
             .collect();
         // Out of disk is said in words: it is the one limit a reviewer cannot guess from the
         // diff (the worker may have kept only an empty patch to drop anything at all).

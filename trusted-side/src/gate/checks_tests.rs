@@ -299,6 +299,22 @@ fn partial_unsandboxed_and_limit_hit_runs_need_a_human() {
 }
 
 #[test]
+fn a_limit_this_version_does_not_list_is_a_hit_shown_as_unknown() {
+    let p = patch(&modify("a.txt"));
+    let mut k = packet(&p);
+    k.limits_hit = vec!["inodes-of-the-future".into(), "wall-clock".into()];
+    let got = check_packet(&k, &record(), &p);
+    let hit = got
+        .iter()
+        .find(|r| r.code == ReasonCode::WorkerLimitHit)
+        .expect("an unknown limit is still a limit hit");
+    assert_eq!(hit.verdict, Verdict::Human);
+    let text = &hit.detail;
+    assert!(text.contains("inodes-of-the-future"), "{text}");
+    assert_eq!(text.matches("(unknown to airlock").count(), 1, "{text}");
+}
+
+#[test]
 fn model_swap_and_refused_paths_are_recorded_not_decisive() {
     let p = patch(&modify("a.txt"));
     let mut k = packet(&p);
