@@ -929,3 +929,43 @@ fn sha256_hex(b: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(b))
 }
+
+/// Finding 6: after the fetch the worker swaps `artifact.dsse.json` in its drop (a store
+/// without write-once). `audit export` writes the envelope kept at the first fetch, and the
+/// export still verifies offline.
+#[test]
+fn audit_export_writes_the_envelope_kept_at_the_first_fetch_not_a_swapped_one() {
+    let p = Pipeline::new();
+    let Some(job) = gated_job(&p) else {
+        return;
+    };
+    let kept = std::fs::read(p.home.join("jobs").join(&job).join("artifact.dsse.json")).unwrap();
+    let dropped = p
+        .home
+        .join("store/drop")
+        .join(&job)
+        .join("artifact.dsse.json");
+    std::fs::remove_file(&dropped).unwrap();
+    std::fs::write(
+        &dropped,
+        b"{\"payload\":\"c3dhcHBlZA==\",\"payloadType\":\"x\",\"signatures\":[]}",
+    )
+    .unwrap();
+    let export = p.root.join("swapped.intoto.jsonl");
+    let out = airlock(&p, &["audit", "export", "--out", export.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", show(&out));
+    let text = std::fs::read_to_string(&export).unwrap();
+    assert!(
+        !text.contains("c3dhcHBlZA=="),
+        "the swapped envelope was exported"
+    );
+    let kept: serde_json::Value = serde_json::from_slice(&kept).unwrap();
+    assert!(
+        text.contains(&serde_json::to_string(&kept).unwrap()),
+        "the kept envelope is missing"
+    );
+    let Some(out) = verify_export(&p, &export, &[]) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", show(&out));
+}
