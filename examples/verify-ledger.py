@@ -3,7 +3,7 @@
 
 Usage:
     verify-ledger.py LEDGER_DIR TRUSTED_PUBLIC_KEY [--head SEQ:SHA256]
-    verify-ledger.py --export FILE.intoto.jsonl TRUSTED_PUBLIC_KEY
+    verify-ledger.py --export FILE.intoto.jsonl TRUSTED_PUBLIC_KEY [--head SEQ:SHA256]
 
 LEDGER_DIR is a copy of the store's `ledger/` prefix, e.g. made with
 `aws s3 cp --recursive s3://bucket/prefix/ledger/ ./ledger/` or `cp -r store/ledger .`.
@@ -21,8 +21,14 @@ With --export, FILE is the output of `airlock audit export` (one DSSE envelope p
 every job's whole chain is checked: the job record and the bundle statement signed by the
 trusted key, the job key named by the record, the artifact statement signed by that job key
 and bound to the job and its bundle, the trusted first-fetch record, and every ledger entry
-(signed by the trusted key, shaped as above, hash-chained wherever consecutive entries are
-both present) agreeing with those digests. It prints one line per job, e.g.
+(signed by the trusted key, shaped as above) agreeing with those digests. Entries are placed
+by the seq they sign, never by file order: they must form one unbroken run, each linked to the
+one before by its prev hash, each job's in seq order in the file; a duplicate (export.duplicate),
+a reorder (export.order), a gap (ledger.gap) or a broken link (ledger.prev-mismatch) is an
+error naming the line. A job with a fetch, gate or review entry needs its artifact statement
+and first-fetch record (export.incomplete). The decision is the job's last gate entry in
+ledger order. --head pins the export's entry SEQ as for a ledger directory. It prints one line
+per job, e.g.
     job 20261201T...: chain OK (record, bundle, job key 3f2a..., artifact, fetched, 5 ledger entries); decision human; approved by alice
 and exits 1 at the first broken link. Payloads (bundle.tar.gz, artifact.tar.gz) are not
 needed: the chain is of signatures over digests, so it verifies after `airlock gc`.
@@ -384,9 +390,24 @@ def predicate_type(data):
         return None, {}
 
 
-def verify_export(path, trusted):
-    """Checks every job's chain in an export; returns the summary lines."""
-    jobs = {}  # job -> {"record": (n, bytes), "bundle":..., "artifact":..., "fetched":..., "entries": [(n, bytes)]}
+def stored_digest(data):
+    """SHA-256 of an entry file as stored: the export put it on one line; the ledger keeps it
+    as pretty JSON (docs/LEDGER.md: two-space indent, members sorted, final newline)."""
+    stored = (json.dumps(json.loads(data), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return hashlib.sha256(stored).hexdigest()
+
+
+def verify_export(path, trusted, pin=None):
+    """Checks every job's chain in an export; returns the summary lines.
+
+    Ledger entries are placed by the seq they sign and linked by the previous-entry hash, never
+    by file order: the entries present must be one unbroken run (no duplicate, no gap), each
+    linked to the one before it, and each job's entries must appear in the file in seq order.
+    Every reported job (one with a record) needs its whole chain: a record, and with any fetch,
+    gate or review entry the artifact statement and the first-fetch record. The decision is the
+    job's last gate entry in ledger order, the review the last approve/decline after it."""
+    jobs = {}  # job -> {"record": (n, bytes), ..., "entries": [(n, predicate)]}
+    by_seq = {}  # seq -> (line, predicate, stored digest)
     with open(path, "rb") as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip(b"\n")
@@ -406,15 +427,51 @@ def verify_export(path, trusted):
             }.get(ptype)
             if kind is None:
                 raise Broken(f"line {n}", "export.malformed", f"unknown predicateType {ptype!r}")
-            if kind == "entry":
-                slot["entries"].append((n, line))
-            else:
+            if kind != "entry":
+                if kind in slot:
+                    raise Broken(f"line {n}", "export.duplicate", f"a second {kind} statement for job {job} (first on line {slot[kind][0]})")
                 slot[kind] = (n, line)
+                continue
+            p, _ = open_entry_bytes(line, f"line {n} (ledger entry)", None, trusted)
+            seq = p["seq"]
+            if seq in by_seq:
+                raise Broken(f"line {n}", "export.duplicate", f"ledger entry {seq} again (first on line {by_seq[seq][0]})")
+            if p["job"] != job:
+                raise Broken(f"line {n}", "export.binding", "ledger entry for another job")
+            if slot["entries"] and slot["entries"][-1][1]["seq"] > seq:
+                before = slot["entries"][-1]
+                raise Broken(f"line {n}", "export.order", f"ledger entry {seq} comes after entry {before[1]['seq']} (line {before[0]}): the file is out of ledger order")
+            by_seq[seq] = (n, p, stored_digest(line))
+            slot["entries"].append((n, p))
+    # The chain: one unbroken run of seq, each entry linked to the one before.
+    seqs = sorted(by_seq)
+    for i, seq in enumerate(seqs):
+        n, p, _ = by_seq[seq]
+        if i > 0 and seq != seqs[i - 1] + 1:
+            raise Broken(f"line {n}", "ledger.gap", f"entry {seqs[i - 1] + 1} is missing (the next present entry is {seq})")
+        if seq == 1 and p["prev"] is not None:
+            raise Broken(f"line {n}", "ledger.prev-mismatch", "the first entry must have prev null")
+        if i > 0 and p["prev"] != by_seq[seq - 1][2]:
+            raise Broken(f"line {n}", "ledger.prev-mismatch", f"prev is not the sha256 of entry {seq - 1} (line {by_seq[seq - 1][0]})")
+        if i > 0 and p["at"] < by_seq[seq - 1][1]["at"]:
+            raise Broken(f"line {n}", "ledger.time", f"at {p['at']} is earlier than entry {seq - 1}'s")
+    if pin is not None:
+        if not seqs or pin[0] > seqs[-1]:
+            last = seqs[-1] if seqs else 0
+            raise Broken(f"{path}", "ledger.truncated", f"the export ends at entry {last}, but the pinned head is {pin[0]}:{pin[1]}")
+        if pin[0] < seqs[0]:
+            raise Broken(f"{path}", "ledger.pin-mismatch", f"the pinned entry {pin[0]} is before the export's first entry {seqs[0]}")
+        n, _, digest = by_seq[pin[0]]
+        if digest != pin[1]:
+            raise Broken(f"line {n}", "ledger.pin-mismatch", f"hashes to {digest}, but the pinned head is {pin[0]}:{pin[1]}")
     out = []
-    all_entries = {}
     for job, slot in sorted(jobs.items()):
         if "record" not in slot:
-            raise Broken(f"job {job}", "export.incomplete", "no job record")
+            extra = [k for k in ("bundle", "artifact", "fetched") if k in slot]
+            if extra:
+                n = slot[extra[0]][0]
+                raise Broken(f"line {n}", "export.incomplete", f"job {job}: a {extra[0]} statement without the job record")
+            continue  # entries of a job outside the selection: links of the chain only
         n, data = slot["record"]
         record = open_statement(n, data, trusted, "job record")
         rec = record["predicate"]
@@ -431,6 +488,8 @@ def verify_export(path, trusted):
             parts.append("bundle")
         job_key = key_from_hex(rec["job_public_key"])
         parts.append(f"job key {job_key.keyid[:16]}")
+        entries = sorted(slot["entries"], key=lambda e: e[1]["seq"])
+        needs = [e for e in entries if e[1]["event"]["kind"] in ("fetch", "gate", "approve", "decline")]
         artifact = None
         if "artifact" in slot:
             n, data = slot["artifact"]
@@ -440,47 +499,50 @@ def verify_export(path, trusted):
                 raise Broken(f"line {n}", "export.binding", "the artifact names another job or bundle")
             artifact = subject_digest(a, "artifact.tar.gz")
             parts.append("artifact")
+        elif needs:
+            raise Broken(f"line {needs[0][0]}", "export.incomplete", f"job {job}: a {needs[0][1]['event']['kind']} entry, but no artifact statement")
         if "fetched" in slot:
             n, data = slot["fetched"]
             fr = open_statement(n, data, trusted, "first-fetch record")
             if artifact and subject_digest(fr, "artifact.tar.gz") != artifact:
                 raise Broken(f"line {n}", "export.binding", "the first fetch recorded another artifact")
             parts.append("fetched")
-        decision, review = None, None
-        for n, data in slot["entries"]:
-            p, _ = open_entry_bytes(data, f"line {n} (ledger entry)", None, trusted)
-            # The chain links file bytes; an entry file is the envelope in its stored form
-            # (docs/LEDGER.md: pretty JSON, two-space indent, members sorted, final newline),
-            # which the export put on one line: re-create it to follow the links.
-            stored = (json.dumps(json.loads(data), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-            all_entries[p["seq"]] = (n, p, hashlib.sha256(stored).hexdigest())
+        elif needs:
+            raise Broken(f"line {needs[0][0]}", "export.incomplete", f"job {job}: a {needs[0][1]['event']['kind']} entry, but no first-fetch record")
+        if not entries or entries[0][1]["event"]["kind"] != "submit":
+            where = f"line {entries[0][0]}" if entries else f"line {slot['record'][0]}"
+            raise Broken(where, "export.incomplete", f"job {job}: its chain does not start with its submit entry")
+        decision, review, gates = None, None, {}
+        for n, p in entries:
             ev = p["event"]
-            if p["job"] != job:
-                raise Broken(f"line {n}", "export.binding", "ledger entry for another job")
             if ev["kind"] == "submit" and ev["bundle_sha256"] != rec["bundle_sha256"]:
                 raise Broken(f"line {n}", "export.binding", "submit entry names another bundle")
             if ev["kind"] in ("fetch", "gate", "approve", "decline") and artifact and ev["artifact_sha256"] != artifact:
                 raise Broken(f"line {n}", "export.binding", f"{ev['kind']} entry names another artifact than the signed one")
             if ev["kind"] == "gate":
-                decision = ev["decision"]
+                decision, review = ev["decision"], None
+                gates[p["seq"]] = ev
             if ev["kind"] in ("approve", "decline"):
+                if ev["gate_entry"] not in gates:
+                    raise Broken(f"line {n}", "export.incomplete", f"{ev['kind']} of gate entry {ev['gate_entry']}, which is not an earlier gate entry of job {job}")
                 review = f"{ev['kind']}d by {ev['by']}"
-        parts.append(f"{len(slot['entries'])} ledger entries")
+        parts.append(f"{len(entries)} ledger entries")
         line = f"job {job}: chain OK ({', '.join(parts)}); decision {decision or 'none'}"
         if review:
             line += f"; {review}"
         out.append(line)
-    # The hash chain, wherever consecutive entries are both in the export.
-    for seq, (n, p, _) in sorted(all_entries.items()):
-        before = all_entries.get(seq - 1)
-        if before is not None and p["prev"] != before[2]:
-            raise Broken(f"line {n}", "ledger.prev-mismatch", f"prev is not the sha256 of entry {seq - 1}")
-        if seq == 1 and p["prev"] is not None:
-            raise Broken(f"line {n}", "ledger.prev-mismatch", "the first entry must have prev null")
-    return out, len(all_entries)
+    return out, len(by_seq)
 
 
 def main_export(args):
+    pin = None
+    if len(args) == 4 and args[2] == "--head":
+        m = re.fullmatch(r"([1-9][0-9]{0,11}):([0-9a-f]{64})", args[3])
+        if not m:
+            print("--head must be SEQ:SHA256", file=sys.stderr)
+            return 2
+        pin = (int(m.group(1)), m.group(2))
+        args = args[:2]
     if len(args) != 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -490,7 +552,7 @@ def main_export(args):
         print(f"cannot read the trusted key: {e}", file=sys.stderr)
         return 2
     try:
-        lines, entries = verify_export(args[0], trusted)
+        lines, entries = verify_export(args[0], trusted, pin)
     except Broken as b:
         print(str(b), file=sys.stderr)
         return 1

@@ -327,6 +327,16 @@ fn scoped_model_key_reaches_the_generator_and_never_the_ledger_packet_logs_or_bu
 
     // Grep: the store (ledger, records, inbox bundles, drop artifacts and packets, all
     // unpacked and decoded), the home's job directories, every command's stdout and stderr.
+    // The one place the key is kept on the trusted host: the home's job directory, 0600 (the
+    // gate looks for it in what the worker returns).
+    for j in [&job.id, &job2] {
+        let kept = env.home.join("jobs").join(j).join("model-key");
+        assert_eq!(
+            std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        std::fs::remove_file(&kept).unwrap();
+    }
     let mut seen = Vec::new();
     readable_bytes(&env.home.join("store"), &mut seen);
     readable_bytes(&env.home.join("jobs"), &mut seen);
@@ -342,6 +352,114 @@ fn scoped_model_key_reaches_the_generator_and_never_the_ledger_packet_logs_or_bu
     for needle in [key.as_str(), key2.as_str(), secret_part] {
         assert!(!contains(&seen, needle.as_bytes()), "{needle} leaked");
     }
+}
+
+/// Finding 11: a generator writes its model key into its log (base64) and its change (hex).
+/// The job is refused `model-key-leaked` at fetch; the key, raw or encoded, is in no output,
+/// no ledger entry, no record, no report and no file of the home but its 0600 kept copy; the
+/// `[model_key] end` command is told the job ended (with the fingerprint, never the key);
+/// `submit --json` printed no token.
+#[test]
+fn a_generator_that_leaks_its_model_key_is_refused_and_the_key_is_published_nowhere() {
+    use base64::Engine as _;
+    let env = Env::new();
+    let secret_part = "leakyKEY5e1d0b";
+    configure_model_key(&env, secret_part);
+    let ended = env.root.join("ended.txt");
+    let end = env.root.join("end.sh");
+    std::fs::write(
+        &end,
+        format!(
+            "#!/bin/sh\necho \"$AIRLOCK_KEY_EVENT $AIRLOCK_JOB $AIRLOCK_MODEL_KEY_FINGERPRINT\" >> {}\n",
+            ended.display()
+        ),
+    )
+    .unwrap();
+    chmod(&end, 0o700);
+    let config = env.home.join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!("end = [\"{}\"]\n", end.display()));
+    std::fs::write(&config, text).unwrap();
+
+    let job = env.submit(&["--egress", "llm.example.com:443"]);
+    let key = format!("sk-{secret_part}-1-{}", job.id);
+    let generator = env.gen(
+        "leaks.sh",
+        "printf 'debug: auth %s\\n' \"$(printf %s \"$OPENAI_API_KEY\" | base64 -w0)\"\n\
+         printf '# %s\\n' \"$(printf %s \"$OPENAI_API_KEY\" | od -An -tx1 | tr -d ' \\n')\" >> src/calc.py",
+    );
+    // The worker's own output is the hostile side's: not grepped.
+    let out = run(&mut env.worker(&job, &[&generator]));
+    if needs_sandbox_skip(&out) {
+        return;
+    }
+    assert!(out.status.success(), "worker: {}", show(&out));
+    let out = env.run(env.airlock().args(["fetch", &job.id]));
+    assert_eq!(out.status.code(), Some(4), "fetch: {}", show(&out));
+    let out = env.gate(&job.id, &["--json"]);
+    assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reason_codes(&report), ["model-key-leaked"], "{report}");
+    let detail = report["reasons"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("generator.log") && detail.contains("base64"),
+        "{detail}"
+    );
+    let (md, html) = (env.root.join("r.md"), env.root.join("r.html"));
+    for (flag, path) in [("--md", &md), ("--html", &html)] {
+        let _ = env.gate(&job.id, &["--json", flag, path.to_str().unwrap()]);
+    }
+    let out = env.run(env.airlock().args(["audit", "show", &job.id, "--json"]));
+    assert!(out.status.success(), "audit show: {}", show(&out));
+
+    // The end command ran once, told the job and the fingerprint; the kept copy is gone.
+    let fingerprint = format!("sha256:{}", &sha256_hex(key.as_bytes())[..16]);
+    let told = std::fs::read_to_string(&ended).unwrap();
+    assert_eq!(
+        told.lines().next().unwrap(),
+        format!("end {} {fingerprint}", job.id)
+    );
+    // Every later gate (--md, --html) refused the job again: nothing of it was kept.
+    assert!(!env
+        .home
+        .join("jobs")
+        .join(&job.id)
+        .join("artifact.tar.gz")
+        .exists());
+    let kept = env.home.join("jobs").join(&job.id).join("model-key");
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    std::fs::remove_file(&kept).unwrap();
+
+    let mut seen = Vec::new();
+    readable_bytes(&env.home.join("store/ledger"), &mut seen);
+    readable_bytes(&env.home.join("store/records"), &mut seen);
+    readable_bytes(&env.home.join("jobs"), &mut seen);
+    for report in [&md, &html] {
+        if let Ok(b) = std::fs::read(report) {
+            seen.extend_from_slice(&b);
+        }
+    }
+    seen.extend_from_slice(&env.outputs.borrow());
+    seen.extend_from_slice(told.as_bytes());
+    let b64 = base64::engine::general_purpose::STANDARD.encode(key.as_bytes());
+    for needle in [
+        key.clone(),
+        b64,
+        hex::encode(key.as_bytes()),
+        secret_part.to_owned(),
+    ] {
+        assert!(
+            !contains(&seen, needle.as_bytes()),
+            "the key leaked ({needle:.12}…)"
+        );
+    }
+    assert!(
+        contains(&seen, b"model-key-leaked"),
+        "the grep reads the ledger"
+    );
 }
 
 #[test]

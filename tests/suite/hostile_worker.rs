@@ -749,4 +749,170 @@ fn a_packet_with_unknown_members_of_extensible_objects_is_read() {
         !codes.iter().any(|c| c == "packet-format"),
         "refused a packet for members it may ignore: {report:#}"
     );
+/// A file outside the store and the home that only the trusted user should know of: its
+/// content, its mtime, and the hex of its SHA-256 (to grep the ledger and outputs for).
+struct Sentinel {
+    dir: tempfile::TempDir,
+    secret: PathBuf,
+    tarball: PathBuf,
+    mtime: std::time::SystemTime,
+    sha: String,
+}
+
+impl Sentinel {
+    fn new() -> Sentinel {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("trusted-only.key");
+        std::fs::write(
+            &secret,
+            b"-----BEGIN PRIVATE KEY----- only the trusted user\n",
+        )
+        .unwrap();
+        let tarball = dir.path().join("backup.tar.gz");
+        std::fs::write(&tarball, b"the trusted user's backup").unwrap();
+        let mtime = std::fs::metadata(&tarball).unwrap().modified().unwrap();
+        let sha = Sha256Digest::of_bytes(&std::fs::read(&secret).unwrap()).to_string();
+        Sentinel {
+            dir,
+            secret,
+            tarball,
+            mtime,
+            sha,
+        }
+    }
+
+    /// Nothing outside was deleted or touched, and its digest reached no output or ledger entry.
+    fn intact(&self, w: &World, outputs: &[u8]) {
+        assert!(
+            self.secret.exists() && self.tarball.exists(),
+            "deleted outside the store"
+        );
+        assert_eq!(
+            std::fs::metadata(&self.tarball)
+                .unwrap()
+                .modified()
+                .unwrap(),
+            self.mtime
+        );
+        assert_eq!(std::fs::read_dir(self.dir.path()).unwrap().count(), 2);
+        let mut ledger = Vec::new();
+        for e in std::fs::read_dir(w.store().join("ledger"))
+            .unwrap()
+            .flatten()
+        {
+            ledger.extend(std::fs::read(e.path()).unwrap());
+        }
+        for hay in [&ledger[..], outputs] {
+            assert!(
+                !contains(hay, self.sha.as_bytes()),
+                "the outside file's digest leaked"
+            );
+            assert!(
+                !contains(hay, self.dir.path().to_string_lossy().as_bytes()),
+                "the link's target leaked"
+            );
+        }
+    }
+}
+
+/// Finding 1: the worker makes its drop directory (then a directory inside it) a link to a
+/// directory of the trusted user's; `gc` reports `store.link`, deletes nothing there.
+#[test]
+fn gc_never_deletes_through_a_linked_drop_directory() {
+    for inside in [false, true] {
+        let w = World::new();
+        let job = w.submit();
+        let id = job.id();
+        let patch = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,4 @@\n+/// Adds.\n pub fn add(a: i32, b: i32) -> i32 {\n     a + b\n }\n";
+        let (tgz, packet_bytes) = artifact(&packet(&job, patch.as_bytes()), patch.as_bytes());
+        w.drop_signed(&job, &tgz, &packet_bytes, None);
+        let out = w.gate(&id, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let s = Sentinel::new();
+        let drop = w.store().join("drop").join(&id);
+        if inside {
+            std::os::unix::fs::symlink(s.dir.path(), drop.join("more")).unwrap();
+        } else {
+            std::fs::remove_dir_all(&drop).unwrap();
+            std::os::unix::fs::symlink(s.dir.path(), &drop).unwrap();
+        }
+        let out =
+            run(cmd(&bin("airlock"))
+                .arg("--home")
+                .arg(&w.home)
+                .args(["gc", "--older-than", "0s"]));
+        assert!(out.status.success(), "gc: {}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("store.link"), "{text}");
+        let link = if inside {
+            format!("drop/{id}/more")
+        } else {
+            format!("drop/{id}")
+        };
+        assert!(
+            text.contains(&format!("left alone: {link}: refused (store.link)")),
+            "{text}"
+        );
+        s.intact(&w, &[out.stdout, out.stderr].concat());
+        if inside {
+            // The job's own payload went; its envelope (evidence) stayed.
+            assert!(!drop.join("artifact.tar.gz").exists());
+            assert!(drop.join("artifact.dsse.json").exists());
+        }
+    }
+}
+
+/// Finding 2: the worker drops `artifact.tar.gz` as a link to a file only the trusted user
+/// can read (or its whole drop directory as a link): fetch refuses `drop-not-file` naming
+/// `store.link`, and the file's digest reaches neither the terminal nor the ledger.
+#[test]
+fn fetch_never_hashes_a_linked_artifact() {
+    for whole_dir in [false, true] {
+        let w = World::new();
+        let job = w.submit();
+        let id = job.id();
+        let s = Sentinel::new();
+        // The worker signs the digest it hopes to learn about; it is never compared.
+        let (tgz, packet_bytes) = artifact(&packet(&job, b""), b"");
+        let env = envelope(&job, &tgz, &packet_bytes, &job.key, None);
+        let drop = w.store().join("drop").join(&id);
+        if whole_dir {
+            std::fs::write(s.dir.path().join("artifact.dsse.json"), &env).unwrap();
+            std::os::unix::fs::symlink(&s.secret, s.dir.path().join("artifact.tar.gz")).unwrap();
+            std::fs::create_dir_all(drop.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(s.dir.path(), &drop).unwrap();
+        } else {
+            std::fs::create_dir_all(&drop).unwrap();
+            std::fs::write(drop.join("artifact.dsse.json"), &env).unwrap();
+            std::os::unix::fs::symlink(&s.secret, drop.join("artifact.tar.gz")).unwrap();
+        }
+        let before = w.outside(&id);
+        let fetch = run(cmd(&bin("airlock"))
+            .arg("--home")
+            .arg(&w.home)
+            .args(["fetch", &id, "--json"]));
+        let out = w.gate(&id, &[]);
+        assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(reason_codes(&report), ["drop-not-file"], "{report:#}");
+        let detail = report["reasons"][0]["detail"].as_str().unwrap();
+        assert!(detail.contains("store.link"), "{detail}");
+        let entries = w.ledger(&id);
+        assert!(entries
+            .iter()
+            .any(|(k, _, c, _)| k == "reject" && c == "drop-not-file"));
+        let mut outputs = [fetch.stdout, fetch.stderr, out.stdout, out.stderr].concat();
+        outputs.extend_from_slice(detail.as_bytes());
+        // The outside directory holds the envelope and the link in the whole-directory case.
+        let n = std::fs::read_dir(s.dir.path()).unwrap().count();
+        if whole_dir {
+            assert_eq!(n, 4);
+            assert!(s.secret.exists() && s.tarball.exists());
+        } else {
+            s.intact(&w, &outputs);
+        }
+        assert!(!contains(&outputs, s.sha.as_bytes()), "the digest leaked");
+        let new: Vec<_> = w.outside(&id).difference(&before).cloned().collect();
+        assert!(new.is_empty(), "written outside: {new:?}");
+    }
 }

@@ -3,10 +3,12 @@
 //! verify offline with standard tools (`docs/AUDIT.md`, `examples/verify-ledger.py --export`).
 //!
 //! Per job, in this order: the job record (`records/<job>.dsse.json`, trusted key), the bundle
-//! statement (`inbox/<job>/bundle.dsse.json`, trusted key), the artifact statement
-//! (`drop/<job>/artifact.dsse.json`, job key; the home's kept copy when the store has none),
-//! the first-fetch record (`records/<job>.fetched.dsse.json`, trusted key), then the job's
-//! ledger entries in order. Envelopes outlive `airlock gc`, so an export after gc is complete.
+//! statement (`inbox/<job>/bundle.dsse.json`, trusted key), the artifact statement (job key:
+//! the copy the home kept at the first fetch, the store's `drop/<job>/artifact.dsse.json` only
+//! when there is none), the first-fetch record (`records/<job>.fetched.dsse.json`, trusted
+//! key), then the job's ledger entries in order; after every job, the other jobs' entries from
+//! the selection's first entry to the head, so the chain is unbroken. Envelopes outlive
+//! `airlock gc`, so an export after gc is complete.
 //!
 //! Guards against: exporting from a broken ledger (the ledger is verified in full first, and
 //! the record of each job under the trusted key), and half-written output (temp file, rename).
@@ -82,6 +84,42 @@ fn one_line(bytes: &[u8], what: &str) -> Result<Vec<u8>> {
     Ok(line)
 }
 
+/// The artifact envelope to export: the copy the home kept at the first fetch, never the
+/// store's current one when there is a kept copy (a worker may swap the drop's envelope after
+/// the fetch wherever the store does not enforce write-once). Without a kept copy (never
+/// fetched here) the store's, read beneath the store root; one the store refuses (a link, a
+/// device: `store/beneath.rs`) is missing, not followed.
+fn artifact_envelope(home: &Path, store: &Store, job: &JobId) -> Result<Option<Vec<u8>>> {
+    let kept = crate::fetch::job_dir(home, job).join("artifact.dsse.json");
+    match std::fs::read(&kept) {
+        Ok(b) => return Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", kept.display())),
+    }
+    match store.get_bytes(
+        &layout::drop_artifact_envelope(job),
+        MAX_ENVELOPE_BYTES as u64,
+    ) {
+        Ok(b) => Ok(b),
+        Err(e) => match e.downcast_ref::<crate::store::beneath::BeneathError>() {
+            Some(crate::store::beneath::BeneathError::Refused(r)) => {
+                tracing::warn!("{r}");
+                Ok(None)
+            }
+            _ => Err(e),
+        },
+    }
+}
+
+/// Ledger entry `seq` as one export line.
+fn entry_line(store: &Store, seq: u64) -> Result<Vec<u8>> {
+    let key = entry_key(seq);
+    let b = store
+        .get_bytes(&key, MAX_ENTRY_BYTES as u64)?
+        .with_context(|| format!("{key}: gone since the ledger was verified"))?;
+    one_line(&b, &key)
+}
+
 /// Writes the export of the jobs submitted at or after `since` (unix seconds) to `out`.
 pub fn export(
     home: &Path,
@@ -113,11 +151,11 @@ pub fn export(
             format!("records/{job}.fetched.dsse.json"),
         ];
         for key in keys {
-            let mut bytes = store.get_bytes(&key, MAX_ENVELOPE_BYTES as u64)?;
-            if bytes.is_none() && key == layout::drop_artifact_envelope(job) {
-                let kept = crate::fetch::job_dir(home, job).join("artifact.dsse.json");
-                bytes = std::fs::read(&kept).ok();
-            }
+            let bytes = if key == layout::drop_artifact_envelope(job) {
+                artifact_envelope(home, store, job)?
+            } else {
+                store.get_bytes(&key, MAX_ENVELOPE_BYTES as u64)?
+            };
             match bytes {
                 Some(b) => {
                     lines.extend(one_line(&b, &key)?);
@@ -127,11 +165,28 @@ pub fn export(
             }
         }
         for &seq in entries.get(job).map(Vec::as_slice).unwrap_or_default() {
-            let key = entry_key(seq);
-            let b = store
-                .get_bytes(&key, MAX_ENTRY_BYTES as u64)?
-                .with_context(|| format!("{key}: gone since the ledger was verified"))?;
-            lines.extend(one_line(&b, &key)?);
+            lines.extend(entry_line(store, seq)?);
+            envelopes += 1;
+        }
+    }
+    // The chain links every entry to the one before it, whatever its job: every entry from the
+    // selection's first to the head goes in (other jobs' after the blocks, in order), so a
+    // verifier can require an unbroken run and see any line deleted, repeated or moved.
+    let selected: std::collections::BTreeSet<&JobId> = jobs.iter().map(|(_, j)| j).collect();
+    let first = selected
+        .iter()
+        .filter_map(|j| entries.get(*j).and_then(|s| s.first()))
+        .min()
+        .copied();
+    if let Some(first) = first {
+        let mut others: Vec<u64> = entries
+            .iter()
+            .filter(|(j, _)| !selected.contains(j))
+            .flat_map(|(_, s)| s.iter().copied().filter(|&q| q >= first))
+            .collect();
+        others.sort_unstable();
+        for seq in others {
+            lines.extend(entry_line(store, seq)?);
             envelopes += 1;
         }
     }

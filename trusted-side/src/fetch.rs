@@ -303,10 +303,11 @@ pub fn fetch(
             .persist(&fetched.artifact_path)
             .map_err(|e| FetchError::Failed(e.error.into()))?,
     }
-    // The verified envelope, kept beside the artifact: evidence that outlives `airlock gc`
-    // (which deletes payloads from the store, never envelopes).
+    // The verified envelope of the first fetch, kept beside the artifact: evidence that
+    // outlives `airlock gc` (which deletes payloads from the store, never envelopes) and a
+    // later swap of the drop's envelope (`audit export` writes this copy). Written once.
     let kept = fetched.artifact_path.with_file_name("artifact.dsse.json");
-    if std::fs::read(&kept).ok().as_deref() != Some(envelope.as_slice()) {
+    if !kept.exists() {
         std::fs::write(&kept, &envelope)
             .with_context(|| format!("{}: cannot write", kept.display()))?;
     }

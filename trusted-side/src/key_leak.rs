@@ -1,11 +1,12 @@
 //! The job's model key must not come back: the trusted side keeps the key it minted (in the
-//! trusted home's job directory, 0600, until the job ends), looks for it and its common
+//! trusted home's job directory, 0600, beside the job's other evidence), looks for it and its common
 //! encodings in every byte the worker returns (each artifact member: `generator.log`,
 //! `packet.json` also re-serialised with its escapes undone, `patch.diff`, review text), and a
 //! hit refuses the job (`model-key-leaked`) before anything from the artifact is shown,
 //! recorded or published. When the job ends (the gate concluded, whatever the verdict) the
-//! configured `[model_key] end` command is told, so the key can be revoked then, and the kept
-//! copy is removed.
+//! configured `[model_key] end` command is told, so the key can be revoked then. The kept copy
+//! stays, so a later fetch or gate of the same job (`--md`, `--html`, a re-run) refuses it
+//! again rather than publishing it.
 //!
 //! Guards against: a generator (or a prompt-injected agent) writing the key into its log or
 //! its output, which `fetch`, `gate`, `--md`, `--html` and the ledger would then publish; the
@@ -195,8 +196,8 @@ impl<R: Read> Read for ScanRead<'_, '_, R> {
 
 /// The job ended (the gate concluded): runs `[model_key] end` if configured, with the job in
 /// `AIRLOCK_JOB`, the key's fingerprint in `AIRLOCK_MODEL_KEY_FINGERPRINT` and
-/// `AIRLOCK_KEY_EVENT=end` (never the key), and removes the kept copy. Best effort: a failure
-/// is a warning (the key still expires with the token).
+/// `AIRLOCK_KEY_EVENT=end` (never the key). Best effort: a failure is a warning (the key
+/// still expires with the token).
 pub fn job_ended(home: &crate::config::Home, job: &JobId) {
     let path = kept_path(&home.dir, job);
     let Ok(raw) = std::fs::read(&path).map(Zeroizing::new) else {
@@ -211,9 +212,6 @@ pub fn job_ended(home: &crate::config::Home, job: &JobId) {
         if let Err(e) = crate::model_key::run_end(end, job, &fingerprint) {
             tracing::warn!("job {job}: {e:#}");
         }
-    }
-    if let Err(e) = std::fs::remove_file(&path) {
-        tracing::warn!("{}: cannot remove: {e}", path.display());
     }
 }
 

@@ -74,7 +74,7 @@ fn ordinary_text_and_parts_of_the_key_are_not_findings() {
 }
 
 #[test]
-fn the_kept_key_is_0600_and_removed_when_the_job_ends() {
+fn the_kept_key_is_0600_and_created_once() {
     use std::os::unix::fs::PermissionsExt;
     let home = tempfile::tempdir().unwrap();
     let job = JobId::parse("20260101T000000Z-00112233445566778899").unwrap();

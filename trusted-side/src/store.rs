@@ -552,9 +552,16 @@ impl Store {
             Access::Put | Access::PutNew => object_store::signer::Method::PUT,
         };
         let url = if access == Access::PutNew {
+            // The store's create-only condition, signed so the worker cannot leave it out:
+            // GCS's XML API takes `x-goog-if-generation-match: 0`, S3 `if-none-match: *`.
+            let (name, value) = if self.url.starts_with("gs:") {
+                ("x-goog-if-generation-match", "0")
+            } else {
+                ("if-none-match", "*")
+            };
             let opts = object_store::signer::SignedUrlOptions::new().with_signed_header(
-                object_store::signer::HeaderName::from_static("if-none-match"),
-                object_store::signer::HeaderValue::from_static("*"),
+                object_store::signer::HeaderName::from_static(name),
+                object_store::signer::HeaderValue::from_static(value),
             );
             match self
                 .rt

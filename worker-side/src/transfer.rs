@@ -139,7 +139,32 @@ fn is_azure_sas(url: &str) -> bool {
     has("sv") && has("sig")
 }
 
-/// HTTPS PUT of `body`, with `if-none-match: *` for write-once objects. Azure's Put Blob also
+/// The create-only condition a write-once PUT sends: the one the presigned URL signed. A GCS
+/// V4 URL whose `X-Goog-SignedHeaders` lists `x-goog-if-generation-match` needs
+/// `x-goog-if-generation-match: 0` (GCS's XML API ignores `If-None-Match` on uploads); every
+/// other URL gets `if-none-match: *` (S3 signs it; Azure's SAS signs no header but honours it).
+/// A URL that signed the condition refuses a PUT without it (403), so the worker cannot leave
+/// it out, and a second PUT gets 412.
+fn write_once_header(url: &str) -> (&'static str, &'static str) {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let gcs_generation = query.split('&').any(|kv| {
+        kv.split_once('=').is_some_and(|(k, v)| {
+            k.eq_ignore_ascii_case("X-Goog-SignedHeaders")
+                && v.to_ascii_lowercase()
+                    .replace("%3b", ";")
+                    .split(';')
+                    .any(|h| h == "x-goog-if-generation-match")
+        })
+    });
+    if gcs_generation {
+        ("x-goog-if-generation-match", "0")
+    } else {
+        ("if-none-match", "*")
+    }
+}
+
+/// HTTPS PUT of `body`, with the create-only condition ([`write_once_header`]) for write-once
+/// objects. Azure's Put Blob also
 /// needs `x-ms-blob-type: BlockBlob`, and answers an existing write-once blob with 409.
 fn http_put(url: &str, what: &'static str, body: Body<'_>, mode: Overwrite) -> Result<()> {
     let agent = agent();
@@ -148,7 +173,8 @@ fn http_put(url: &str, what: &'static str, body: Body<'_>, mode: Overwrite) -> R
     with_retries(what, || {
         let mut req = agent.put(url);
         if mode == Overwrite::Never {
-            req = req.header("if-none-match", "*");
+            let (name, value) = write_once_header(url);
+            req = req.header(name, value);
         }
         if azure {
             req = req.header("x-ms-blob-type", "BlockBlob");
@@ -522,6 +548,39 @@ mod tests {
         assert!(
             !headers.iter().any(|h| h.starts_with("if-none-match")),
             "{headers:?}"
+        );
+    }
+
+    #[test]
+    fn a_gcs_url_that_signed_the_generation_condition_gets_it_and_a_second_put_is_412() {
+        let (base, server) = one_request(200);
+        let url = format!(
+            "{base}/b/drop/j/artifact.tar.gz?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-SignedHeaders=host%3Bx-goog-if-generation-match&X-Goog-Signature=abc"
+        );
+        put_bytes(&url, "artifact.tar.gz", b"abc", Overwrite::Never).unwrap();
+        let headers = server.join().unwrap();
+        assert!(
+            headers.contains(&"x-goog-if-generation-match: 0".to_owned()),
+            "{headers:?}"
+        );
+        assert!(
+            !headers.iter().any(|h| h.starts_with("if-none-match")),
+            "{headers:?}"
+        );
+        let (base, server) = one_request(412);
+        let url = format!("{base}/b/drop/j/artifact.tar.gz?X-Goog-SignedHeaders=host;x-goog-if-generation-match&X-Goog-Signature=abc");
+        let err = put_bytes(&url, "artifact.tar.gz", b"abc", Overwrite::Never).unwrap_err();
+        server.join().unwrap();
+        assert!(
+            format!("{err:#}").contains("transfer.write-once"),
+            "{err:#}"
+        );
+        // An S3 URL keeps if-none-match.
+        assert_eq!(
+            write_once_header(
+                "https://s3/b/a?X-Amz-SignedHeaders=host%3Bif-none-match&X-Amz-Signature=x"
+            ),
+            ("if-none-match", "*")
         );
     }
 

@@ -297,7 +297,7 @@ pub struct Listing {
 
 fn walk(dir: OwnedFd, prefix: &str, depth: usize, out: &mut Listing) -> Result<(), BeneathError> {
     let mut entries = rustix::fs::Dir::read_from(&dir).map_err(|e| io(prefix, "list", e))?;
-    while let Some(entry) = entries.next() {
+    for entry in entries.by_ref() {
         if out.files.len() + out.refused.len() >= MAX_ENTRIES {
             return Err(io(
                 prefix,
