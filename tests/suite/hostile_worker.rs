@@ -749,6 +749,8 @@ fn a_packet_with_unknown_members_of_extensible_objects_is_read() {
         !codes.iter().any(|c| c == "packet-format"),
         "refused a packet for members it may ignore: {report:#}"
     );
+}
+
 /// A file outside the store and the home that only the trusted user should know of: its
 /// content, its mtime, and the hex of its SHA-256 (to grep the ledger and outputs for).
 struct Sentinel {
