@@ -211,11 +211,13 @@ fn opt(s: &Option<String>) -> String {
     s.as_deref().map_or_else(|| "-".to_owned(), shown)
 }
 
-fn yes(b: bool) -> &'static str {
-    if b {
-        "same"
-    } else {
-        "DIFFERENT"
+/// `same` or `DIFFERENT` when both sides are known; `unknown` when a side has nothing to
+/// compare (a job never fetched has no model reported and no patch).
+fn yes<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> &'static str {
+    match (a, b) {
+        (Some(x), Some(y)) if x == y => "same",
+        (Some(_), Some(_)) => "DIFFERENT",
+        _ => "unknown (not fetched)",
     }
 }
 
@@ -246,13 +248,13 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
     println!("A {}\nB {}", c.a.job, c.b.job);
     println!(
         "bundle          {} (A {}, B {})",
-        yes(c.same_bundle),
+        yes(&c.a.bundle_sha256, &c.b.bundle_sha256),
         opt(&c.a.bundle_sha256),
         opt(&c.b.bundle_sha256)
     );
     println!(
         "request         {} (A {}, B {})",
-        yes(c.same_request),
+        yes(&c.a.request_sha256, &c.b.request_sha256),
         opt(&c.a.request_sha256),
         opt(&c.b.request_sha256)
     );
@@ -263,7 +265,7 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
     );
     println!(
         "model reported  {} (A {}, B {})",
-        yes(c.same_model_reported),
+        yes(&c.a.model_reported, &c.b.model_reported),
         opt(&c.a.model_reported),
         opt(&c.b.model_reported)
     );
@@ -279,7 +281,7 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
     );
     println!(
         "patch           {} (A {}, B {})",
-        yes(c.same_patch),
+        yes(&c.a.diff_sha256, &c.b.diff_sha256),
         opt(&c.a.diff_sha256),
         opt(&c.b.diff_sha256)
     );
@@ -308,6 +310,15 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_side_with_nothing_to_compare_is_unknown_not_different() {
+        let m = |s: &str| Some(s.to_owned());
+        assert_eq!(yes(&m("a"), &m("a")), "same");
+        assert_eq!(yes(&m("a"), &m("b")), "DIFFERENT");
+        assert_eq!(yes(&m("a"), &None), "unknown (not fetched)");
+        assert_eq!(yes::<String>(&None, &None), "unknown (not fetched)");
+    }
 
     fn files(text: &str) -> Vec<FilePatch> {
         parse_patch(text.as_bytes(), &DiffLimits::default())

@@ -91,7 +91,7 @@ reason_codes! {
     Unsandboxed = "unsandboxed", Gate, "The worker ran the generator without a sandbox.";
     WorkerLimitHit = "worker-limit-hit", Gate, "The worker hit a limit: the diff may be cut short.";
     ModelDrift = "model-drift", Gate, "The model reported answers this model request for the first time in the ledger (`[models] drift` in the policy, default `human`).";
-    ModelMismatch = "model-mismatch", Gate, "The model reported differs from the model requested.";
+    ModelMismatch = "model-mismatch", Gate, "The model reported is not the model requested nor a dated snapshot of it (docs/FORMATS.md, \"Model names\").";
     WorkerRefusedPaths = "worker-refused-paths", Gate, "The worker left files out of the diff.";
     DepsUnparsed = "deps-unparsed", Gate, "A dependency manifest in the diff could not be parsed.";
     NoChange = "no-change", Gate, "The generator changed no file: nothing to review (`reject`).";

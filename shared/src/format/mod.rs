@@ -14,8 +14,8 @@ mod request;
 
 pub use manifest::{FileEntry, Manifest, Omission, Packer, Redaction, Source, MANIFEST_FORMAT};
 pub use packet::{
-    EgressAttempt, ExitInfo, ExitKind, Packet, RefusedPath, Timings, MODEL_UNREPORTED,
-    PACKET_FORMAT,
+    EgressAttempt, ExitInfo, ExitKind, ModelUsage, Packet, RefusedPath, Timings, MAX_PACKET_MODELS,
+    MODEL_UNREPORTED, PACKET_FORMAT,
 };
 pub use record::{JobRecord, JOB_RECORD_FORMAT};
 pub use request::{check_model_key_env, EgressRule, Request, REQUEST_FORMAT};
