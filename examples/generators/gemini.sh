@@ -11,6 +11,10 @@
 # airlock-needs: gemini python3
 set -eu
 out="${TMPDIR:-/tmp}/gemini.json"
+# Node reserves ~10 GiB of address space per WebAssembly memory for its trap handler; the
+# sandbox's 16 GiB address-space limit then fails the second one ("Out of memory: Cannot
+# allocate Wasm memory"). Bounds checks instead of guard regions need no reservation.
+export NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--disable-wasm-trap-handler"
 set -- --output-format json --yolo --skip-trust
 if [ -n "${AIRLOCK_MODEL:-}" ]; then set -- "$@" --model "$AIRLOCK_MODEL"; fi
 status=0
