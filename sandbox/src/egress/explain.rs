@@ -22,7 +22,7 @@ fn fix(rule: &str) -> &'static str {
 /// The refusal's body: `airlock egress proxy: DEST refused (RULE): FIX` and a newline.
 pub(crate) fn body(rule: &str, destination: Option<&str>) -> String {
     let dest: String = destination
-        .unwrap_or("the destination")
+        .unwrap_or_default()
         .chars()
         .filter(|c| c.is_ascii_graphic())
         .take(300)
