@@ -580,6 +580,7 @@ mod seeds {
             model_reported: MODEL_UNREPORTED.into(),
             tokens_in: Some(10),
             tokens_out: None,
+            models: Vec::new(),
             diff_sha256: Sha256Digest::of_bytes(b""),
             files_changed: 1,
             lines_added: 2,

@@ -35,6 +35,7 @@ pub mod fuzzing;
 pub mod jobid;
 pub mod keys;
 pub mod limits;
+pub mod model;
 pub mod paths;
 pub mod store_layout;
 pub mod tar;

@@ -6,19 +6,27 @@ It speaks one model API the way the agent uses it, streaming where the agent str
   anthropic  POST /v1/messages           Anthropic Messages, SSE (Claude Code)
   responses  POST /v1/responses          OpenAI Responses, SSE (Codex CLI)
   chat       POST /v1/chat/completions   OpenAI chat completions, SSE or JSON (aider, opencode)
+  gemini     POST /v1beta/models/M:generateContent, :streamGenerateContent?alt=sse,
+             :countTokens                Gemini API (Gemini CLI)
 
 and plays a model that makes ONE edit to one file, in the agent's own edit protocol:
 
   anthropic  tool_use Read, then tool_use Edit (old_string -> new_string), then a last text
   responses  exec_command `apply_patch <<'EOF' ... EOF` (Codex's patch grammar), then text
-  chat       a SEARCH/REPLACE block (aider's `diff` edit format), then text
+  chat       a SEARCH/REPLACE block (aider's `diff` edit format), then text;
+             with tools offered (opencode), tool calls `read` then `edit`, then text
+  gemini     functionCall read_file, then replace (old_string -> new_string), then text
+
+It answers as the model named by --answer-as, where `{model}` is the model the request asked
+for (default `{model}-20261203`: a dated snapshot of it, as real APIs answer an alias), with
+usage 321 tokens in and 45 out per answer (Gemini: `usageMetadata`, `modelVersion`).
 
 Every request is checked against its API (path, key, model, messages, tools); a malformed one
 gets a 400 in the API's error shape. Every request is logged as one JSON line in --log:
 {"api", "path", "model", "stream", "tools", "turn", "error"}; `turn` says what was answered
 (read, edit, done, side, count) and `error` why a request was refused or a tool failed.
 
-Usage: standin.py --api API --key KEY --edit JSON --log FILE [--port 0]
+Usage: standin.py --api API --key KEY --edit JSON --log FILE [--port 0] [--answer-as NAME]
   --edit '{"file": "src/calc.py", "old": "...", "new": "..."}'
 Prints "listening HOST:PORT" on stdout once it accepts connections. Python stdlib only.
 """
@@ -31,7 +39,7 @@ import sys
 import threading
 import uuid
 
-SERVED_MODEL = "stand-in-model-2026-01"
+ANSWER_AS = "{model}-20261203"
 TOKENS_IN, TOKENS_OUT = 321, 45
 
 
@@ -55,6 +63,11 @@ def check_bearer(headers, key):
 
 def check_model(body):
     need(isinstance(body.get("model"), str) and body["model"], "model: a non-empty string")
+
+
+def served(model):
+    """The name the stand-in answers with for a request for `model`."""
+    return ANSWER_AS.replace("{model}", model)
 
 
 def tool_names(tools):
@@ -143,7 +156,7 @@ def anthropic(h, body, raw, edit):
         blocks = [{"type": "text", "text": "Let me read the file first."},
                   {"type": "tool_use", "id": "toolu_standin_read", "name": "Read", "input": {"file_path": path_abs}}]
     message = {"id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
-               "model": SERVED_MODEL, "content": blocks, "stop_reason": stop, "stop_sequence": None,
+               "model": served(body["model"]), "content": blocks, "stop_reason": stop, "stop_sequence": None,
                "usage": {"input_tokens": TOKENS_IN, "output_tokens": TOKENS_OUT}}
     if not body.get("stream"):
         return turn, 200, message, error
@@ -213,7 +226,7 @@ def responses(h, body, raw, edit):
     usage = {"input_tokens": TOKENS_IN, "input_tokens_details": None, "output_tokens": TOKENS_OUT,
              "output_tokens_details": None, "total_tokens": TOKENS_IN + TOKENS_OUT}
     events.append(("response.completed", {"type": "response.completed",
-                                          "response": {"id": rid, "model": SERVED_MODEL, "usage": usage}}))
+                                          "response": {"id": rid, "model": served(body["model"]), "usage": usage}}))
     return turn, 200, events, error
 
 
@@ -230,31 +243,131 @@ def chat(h, body, raw, edit):
         need(isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool", "developer"),
              "messages[].role")
         need("content" in m or m.get("tool_calls"), "messages[]: content or tool_calls")
-    # aider's system prompt carries example SEARCH/REPLACE replies: look for our own.
-    reply = search_replace_text(edit)
-    said = any(m["role"] == "assistant" and reply.strip() in str(m.get("content")) for m in msgs)
-    turn, text = ("done", "Done.") if said else ("edit", search_replace_text(edit))
+    names = tool_names(body.get("tools", []))
+    error, calls = None, None
+    if {"read", "edit"} <= set(names):
+        # opencode: tool calls `read`, then `edit`, then text.
+        results = {m.get("tool_call_id"): m for m in msgs if m["role"] == "tool"}
+        workdir = re.search(r"[Ww]orking directory: ([^\s<\\]+)", raw)
+        need(workdir is not None, "no working directory in the prompt (opencode states it)")
+        path_abs = workdir.group(1).rstrip("/") + "/" + edit["file"]
+        if "call_standin_edit" in results:
+            turn, text = "done", "Done: added the change."
+            out = str(results["call_standin_edit"].get("content"))
+            if "error" in out.lower():
+                error = "the edit tool failed: " + out[:500]
+        elif "call_standin_read" in results:
+            turn, text = "edit", ""
+            calls = [("call_standin_edit", "edit",
+                      {"filePath": path_abs, "oldString": edit["old"], "newString": edit["new"]})]
+        else:
+            turn, text = "read", "Let me read the file first."
+            calls = [("call_standin_read", "read", {"filePath": path_abs})]
+    else:
+        # aider's system prompt carries example SEARCH/REPLACE replies: look for our own.
+        reply = search_replace_text(edit)
+        said = any(m["role"] == "assistant" and reply.strip() in str(m.get("content")) for m in msgs)
+        turn, text = ("done", "Done.") if said else ("edit", search_replace_text(edit))
+        if names == [] and not said and "title" in raw.lower() and len(msgs) <= 3:
+            turn, text = "side", "Add sub"
+    finish = "tool_calls" if calls else "stop"
     cid = "chatcmpl-" + uuid.uuid4().hex[:16]
     usage = {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT, "total_tokens": TOKENS_IN + TOKENS_OUT}
+    tool_calls = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                  for i, n, a in calls or []]
     if not body.get("stream"):
-        return turn, 200, {"id": cid, "object": "chat.completion", "created": 0, "model": SERVED_MODEL,
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                        "finish_reason": "stop"}], "usage": usage}, None
-    base = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": SERVED_MODEL}
+        message = {"role": "assistant", "content": text}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        return turn, 200, {"id": cid, "object": "chat.completion", "created": 0, "model": served(body["model"]),
+                           "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                           "usage": usage}, error
+    base = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": served(body["model"])}
     events = [(None, dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
                                           "finish_reason": None}]))]
-    for piece in chunks(text):
+    for piece in chunks(text) if text else []:
         events.append((None, dict(base, choices=[{"index": 0, "delta": {"content": piece}, "finish_reason": None}])))
-    events.append((None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}], usage=usage)))
+    for k, c in enumerate(tool_calls):
+        events.append((None, dict(base, choices=[{"index": 0, "delta": {"tool_calls": [dict(c, index=k)]},
+                                                  "finish_reason": None}])))
+    events.append((None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}], usage=usage)))
     events.append((None, "[DONE]"))
-    return turn, 200, events, None
+    return turn, 200, events, error
+
+
+# ---- Gemini API ----------------------------------------------------------------------------
+
+
+GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/([A-Za-z0-9._@-]+):(generateContent|streamGenerateContent|countTokens)$")
+
+
+def gemini(h, body, raw, edit):
+    key = h.headers.get("x-goog-api-key") or dict(
+        p.split("=", 1) for p in (h.path.split("?", 1) + [""])[1].split("&") if "=" in p).get("key")
+    need(key == h.key, "API key not valid. Please pass a valid API key.", 400)
+    m = GEMINI_PATH.match(h.path.split("?")[0])
+    need(m is not None, "unknown path " + h.path, 404)
+    model, method = m.group(1), m.group(2)
+    body["model"] = model  # logged as asked for (the path names it)
+    contents = body.get("contents")
+    need(isinstance(contents, list) and contents, "contents: a non-empty list")
+    for c in contents:
+        need(isinstance(c, dict) and c.get("role") in ("user", "model", "function", None), "contents[].role")
+        need(isinstance(c.get("parts"), list), "contents[].parts: a list")
+    if method == "countTokens":
+        return "count", 200, {"totalTokens": TOKENS_IN}, None
+    tools = [d.get("name") for t in body.get("tools", []) if isinstance(t, dict)
+             for d in (t.get("functionDeclarations") or []) if isinstance(d, dict)]
+    body["tools"] = [{"name": n} for n in tools]
+    results = {}
+    for p in contents[-1]["parts"]:
+        if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict):
+            results[p["functionResponse"].get("name")] = p["functionResponse"]
+    error = None
+    workdir = body.get("_workdir")
+    if not {"read_file", "replace"} <= set(tools):
+        turn, parts = "side", [{"text": json.dumps({"reasoning": "done", "next_speaker": "user"})
+                                if "responseSchema" in json.dumps(body.get("generationConfig") or {})
+                                or "responseJsonSchema" in json.dumps(body.get("generationConfig") or {})
+                                else "OK"}]
+    elif "replace" in results:
+        turn, parts = "done", [{"text": "Done: added the change."}]
+        out = json.dumps(results["replace"].get("response"))
+        if "error" in out.lower() and "success" not in out.lower():
+            error = "the replace tool failed: " + out[:500]
+    elif "read_file" in results:
+        turn = "edit"
+        out = json.dumps(results["read_file"].get("response"))
+        if '"error"' in out:
+            error = "the read_file tool failed: " + out[:500]
+        parts = [{"functionCall": {"name": "replace", "args": {
+            "file_path": gemini_path(raw, edit), "old_string": edit["old"], "new_string": edit["new"],
+            "instruction": "Add sub next to add."}}}]
+    else:
+        turn = "read"
+        parts = [{"text": "Let me read the file first."},
+                 {"functionCall": {"name": "read_file", "args": {"file_path": gemini_path(raw, edit)}}}]
+    usage = {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT,
+             "totalTokenCount": TOKENS_IN + TOKENS_OUT}
+    answer = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+              "usageMetadata": usage, "modelVersion": served(model), "responseId": uuid.uuid4().hex[:16]}
+    if method == "generateContent":
+        return turn, 200, answer, error
+    need("alt=sse" in h.path, "streamGenerateContent without alt=sse")
+    body["stream"] = True
+    return turn, 200, [(None, answer)], error
+
+
+def gemini_path(raw, edit):
+    """The file to edit: Gemini CLI's tools take a path relative to its working directory."""
+    return edit["file"]
 
 
 def chunks(text, n=24):
     return [text[i:i + n] for i in range(0, len(text), n)] or [""]
 
 
-APIS = {"anthropic": anthropic, "responses": responses, "chat": chat}
+APIS = {"anthropic": anthropic, "responses": responses, "chat": chat, "gemini": gemini}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -287,6 +400,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.record(turn, body, error)
         if isinstance(payload, list):
             self.send_response(status)
+            self.model_header(body)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("transfer-encoding", "chunked")
@@ -297,15 +411,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.chunk(event.encode())
             self.chunk(b"")
         else:
-            self.send_json(status, payload)
+            self.send_json(status, payload, body)
 
     def chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
-    def send_json(self, status, payload):
+    def model_header(self, body):
+        # OpenAI's APIs name the model that answered in a response header too.
+        if self.api in ("responses", "chat") and isinstance(body.get("model"), str):
+            self.send_header("openai-model", served(body["model"]))
+
+    def send_json(self, status, payload, body=None):
         data = json.dumps(payload).encode()
         self.send_response(status)
+        self.model_header(body or {})
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
@@ -315,6 +435,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.record(turn, body, message)
         if self.api == "anthropic":
             payload = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+        elif self.api == "gemini":
+            payload = {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
         else:
             payload = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
         self.send_json(status, payload)
@@ -323,13 +445,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
         entry = {"api": self.api, "path": self.path, "model": body.get("model"), "stream": body.get("stream"),
                  "tools": [t.get("name") or t.get("type") for t in tools if isinstance(t, dict)],
-                 "turn": turn, "error": error}
+                 "turn": turn, "error": error,
+                 "answered_as": served(body["model"]) if isinstance(body.get("model"), str) else None}
         with self.lock:
             with open(self.log_path, "a") as f:
                 f.write(json.dumps(entry) + "\n")
 
 
 def main():
+    global ANSWER_AS
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--api", choices=sorted(APIS), required=True)
     p.add_argument("--key", required=True, help="the API key the agent must send")
@@ -337,7 +461,10 @@ def main():
     p.add_argument("--log", required=True, help="JSON lines, one per request")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
+    p.add_argument("--answer-as", default=ANSWER_AS,
+                   help="the model name answered with; {model} is the model asked for")
     a = p.parse_args()
+    ANSWER_AS = a.answer_as
     edit = json.loads(a.edit)
     Handler.api, Handler.key, Handler.edit, Handler.log_path = a.api, a.key, edit, a.log
     Handler.lock = threading.Lock()

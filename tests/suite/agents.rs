@@ -1,12 +1,17 @@
-//! Real agent CLIs end to end: Claude Code and Codex CLI (npm) and aider (PyPI), installed
+//! Real agent CLIs end to end: Claude Code, Codex CLI, Gemini CLI and opencode (npm) and aider
+//! (PyPI), installed
 //! the ordinary way OUTSIDE the system roots by `scripts/ci-install-agents.sh` (an npm prefix
 //! and a virtualenv under `$AIRLOCK_AGENTS_DIR`, default `~/.airlock-agents`), each run by
 //! `airlock-worker run` in the real sandbox with `--readable` (its install), `--home-template`
 //! (its settings) and `--allow-local` (the model server), against a stand-in model server
 //! on this host's loopback that speaks the agent's own API, streaming as the agent streams
 //! (`tests/agents/standin.py`), and answers with one edit in the agent's own edit protocol.
-//! The artifact's patch must apply with real `git apply`, `airlock fetch` must accept it and
-//! `airlock gate` must queue it.
+//! Each runs through its wrapper in `examples/generators/` (no arguments: the prompt file and
+//! `AIRLOCK_MODEL`), submitted with `--model M`: the stand-in must be asked for `M`, answers as
+//! `M-20261203` (a dated snapshot), and the packet must report that name and the stand-in's
+//! usage. The artifact's patch must apply with real `git apply`, `airlock fetch` must accept
+//! it and `airlock gate` must queue it; a stand-in answering as another model family sends
+//! the job to a human (`model-mismatch`).
 //!
 //! Outside CI a test whose agent is not installed skips with a printed message; under `CI`
 //! it fails. The same recipes are documented in docs/GENERATORS.md ("Recipes").
@@ -68,6 +73,11 @@ struct StandIn {
 
 impl StandIn {
     fn start(api: &str, dir: &Path) -> StandIn {
+        StandIn::answering(api, dir, "{model}-20261203")
+    }
+
+    /// A stand-in answering as `answer_as` (`{model}`: the model asked for).
+    fn answering(api: &str, dir: &Path, answer_as: &str) -> StandIn {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/standin.py");
         let log = dir.join(format!("standin-{api}.log"));
         let edit = json!({"file": FILE, "old": OLD, "new": NEW}).to_string();
@@ -75,6 +85,7 @@ impl StandIn {
             .arg(script)
             .args(["--api", api, "--key", KEY, "--edit", &edit, "--log"])
             .arg(&log)
+            .args(["--answer-as", answer_as])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -99,6 +110,15 @@ impl StandIn {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    /// The name the stand-in answered main requests with (from its own log).
+    fn answered_as(&self) -> String {
+        self.requests()
+            .iter()
+            .find(|r| r["turn"] != "side" && r["turn"] != "count")
+            .and_then(|r| r["answered_as"].as_str().map(str::to_owned))
+            .expect("the stand-in answered")
     }
 
     /// The `turn` of every request, in order.
@@ -127,10 +147,30 @@ struct Recipe {
     home: Vec<(&'static str, String)>,
     /// The variable that carries the API key (`--pass-env`).
     key_env: &'static str,
-    /// The generator command line after `--`.
-    command: Vec<String>,
+    /// More variables passed with `--pass-env` (`{port}`: the stand-in's).
+    env: Vec<(&'static str, &'static str)>,
+    /// The wrapper in `examples/generators/` (the whole command after `--`).
+    wrapper: &'static str,
     /// The stand-in's turns in order (what the model answered).
     turns: &'static [&'static str],
+    /// Whether the agent says which model the server answered with (opencode does not).
+    reports_model: bool,
+    /// Whether every main request streams (aider's wrapper asks for whole answers).
+    streams: bool,
+}
+
+/// The model every job asks for.
+const MODEL: &str = "stand-in-model";
+
+/// A wrapper of `examples/generators/`, absolute.
+fn wrapper(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/generators")
+        .join(name)
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string()
 }
 
 /// A trusted home, a repository and a work root in one 0755 temp dir (a root worker runs the
@@ -179,7 +219,7 @@ impl Env {
         let token = self.root.join("job.token");
         let out = run(self
             .airlock()
-            .args(["submit", "--json", "--model", "stand-in-model", "--repo"])
+            .args(["submit", "--json", "--model", MODEL, "--repo"])
             .arg(&self.repo)
             .arg("--prompt-file")
             .arg(&prompt)
@@ -229,8 +269,9 @@ impl Env {
     }
 }
 
-/// Runs one agent through submit -> worker (sandbox) -> fetch -> gate and checks each hop.
-fn run_recipe(recipe: Recipe, standin: &StandIn, env: &Env) {
+/// Runs one agent through submit -> worker (sandbox) -> fetch -> gate and checks each hop;
+/// returns the gate's report.
+fn run_recipe(recipe: &Recipe, standin: &StandIn, env: &Env) -> Value {
     let started = Instant::now();
     let (job, token) = env.submit();
     let template = env.root.join("home-template");
@@ -253,10 +294,15 @@ fn run_recipe(recipe: Recipe, standin: &StandIn, env: &Env) {
         .args(["--allow-local", &format!("127.0.0.1:{}", standin.port)])
         .args(["--pass-env", recipe.key_env])
         .env(recipe.key_env, KEY);
+    for (name, value) in &recipe.env {
+        worker
+            .args(["--pass-env", name])
+            .env(name, value.replace("{port}", &standin.port.to_string()));
+    }
     for r in &recipe.readable {
         worker.arg("--readable").arg(r);
     }
-    worker.arg("--").args(&recipe.command);
+    worker.arg("--").arg(wrapper(recipe.wrapper));
     let out = run(&mut worker);
     let worker_secs = started.elapsed().as_secs_f64();
     let requests = standin.requests();
@@ -279,11 +325,21 @@ fn run_recipe(recipe: Recipe, standin: &StandIn, env: &Env) {
         .collect();
     assert_eq!(main, recipe.turns, "{}: {requests:#?}", recipe.name);
     assert!(
+        !recipe.streams
+            || requests
+                .iter()
+                .filter(|r| r["turn"] != "side" && r["turn"] != "count")
+                .all(|r| r["stream"] == true),
+        "{}: expected streaming requests: {requests:#?}",
+        recipe.name
+    );
+    // The job's model reached the agent: every main request asked for it.
+    assert!(
         requests
             .iter()
             .filter(|r| r["turn"] != "side" && r["turn"] != "count")
-            .all(|r| r["stream"] == true),
-        "{}: expected streaming requests: {requests:#?}",
+            .all(|r| r["model"] == MODEL),
+        "{}: the stand-in was asked for another model: {requests:#?}",
         recipe.name
     );
 
@@ -291,6 +347,37 @@ fn run_recipe(recipe: Recipe, standin: &StandIn, env: &Env) {
     // grant (every admitted attempt is that grant; anything else the agent tried was refused).
     let (packet, patch) = env.artifact(&job);
     assert_eq!(packet["exit"]["code"], 0, "{}: {packet}", recipe.name);
+    // What answered, as the stand-in said, and the stand-in's usage (321 in, 45 out per
+    // main answer).
+    let answered = standin.answered_as();
+    let n = main.len() as u64;
+    assert_eq!(packet["model_requested"], MODEL, "{packet}");
+    if recipe.reports_model {
+        assert_eq!(
+            packet["model_reported"],
+            answered.as_str(),
+            "{}: {packet}",
+            recipe.name
+        );
+        assert_eq!(
+            packet["models"],
+            json!([{"name": answered, "tokens_in": 321 * n, "tokens_out": 45 * n}]),
+            "{}: {packet}",
+            recipe.name
+        );
+    } else {
+        assert_eq!(
+            packet["model_reported"], "unreported",
+            "{}: {packet}",
+            recipe.name
+        );
+    }
+    assert_eq!(
+        (packet["tokens_in"].as_u64(), packet["tokens_out"].as_u64()),
+        (Some(321 * n), Some(45 * n)),
+        "{}: {packet}",
+        recipe.name
+    );
     assert_eq!(packet["sandbox"], "namespaces+landlock+seccomp", "{packet}");
     assert_eq!(packet["partial"], false, "{packet}");
     let egress = packet["egress"].as_array().unwrap();
@@ -330,9 +417,23 @@ fn run_recipe(recipe: Recipe, standin: &StandIn, env: &Env) {
         .airlock()
         .args(["gate", &job, "--json", "--repo"])
         .arg(&env.repo));
-    assert_eq!(out.status.code(), Some(0), "gate: {}", show(&out));
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "gate: {}",
+        show(&out)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["decision"], "queue", "{report}");
+    // The gate shows both models and the tokens.
+    assert_eq!(report["bom"]["model_requested"], MODEL, "{report}");
+    assert_eq!(
+        report["bom"]["model_reported"], packet["model_reported"],
+        "{report}"
+    );
+    assert_eq!(
+        report["bom"]["tokens"],
+        json!([321 * n, 45 * n]),
+        "{report}"
+    );
     let refused: Vec<&str> = egress
         .iter()
         .filter(|a| a["allowed"] == false)
@@ -345,36 +446,24 @@ fn run_recipe(recipe: Recipe, standin: &StandIn, env: &Env) {
         requests.len(),
         started.elapsed().as_secs_f64()
     );
+    report
 }
 
-/// `sh -c` with the prompt read from the contract's `AIRLOCK_PROMPT_FILE`.
-fn shell(line: &str) -> Vec<String> {
-    vec!["/bin/sh".into(), "-c".into(), line.into()]
-}
-
-/// The directory a virtualenv's interpreter comes from (`pyvenv.cfg`'s `home`, one level
-/// up), when it is outside the sandbox's system roots and so needs its own `--readable`.
-fn venv_base(venv: &Path) -> Option<PathBuf> {
-    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
-    let home = cfg.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        (k.trim() == "home").then(|| PathBuf::from(v.trim()))
-    })?;
-    let base = home.parent()?.to_owned();
-    let system = ["/usr", "/bin", "/opt"];
-    (!system.iter().any(|s| base.starts_with(s))).then_some(base)
+/// The gate queued the job: the model that answered is the one asked for.
+fn queued(report: &Value) {
+    assert_eq!(report["decision"], "queue", "{report}");
+    assert!(
+        !reason_codes(report).iter().any(|c| c.starts_with("model-")),
+        "{report}"
+    );
 }
 
 /// Claude Code from npm: Anthropic Messages over SSE; Read, then Edit.
-#[test]
-fn claude_code_from_npm_edits_in_the_sandbox_and_the_gate_queues_it() {
+fn claude_code() -> Option<Recipe> {
     let npm = agents_dir().join("npm");
-    let program = npm.join("bin/claude");
-    if !installed("Claude Code", &program) {
-        return;
+    if !installed("Claude Code", &npm.join("bin/claude")) {
+        return None;
     }
-    let env = Env::new();
-    let standin = StandIn::start("anthropic", &env.root);
     let settings = json!({
         "env": {
             "ANTHROPIC_BASE_URL": "http://127.0.0.1:{port}",
@@ -383,31 +472,57 @@ fn claude_code_from_npm_edits_in_the_sandbox_and_the_gate_queues_it() {
         },
         "permissions": {"allow": ["Read", "Edit"]}
     });
-    let recipe = Recipe {
+    Some(Recipe {
         name: "Claude Code",
         readable: vec![npm],
         home: vec![(".claude/settings.json", settings.to_string())],
         key_env: "ANTHROPIC_API_KEY",
-        command: shell(
-            r#"exec claude -p "$(cat "$AIRLOCK_PROMPT_FILE")" --permission-mode acceptEdits --max-turns 8"#,
-        ),
+        env: vec![],
+        wrapper: "claude-code.sh",
         turns: &["read", "edit", "done"],
+        reports_model: true,
+        streams: true,
+    })
+}
+
+#[test]
+fn claude_code_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
+    let Some(recipe) = claude_code() else {
+        return;
     };
-    run_recipe(recipe, &standin, &env);
+    let env = Env::new();
+    let standin = StandIn::start("anthropic", &env.root);
+    queued(&run_recipe(&recipe, &standin, &env));
+}
+
+/// A model server answering as another model family than the one asked for: the packet says
+/// so and the gate sends the job to a human.
+#[test]
+fn an_agent_answered_by_another_model_family_goes_to_a_human() {
+    let Some(recipe) = claude_code() else {
+        return;
+    };
+    let env = Env::new();
+    let standin = StandIn::answering("anthropic", &env.root, "other-family-20261203");
+    let report = run_recipe(&recipe, &standin, &env);
+    assert_eq!(report["bom"]["model_reported"], "other-family-20261203");
+    assert_eq!(report["decision"], "human", "{report}");
+    assert!(
+        reason_codes(&report).contains(&"model-mismatch".to_owned()),
+        "{report}"
+    );
 }
 
 /// Codex CLI from npm: OpenAI Responses over SSE; `apply_patch` through `exec_command`.
 #[test]
-fn codex_cli_from_npm_edits_in_the_sandbox_and_the_gate_queues_it() {
+fn codex_cli_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
     let npm = agents_dir().join("npm");
-    let program = npm.join("bin/codex");
-    if !installed("Codex CLI", &program) {
+    if !installed("Codex CLI", &npm.join("bin/codex")) {
         return;
     }
     let env = Env::new();
     let standin = StandIn::start("responses", &env.root);
-    let config = r#"model = "gpt-5-codex"
-model_provider = "local"
+    let config = r#"model_provider = "local"
 check_for_update_on_startup = false
 
 [model_providers.local]
@@ -424,59 +539,127 @@ enabled = false
         readable: vec![npm],
         home: vec![(".codex/config.toml", config.to_owned())],
         key_env: "OPENAI_API_KEY",
-        command: shell(
-            r#"exec codex exec --skip-git-repo-check --sandbox danger-full-access "$(cat "$AIRLOCK_PROMPT_FILE")""#,
-        ),
+        env: vec![],
+        wrapper: "codex.sh",
         turns: &["edit", "done"],
+        reports_model: true,
+        streams: true,
     };
-    run_recipe(recipe, &standin, &env);
+    queued(&run_recipe(&recipe, &standin, &env));
 }
 
-/// aider from PyPI, in a virtualenv: OpenAI chat completions over SSE; a SEARCH/REPLACE block.
+/// aider from PyPI, in a virtualenv: OpenAI chat completions; a SEARCH/REPLACE block.
 #[test]
-fn aider_from_pypi_edits_in_the_sandbox_and_the_gate_queues_it() {
+fn aider_from_pypi_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
     let venv = agents_dir().join("aider");
-    let program = venv.join("bin/aider");
-    if !installed("aider", &program) {
+    if !installed("aider", &venv.join("bin/aider")) {
         return;
     }
     let env = Env::new();
     let standin = StandIn::start("chat", &env.root);
-    let conf = "model: openai/stand-in-model
-openai-api-base: http://127.0.0.1:{port}/v1
+    let conf = "openai-api-base: http://127.0.0.1:{port}/v1
 edit-format: diff
 git: false
-yes-always: true
 check-update: false
 analytics-disable: true
 show-model-warnings: false
-pretty: false
 chat-history-file: /dev/null
 input-history-file: /dev/null
 ";
-    let metadata = json!({"openai/stand-in-model": {
-        "max_input_tokens": 128000, "max_output_tokens": 8192,
-        "input_cost_per_token": 0, "output_cost_per_token": 0,
-        "litellm_provider": "openai", "mode": "chat"
-    }});
-    let mut readable = vec![venv.clone()];
-    readable.extend(venv_base(&venv));
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(
+        format!("openai/{MODEL}"),
+        json!({
+            "max_input_tokens": 128000, "max_output_tokens": 8192,
+            "input_cost_per_token": 0, "output_cost_per_token": 0,
+            "litellm_provider": "openai", "mode": "chat"
+        }),
+    );
+    let metadata = Value::Object(metadata);
+    // One grant: the virtualenv brings its base interpreter (pyenv's, here) itself.
     let recipe = Recipe {
         name: "aider",
-        readable,
+        readable: vec![venv],
         home: vec![
             (".aider.conf.yml", conf.to_owned()),
             (".aider.model.metadata.json", metadata.to_string()),
         ],
         key_env: "OPENAI_API_KEY",
-        command: vec![
-            "aider".into(),
-            "--message-file".into(),
-            "{prompt_file}".into(),
-        ],
+        env: vec![],
+        wrapper: "aider.sh",
         turns: &["edit"],
+        reports_model: true,
+        streams: false,
     };
-    run_recipe(recipe, &standin, &env);
+    queued(&run_recipe(&recipe, &standin, &env));
+}
+
+/// Gemini CLI from npm: the Gemini API (`streamGenerateContent?alt=sse`); read_file, then
+/// replace.
+#[test]
+fn gemini_cli_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
+    let npm = agents_dir().join("npm");
+    if !installed("Gemini CLI", &npm.join("bin/gemini")) {
+        return;
+    }
+    let env = Env::new();
+    let standin = StandIn::start("gemini", &env.root);
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": true},
+        "privacy": {"usageStatisticsEnabled": false}
+    });
+    let recipe = Recipe {
+        name: "Gemini CLI",
+        readable: vec![npm],
+        home: vec![(".gemini/settings.json", settings.to_string())],
+        key_env: "GEMINI_API_KEY",
+        env: vec![("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:{port}")],
+        wrapper: "gemini.sh",
+        turns: &["read", "edit", "done"],
+        reports_model: true,
+        streams: true,
+    };
+    queued(&run_recipe(&recipe, &standin, &env));
+}
+
+/// opencode from npm: an OpenAI-compatible provider (chat completions over SSE with tool
+/// calls); read, then edit. opencode does not say which model answered: `unreported`, its
+/// tokens still counted.
+#[test]
+fn opencode_from_npm_edits_in_the_sandbox_reports_its_tokens_and_the_gate_queues_it() {
+    let npm = agents_dir().join("npm");
+    if !installed("opencode", &npm.join("bin/opencode")) {
+        return;
+    }
+    let env = Env::new();
+    let standin = StandIn::start("chat", &env.root);
+    let mut models = serde_json::Map::new();
+    models.insert(MODEL.to_owned(), json!({ "name": MODEL }));
+    let config = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": false,
+        "share": "disabled",
+        "provider": {"local": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "local model server",
+            "options": {"baseURL": "http://127.0.0.1:{port}/v1", "apiKey": "{env:OPENAI_API_KEY}"},
+            "models": models
+        }},
+        "permission": {"edit": "allow", "bash": "allow"}
+    });
+    let recipe = Recipe {
+        name: "opencode",
+        readable: vec![npm],
+        home: vec![(".config/opencode/opencode.json", config.to_string())],
+        key_env: "OPENAI_API_KEY",
+        env: vec![],
+        wrapper: "opencode.sh",
+        turns: &["read", "edit", "done"],
+        reports_model: false,
+        streams: true,
+    };
+    queued(&run_recipe(&recipe, &standin, &env));
 }
 
 /// (api, path, headers, body, expected status, expected turn or the refusal's words).
@@ -502,6 +685,8 @@ fn standin_refuses_malformed_requests_of_each_api() {
     let user = json!([{"role": "user", "content": "hi"}]);
     let input = json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]);
     let exec = json!([{"type": "function", "name": "exec_command", "parameters": {}}]);
+    let google = [("x-goog-api-key", KEY)];
+    let contents = json!([{"role": "user", "parts": [{"text": "hi"}]}]);
     #[rustfmt::skip]
     let cases: &[Case] = &[
         ("anthropic", "/v1/messages", &anthropic, json!({"model": "m", "max_tokens": 9, "messages": user, "stream": true}), 200, "side"),
@@ -517,8 +702,12 @@ fn standin_refuses_malformed_requests_of_each_api() {
         ("chat", "/v1/chat/completions", &openai, json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}), 400, "role"),
         ("chat", "/v1/chat/completions", &openai, json!({"model": "", "messages": user}), 400, "model"),
         ("chat", "/v1/completions", &openai, json!({"model": "m", "messages": user}), 404, "unknown path"),
+        ("gemini", "/v1beta/models/m:streamGenerateContent?alt=sse", &google, json!({"contents": contents}), 200, "side"),
+        ("gemini", "/v1beta/models/m:generateContent", &[("x-goog-api-key", "wrong")], json!({"contents": contents}), 400, "API key"),
+        ("gemini", "/v1beta/models/m:generateContent", &google, json!({"contents": []}), 400, "contents"),
+        ("gemini", "/v1beta/models/m:streamGenerateContent", &google, json!({"contents": contents}), 400, "alt=sse"),
     ];
-    for api in ["anthropic", "responses", "chat"] {
+    for api in ["anthropic", "responses", "chat", "gemini"] {
         let standin = StandIn::start(api, dir.path());
         let mine: Vec<_> = cases.iter().filter(|c| c.0 == api).collect();
         for (_, path, headers, body, status, what) in &mine {
@@ -609,4 +798,83 @@ fn real_virtualenv_without_readable_is_refused_naming_the_flag() {
             "{name}: something was dropped"
         );
     }
+}
+
+/// A Python outside the system roots: pyenv's (`$PYENV_ROOT` or `~/.pyenv`) or uv's.
+fn python_outside_system_roots() -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME")?);
+    let mut roots = vec![
+        home.join(".pyenv/versions"),
+        home.join(".local/share/uv/python"),
+    ];
+    if let Some(r) = std::env::var_os("PYENV_ROOT") {
+        roots.insert(0, PathBuf::from(r).join("versions"));
+    }
+    let mut found: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|r| std::fs::read_dir(r).ok())
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin/python3")))
+        .filter(|p| {
+            Command::new(p)
+                .args([
+                    "-c",
+                    "import sys, venv; sys.exit(sys.version_info < (3, 8))",
+                ])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// A virtualenv made by `python3 -m venv` from a Python outside the system roots (pyenv's
+/// under a root worker's 0700 home), granted with ONE `--readable` (the venv): the worker
+/// makes the base interpreter its `pyvenv.cfg` names readable too, and the venv's Python runs
+/// in the sandbox (before: refused, asking for a second `--readable`).
+#[test]
+fn a_virtualenv_from_a_python_outside_the_system_roots_runs_with_one_readable() {
+    let Some(python) = python_outside_system_roots() else {
+        let msg = "no Python outside the system roots (pyenv or uv) to make a virtualenv from";
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{msg}; under CI it must run"
+        );
+        eprintln!("SKIP: {msg}");
+        return;
+    };
+    let env = Env::new();
+    let venv = env.root.join("venv");
+    let out = run(Command::new(&python)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv));
+    assert!(out.status.success(), "venv: {}", show(&out));
+    let (job, token) = env.submit();
+    let out = run(cmd(&bin("airlock-worker"))
+        .arg("run")
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trusted-pub")
+        .arg(env.home.join("trusted.pub"))
+        .arg("--work-root")
+        .arg(env.root.join("work"))
+        .arg("--readable")
+        .arg(&venv)
+        .arg("--")
+        .arg(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import json, sys; open('src/venv.txt', 'w').write(sys.prefix + ' ' + sys.base_prefix + '\\n')",
+        ]));
+    assert!(
+        out.status.success(),
+        "{} ({}): {}",
+        python.display(),
+        venv.display(),
+        show(&out)
+    );
+    let (packet, patch) = env.artifact(&job);
+    assert_eq!(packet["sandbox"], "namespaces+landlock+seccomp", "{packet}");
+    assert!(patch.contains(&format!("+{} ", venv.display())), "{patch}");
 }

@@ -204,7 +204,8 @@ fn sha256_hex(b: &[u8]) -> String {
 }
 
 #[test]
-fn submit_refuses_an_egress_destination_the_proxy_never_reaches_and_points_to_allow_local() {
+fn submit_refuses_an_egress_destination_the_proxy_never_reaches_and_points_to_allow_local_where_the_worker_takes_it(
+) {
     let env = Env::new();
     for dest in [
         "127.0.0.1:18080",
@@ -224,9 +225,21 @@ fn submit_refuses_an_egress_destination_the_proxy_never_reaches_and_points_to_al
         let out = env.run(&mut env.submit_cmd(&token, &["--egress", dest]));
         assert_eq!(out.status.code(), Some(4), "{dest}: {}", show(&out));
         let err = String::from_utf8_lossy(&out.stderr);
+        // The hint names the worker's grant only where the worker takes it (never for the
+        // metadata service, which it refuses too).
+        let grantable = [
+            "127.0.0.1:18080",
+            "localhost:11434",
+            "10.1.2.3:8000",
+            "192.168.1.20:8080",
+            "172.16.0.9:443",
+            "100.100.100.200:80",
+        ]
+        .contains(&dest);
         assert!(
             err.contains("submit.egress-unreachable")
-                && err.contains(&format!("airlock-worker run --allow-local {dest}")),
+                && err.contains(&format!("airlock-worker run --allow-local {dest}")) == grantable
+                && (grantable || err.contains("no grant reaches it")),
             "{dest}: {err}"
         );
         assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
@@ -699,4 +712,51 @@ fn a_checkpoint_after_kill_int_shows_in_status_fetches_as_partial_and_resubmit_r
         report["bom"]["bundle_sha256"],
         bom["submit"]["bundle_sha256"]
     );
+}
+
+/// `submit --json` names no path into its deleted staging directory, and `resubmit` keeps the
+/// original job's token lifetime unless told otherwise.
+#[test]
+fn submit_prints_no_stale_path_and_resubmit_keeps_the_original_ttl() {
+    let env = Env::new();
+    let token = env.next_token();
+    let out = env.run(&mut env.submit_cmd(&token, &["--ttl", "90s"]));
+    assert!(out.status.success(), "submit: {}", show(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for field in ["bundle_path", "envelope_path"] {
+        if let Some(p) = v["pack"][field].as_str() {
+            assert!(
+                std::path::Path::new(p).exists(),
+                "{field} {p} does not exist"
+            );
+        }
+    }
+    let job = v["job"].as_str().unwrap().to_owned();
+    let ttl = |v: &Value| {
+        let exp = v["expires_at"].as_u64().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        exp.saturating_sub(now)
+    };
+    assert!((80..=90).contains(&ttl(&v)), "{v}");
+    let token2 = env.next_token();
+    let out = env.run(
+        env.airlock()
+            .args(["resubmit", &job, "--json", "--token-out"])
+            .arg(&token2),
+    );
+    assert!(out.status.success(), "resubmit: {}", show(&out));
+    let v2: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!((80..=90).contains(&ttl(&v2)), "not the original 90 s: {v2}");
+    let token3 = env.next_token();
+    let out = env.run(
+        env.airlock()
+            .args(["resubmit", &job, "--ttl", "1h", "--json", "--token-out"])
+            .arg(&token3),
+    );
+    assert!(out.status.success(), "resubmit: {}", show(&out));
+    let v3: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(ttl(&v3) > 3000, "{v3}");
 }

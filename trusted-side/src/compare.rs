@@ -341,6 +341,15 @@ pub fn run(global: &crate::config::GlobalOptions, args: &CompareOptions) -> Resu
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_side_with_nothing_to_compare_is_unknown_not_different() {
+        let m = |s: &str| Some(s.to_owned());
+        assert_eq!(Match::of(m("a"), m("a")).word(), "same");
+        assert_eq!(Match::of(m("a"), m("b")).word(), "DIFFERENT");
+        assert_eq!(Match::of(m("a"), None).word(), "UNKNOWN");
+        assert_eq!(Match::of::<String>(None, None).word(), "UNKNOWN");
+    }
+
     fn files(text: &str) -> Vec<FilePatch> {
         parse_patch(text.as_bytes(), &DiffLimits::default())
             .unwrap()

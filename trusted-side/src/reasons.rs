@@ -92,7 +92,7 @@ reason_codes! {
     WorkerLimitHit = "worker-limit-hit", Gate, "The worker hit a limit: the diff may be cut short.";
     ModelDrift = "model-drift", Gate, "The model reported answers this model request for the first time among the jobs a person approved (`[models] drift` in the policy, default `human`).";
     ModelUnseen = "model-unseen", Gate, "No job a person approved asked for this model before, so the answer is not a baseline for drift (`[models] drift` in the policy, default `human`); approving the job makes it one.";
-    ModelMismatch = "model-mismatch", Gate, "The model reported differs from the model requested.";
+    ModelMismatch = "model-mismatch", Gate, "The model reported is not the model requested nor a dated snapshot of it (docs/FORMATS.md, \"Model names\").";
     WorkerRefusedPaths = "worker-refused-paths", Gate, "The worker left files out of the diff.";
     DepsUnparsed = "deps-unparsed", Gate, "A dependency manifest in the diff could not be parsed.";
     NoChange = "no-change", Gate, "The generator changed no file: nothing to review (`reject`).";

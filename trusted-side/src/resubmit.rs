@@ -34,8 +34,9 @@ use crate::submit::{Bundle, Dispatch};
 pub struct ResubmitOptions {
     /// The job to dispatch again.
     pub job: String,
-    /// How long the new token stays valid: 90s, 20m, 1h (max 24h).
-    pub ttl: String,
+    /// How long the new token stays valid: 90s, 20m, 1h (max 24h); `None`: as long as the
+    /// original job's token was.
+    pub ttl: Option<String>,
     /// Also write the new token to this file (created new, mode 0600).
     pub token_out: Option<std::path::PathBuf>,
     /// Print the new token (it carries the new model key, if one is minted): only when asked.
@@ -55,9 +56,12 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
     )?;
     let key = home.signing_key()?;
     let store = home.open_store()?;
-    let ttl = crate::submit::check_ttl(&args.ttl)?;
     let old = JobId::parse(&args.job)?;
     let record = crate::fetch::load_record(&store, &key.public(), &old)?;
+    let ttl = match &args.ttl {
+        Some(t) => crate::submit::check_ttl(t)?,
+        None => original_ttl(&record),
+    };
 
     let staging = tempfile::tempdir().context("cannot create a staging directory")?;
     let bundle_path = staging.path().join("bundle.tar.gz");
@@ -153,4 +157,13 @@ fn request_bytes(bundle: &std::path::Path, limits: &TarLimits) -> Result<Vec<u8>
     })
     .map_err(|e| anyhow::anyhow!("{}", e.with_label("bundle.tar.gz")))?;
     found.context("bundle.tar.gz has no request.json")
+}
+
+/// The original job's token lifetime (its record's `expires_at - issued_at`), held to the
+/// token's bounds (1 s to 24 h).
+fn original_ttl(record: &airlock_core::format::JobRecord) -> u64 {
+    record
+        .expires_at
+        .saturating_sub(record.issued_at)
+        .clamp(1, airlock_core::token::MAX_LIFETIME_SECS)
 }

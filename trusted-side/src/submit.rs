@@ -307,6 +307,10 @@ pub fn submit_job_cached(
             eprintln!("warning: job {}: the gate's index of the bundle was not written ({e:#}); the gate will read the bundle", out.job);
         }
     }
+    // The staging directory goes when this returns: no path into it is printed.
+    let mut summary = summary;
+    summary.bundle_path = PathBuf::new();
+    summary.envelope_path = PathBuf::new();
     out.pack = Some(summary);
     Ok(out)
 }
@@ -358,10 +362,23 @@ pub fn check_egress_reachable(rule: &EgressRule) -> Result<()> {
         return Ok(());
     };
     let dest = format!("{host}:{}", rule.port);
-    Err(crate::exit::Refused(format!(
-        "--egress {dest} refused (submit.egress-unreachable): the worker's egress proxy never connects there ({why}); a model server on the worker host or its network is granted by the worker's operator: airlock-worker run --allow-local {dest}"
-    ))
-    .into())
+    Err(crate::exit::Refused(unreachable_line(&dest, why)).into())
+}
+
+/// The one line of `submit.egress-unreachable` for `dest` (refused by the proxy's rule
+/// `why`): it points at the worker's `--allow-local` only when the worker would take that
+/// grant (loopback, private and shared addresses, `localhost`); a metadata or link-local
+/// address, or a name that only resolves there, no grant reaches.
+pub fn unreachable_line(dest: &str, why: &str) -> String {
+    if airlock_sandbox::LocalGrant::parse(dest).is_ok() {
+        format!(
+            "--egress {dest} refused (submit.egress-unreachable): the worker's egress proxy never connects there ({why}); a model server on the worker host or its network is granted by the worker's operator: airlock-worker run --allow-local {dest}"
+        )
+    } else {
+        format!(
+            "--egress {dest} refused (submit.egress-unreachable): the worker's egress proxy never connects there ({why}), and no grant reaches it (the worker's --allow-local takes loopback, private and shared addresses and localhost only)"
+        )
+    }
 }
 
 /// A packed bundle on local disk, as `dispatch` needs it.

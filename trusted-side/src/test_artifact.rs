@@ -23,6 +23,7 @@ pub fn packet(job: &JobId, bundle_sha256: Sha256Digest, patch: &[u8]) -> Packet 
         model_reported: "model-a".into(),
         tokens_in: None,
         tokens_out: None,
+        models: Vec::new(),
         diff_sha256: Sha256Digest::of_bytes(patch),
         files_changed: files,
         lines_added: added,

@@ -15,7 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use airlock_core::format::{EgressAttempt, EgressRule, ExitInfo, ExitKind};
+use airlock_core::format::{
+    EgressAttempt, EgressRule, ExitInfo, ExitKind, ModelUsage, MAX_PACKET_MODELS,
+};
 use airlock_core::limits::JobLimits;
 use airlock_sandbox::egress::{EgressLog, ProxyConfig, TestEndpoint};
 use airlock_sandbox::{
@@ -45,6 +47,7 @@ const RESERVED_ENV: &[&str] = &[
     "AIRLOCK_REPORT",
     "AIRLOCK_PROMPT_FILE",
     "AIRLOCK_WORKDIR",
+    "AIRLOCK_MODEL",
 ];
 
 /// Checks `--pass-env` names before anything runs: well formed, and not the job token's
@@ -117,6 +120,8 @@ pub struct GeneratorSetup<'a> {
     pub model_key: Option<(&'a str, &'a str)>,
     /// The disk ceiling and full-disk watch (stops the generator, says `disk`).
     pub disk: &'a crate::disk::DiskWatch,
+    /// The request's model (`AIRLOCK_MODEL`); `None` when nothing specific was asked for.
+    pub model: Option<&'a str>,
 }
 
 /// Pairs the token's model key with the request's variable name. Both or neither: a key
@@ -150,21 +155,31 @@ pub struct GeneratorRun {
 }
 
 /// What the generator reported in `AIRLOCK_REPORT` (all optional; anything malformed is
-/// treated as no report).
+/// treated as no report). `models` lists usage per model; when `model` or the totals are
+/// absent they are taken from it (the model with the most tokens out did the main work; the
+/// totals are the sums).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
-    /// The model that answered.
+    /// The model that answered (did the main work).
     pub model: Option<String>,
     /// Tokens in.
     pub tokens_in: Option<u64>,
     /// Tokens out.
     pub tokens_out: Option<u64>,
+    /// Usage per model.
+    #[serde(default)]
+    pub models: Vec<ModelUsage>,
 }
 
 /// Name of the report file inside the private tmp.
 pub const REPORT_FILE: &str = "airlock-report.json";
 const MAX_REPORT_BYTES: u64 = 64 * 1024;
+
+/// A model name is a short printable string, nothing else.
+fn model_name_ok(m: &str) -> bool {
+    !m.is_empty() && m.len() <= 200 && m.chars().all(|c| !c.is_control())
+}
 
 /// Reads the generator's report; malformed, oversized or absent means "unreported".
 pub fn read_report(tmp: &Path) -> Report {
@@ -180,11 +195,30 @@ pub fn read_report(tmp: &Path) -> Report {
         return Report::default();
     };
     match serde_json::from_slice::<Report>(&bytes) {
+        Ok(r)
+            if r.models.len() > MAX_PACKET_MODELS
+                || r.models.iter().any(|m| !model_name_ok(&m.name)) =>
+        {
+            tracing::warn!("generator report lists too many models or a malformed name; recorded as unreported");
+            Report::default()
+        }
         Ok(mut r) => {
-            // A model name is a short printable string, nothing else.
-            r.model = r
-                .model
-                .filter(|m| !m.is_empty() && m.len() <= 200 && m.chars().all(|c| !c.is_control()));
+            r.model = r.model.filter(|m| model_name_ok(m));
+            let main = r
+                .models
+                .iter()
+                .enumerate()
+                .max_by_key(|(i, m)| (m.tokens_out, m.tokens_in, std::cmp::Reverse(*i)));
+            if r.model.is_none() {
+                r.model = main.map(|(_, m)| m.name.clone());
+            }
+            if !r.models.is_empty() && r.tokens_in.is_none() && r.tokens_out.is_none() {
+                let sum = |f: fn(&ModelUsage) -> u64| {
+                    r.models.iter().map(f).fold(0u64, u64::saturating_add)
+                };
+                r.tokens_in = Some(sum(|m| m.tokens_in));
+                r.tokens_out = Some(sum(|m| m.tokens_out));
+            }
             r
         }
         Err(_) => {
@@ -259,6 +293,9 @@ pub fn run_generator(
         ),
         ("LANG".into(), "C.UTF-8".into()),
     ];
+    if let Some(model) = setup.model {
+        env.push(("AIRLOCK_MODEL".into(), model.to_owned()));
+    }
     for name in setup.pass_env {
         if let Ok(v) = std::env::var(name) {
             env.retain(|(k, _)| k != name);
@@ -270,7 +307,11 @@ pub fn run_generator(
         env.retain(|(k, _)| k != name);
         env.push((name.to_owned(), key.to_owned()));
     }
-    let mut spec = SandboxSpec::new(substitute(program, setup), setup.workdir, setup.tmp);
+    let mut spec = SandboxSpec::new(
+        crate::readable::program_from_cwd(&substitute(program, setup), setup.workdir),
+        setup.workdir,
+        setup.tmp,
+    );
     let mut args: Vec<String> = args.iter().map(|a| substitute(a, setup)).collect();
     let scripts = crate::readable::script_grants(&mut args, setup.workdir);
     spec.args = args.into_iter().map(Into::into).collect();
@@ -509,6 +550,7 @@ mod tests {
             "AIRLOCK_REPORT",
             "AIRLOCK_WORKDIR",
             "AIRLOCK_PROMPT_FILE",
+            "AIRLOCK_MODEL",
         ] {
             let e = check_pass_env(&names(&[bad])).unwrap_err().to_string();
             assert!(e.contains("worker.pass-env"), "{e}");
@@ -556,5 +598,68 @@ mod tests {
         assert_eq!(with(16 * MIB), 64 * MIB);
         assert_eq!(with(100 * MIB), 400 * MIB);
         assert_eq!(with(u64::MAX), 1024 * MIB);
+    }
+
+    fn report_of(json: &str) -> Report {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(REPORT_FILE), json).unwrap();
+        read_report(dir.path())
+    }
+
+    #[test]
+    fn the_old_report_is_still_read() {
+        let r = report_of(r#"{"model": "m-1", "tokens_in": 5, "tokens_out": 7}"#);
+        assert_eq!(
+            (r.model.as_deref(), r.tokens_in, r.tokens_out),
+            (Some("m-1"), Some(5), Some(7))
+        );
+        assert!(r.models.is_empty());
+    }
+
+    #[test]
+    fn usage_per_model_fills_the_main_model_and_the_totals() {
+        let r = report_of(
+            r#"{"models": [{"name": "small-20261203", "tokens_in": 900, "tokens_out": 3},
+                           {"name": "big-20261203", "tokens_in": 321, "tokens_out": 45}]}"#,
+        );
+        assert_eq!(r.model.as_deref(), Some("big-20261203"));
+        assert_eq!((r.tokens_in, r.tokens_out), (Some(1221), Some(48)));
+        assert_eq!(r.models.len(), 2);
+        // What the generator names as the main model and its totals win.
+        let r = report_of(
+            r#"{"model": "small", "tokens_in": 1, "tokens_out": 2,
+                "models": [{"name": "big", "tokens_in": 9, "tokens_out": 9}]}"#,
+        );
+        assert_eq!(
+            (r.model.as_deref(), r.tokens_in, r.tokens_out),
+            (Some("small"), Some(1), Some(2))
+        );
+    }
+
+    #[test]
+    fn a_hostile_report_is_unreported() {
+        let many: Vec<String> = (0..=MAX_PACKET_MODELS)
+            .map(|i| format!(r#"{{"name": "m{i}", "tokens_in": 1, "tokens_out": 1}}"#))
+            .collect();
+        for bad in [
+            format!(r#"{{"models": [{}]}}"#, many.join(",")),
+            r#"{"models": [{"name": "a\nb", "tokens_in": 1, "tokens_out": 1}]}"#.to_owned(),
+            r#"{"models": [{"name": "", "tokens_in": 1, "tokens_out": 1}]}"#.to_owned(),
+            r#"{"models": [{"name": "m", "tokens_in": -1, "tokens_out": 1}]}"#.to_owned(),
+            r#"{"models": [{"name": "m", "tokens_in": 1, "tokens_out": 1, "x": 1}]}"#.to_owned(),
+            r#"{"model": "m", "extra": 1}"#.to_owned(),
+        ] {
+            let r = report_of(&bad);
+            assert!(
+                r.model.is_none() && r.models.is_empty() && r.tokens_in.is_none(),
+                "{bad}: {r:?}"
+            );
+        }
+        // Sums saturate rather than wrap.
+        let r = report_of(&format!(
+            r#"{{"models": [{{"name": "a", "tokens_in": {m}, "tokens_out": 0}}, {{"name": "b", "tokens_in": {m}, "tokens_out": 0}}]}}"#,
+            m = u64::MAX
+        ));
+        assert_eq!(r.tokens_in, Some(u64::MAX));
     }
 }

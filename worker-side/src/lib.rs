@@ -25,6 +25,7 @@ mod disk;
 pub mod generate;
 pub mod gitignore;
 mod home;
+mod needs;
 pub mod options;
 pub mod outcome;
 mod readable;

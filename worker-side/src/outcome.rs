@@ -57,7 +57,12 @@ pub struct RunOutcome {
     pub partial: bool,
     /// The last lines of `generator.log`.
     pub log_tail: Vec<String>,
+    /// Egress the proxy refused: (destination, rule id), as logged in the packet.
+    pub egress_refused: Vec<(String, String)>,
 }
+
+/// Refused destinations listed in the summary.
+const REFUSED_SHOWN: usize = 10;
 
 impl RunOutcome {
     fn failed(&self) -> bool {
@@ -110,6 +115,24 @@ impl RunOutcome {
                 if self.files_changed == 1 { "" } else { "s" }
             ),
         };
+        if self.code() != EXIT_OK && !self.egress_refused.is_empty() {
+            // A refused model server is the usual cause of a failed agent run: say so here,
+            // not only in the packet.
+            let mut seen: Vec<&(String, String)> = Vec::new();
+            for r in &self.egress_refused {
+                if !seen.contains(&r) {
+                    seen.push(r);
+                }
+            }
+            out.push_str("\negress refused:");
+            for (dest, rule) in seen.iter().take(REFUSED_SHOWN) {
+                out.push_str(&format!("\n  {} ({})", shown_line(dest), shown_line(rule)));
+            }
+            if seen.len() > REFUSED_SHOWN {
+                out.push_str(&format!("\n  … {} more", seen.len() - REFUSED_SHOWN));
+            }
+            out.push_str("\n  (a model server on this host or network needs --allow-local HOST:PORT, HOST as the generator names it; a public one, the job's --egress)");
+        }
         if self.code() != EXIT_OK {
             if self.log_tail.is_empty() {
                 out.push_str("\ngenerator.log is empty");
@@ -123,6 +146,15 @@ impl RunOutcome {
         }
         out
     }
+}
+
+/// A destination or rule from the proxy's log, printable ASCII only (the proxy parsed it,
+/// but it is the generator's text), at most 300 characters.
+fn shown_line(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_graphic())
+        .take(300)
+        .collect()
 }
 
 /// The generator's end in words: "exited with status 1", "was killed by signal 9
@@ -206,7 +238,32 @@ mod tests {
             ignored: 0,
             partial: false,
             log_tail: vec!["Traceback".into(), "PermissionError: x".into()],
+            egress_refused: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_failed_run_lists_the_egress_refused_once_each() {
+        let mut o = outcome(ExitKind::Exited, Some(1), 0);
+        o.egress_refused = vec![
+            ("localhost:18080".into(), "egress.method".into()),
+            ("localhost:18080".into(), "egress.method".into()),
+            ("a\x1b[2J:443".into(), "egress.not-allowed".into()),
+        ];
+        let m = o.message();
+        assert!(
+            m.contains("egress refused:\n  localhost:18080 (egress.method)\n  a[2J:443 (egress.not-allowed)\n"),
+            "{m}"
+        );
+        assert_eq!(m.matches("localhost:18080").count(), 1, "{m}");
+        assert!(
+            m.contains("--allow-local HOST:PORT") && !m.contains('\x1b'),
+            "{m}"
+        );
+        // A run that went well does not list them.
+        let mut ok = outcome(ExitKind::Exited, Some(0), 1);
+        ok.egress_refused = o.egress_refused.clone();
+        assert!(!ok.message().contains("egress refused"));
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! does not exist (a typo would otherwise surface as `EACCES` deep inside the generator), and
 //! a script named on the command line that the sandbox cannot read (`-- python3
 //! examples/generators/openai-chat.py` from a checkout).
+//! A root that is a virtualenv (`pyvenv.cfg`) brings the base interpreter its `home =` names
+//! (the prefix above that `bin/`: pyenv, asdf, uv-managed Pythons live under a home the
+//! sandbox cannot see), held to the same secret check; the system roots need no grant.
 //! Does not check: that the generator's identity can read the roots; the sandbox's preflight
 //! does, and its error is turned into one line naming the flag here.
 
@@ -17,24 +20,86 @@ use anyhow::{bail, Result};
 /// The generator's `PATH` without `--readable` roots.
 pub const BASE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// Bytes of `pyvenv.cfg` read.
+const MAX_PYVENV: u64 = 64 * 1024;
+/// Prefixes the sandbox makes readable without a grant.
+const SYSTEM: &[&str] = &["/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"];
+
+/// The base interpreter's prefix of a virtualenv root: the parent of the `bin/` directory
+/// its `pyvenv.cfg` names (`home = /root/.pyenv/versions/3.12.4/bin`), when that is an
+/// absolute path outside the system roots and not `/`.
+fn venv_base(root: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let cfg = root.join("pyvenv.cfg");
+    let meta = std::fs::symlink_metadata(&cfg).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(&cfg)
+        .ok()?
+        .take(MAX_PYVENV)
+        .read_to_string(&mut text)
+        .ok()?;
+    let home = text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+    })?;
+    if !home.is_absolute()
+        || home
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
+        return None;
+    }
+    let base = if home.file_name().is_some_and(|n| n == "bin") {
+        home.parent()?.to_owned()
+    } else {
+        home
+    };
+    let system = SYSTEM.iter().any(|s| base.starts_with(s));
+    (!system && base.parent().is_some()).then_some(base)
+}
+
 /// Checks the `--readable` roots: absolute (taken from the current directory), existing, and
-/// holding none of `secrets`. Returns them absolute.
+/// holding none of `secrets`; a virtualenv root brings its base interpreter's prefix, checked
+/// the same way. Returns them absolute.
 pub fn check_roots(roots: &[PathBuf], secrets: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = check_each(roots, secrets, None)?;
+    for r in out.clone() {
+        if let Some(base) = venv_base(&r) {
+            if out.iter().any(|o| base.starts_with(o)) {
+                continue;
+            }
+            tracing::info!(venv = %r.display(), base = %base.display(), "--readable virtualenv: its base interpreter is readable too");
+            out.extend(check_each(&[base], secrets, Some(&r))?);
+        }
+    }
+    Ok(out)
+}
+
+fn check_each(roots: &[PathBuf], secrets: &[PathBuf], venv: Option<&Path>) -> Result<Vec<PathBuf>> {
     let mut out = Vec::with_capacity(roots.len());
     for r in roots {
+        let named = match venv {
+            Some(v) => format!(
+                "{} (the base interpreter of the virtualenv {}, pyvenv.cfg home)",
+                r.display(),
+                v.display()
+            ),
+            None => r.display().to_string(),
+        };
         let abs = std::path::absolute(r)?;
         let Ok(resolved) = std::fs::canonicalize(&abs) else {
             bail!(
-                "--readable {}: does not exist (worker.readable): give the generator's install directory",
-                r.display()
+                "--readable {named}: does not exist (worker.readable): give the generator's install directory"
             );
         };
         for s in secrets {
             let s_resolved = std::fs::canonicalize(s).unwrap_or_else(|_| s.clone());
             if s_resolved.starts_with(&resolved) || s.starts_with(&abs) {
                 bail!(
-                    "--readable {} refused (sandbox.spec.secret-reachable): it holds {}, which the generator must never read; grant a narrower directory",
-                    r.display(),
+                    "--readable {named} refused (sandbox.spec.secret-reachable): it holds {}, which the generator must never read; grant a narrower directory",
                     s.display()
                 );
             }
@@ -82,6 +147,23 @@ pub fn script_grants(args: &mut [String], workdir: &Path) -> Vec<PathBuf> {
         }
     }
     grants
+}
+
+/// A relative program path (`examples/generators/claude-code.sh`) that names a file in the
+/// worker's current directory and none in `workdir`, made absolute (the sandbox would look for
+/// it in the workdir, where the generator runs); anything else unchanged.
+pub fn program_from_cwd(program: &str, workdir: &Path) -> String {
+    let p = Path::new(program);
+    if p.is_absolute() || !program.contains('/') || workdir.join(p).exists() {
+        return program.to_owned();
+    }
+    match std::path::absolute(p) {
+        Ok(abs) if abs.is_file() => {
+            tracing::info!(program = %abs.display(), "generator taken from the current directory");
+            abs.to_string_lossy().into_owned()
+        }
+        _ => program.to_owned(),
+    }
 }
 
 /// The one line for a preflight refusal, naming the flag that fixes it.
@@ -155,5 +237,71 @@ mod tests {
         let mut args = vec!["no/such/file.py".to_owned()];
         assert!(script_grants(&mut args, &work).is_empty());
         assert_eq!(args[0], "no/such/file.py");
+    }
+
+    fn venv_with_home(dir: &Path, home: &str) -> PathBuf {
+        let venv = dir.join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            format!("home = {home}\ninclude-system-site-packages = false\nversion = 3.12.4\n"),
+        )
+        .unwrap();
+        venv
+    }
+
+    #[test]
+    fn a_virtualenv_brings_its_base_interpreter() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("pyenv/versions/3.12.4");
+        std::fs::create_dir_all(base.join("bin")).unwrap();
+        let venv = venv_with_home(dir.path(), &base.join("bin").display().to_string());
+        let got = check_roots(std::slice::from_ref(&venv), &[]).unwrap();
+        assert_eq!(got, vec![venv.clone(), base.clone()]);
+        // A system Python needs nothing more; nor a base already granted.
+        let sys = venv_with_home(&dir.path().join("s"), "/usr/bin");
+        assert_eq!(
+            check_roots(std::slice::from_ref(&sys), &[]).unwrap(),
+            vec![sys]
+        );
+        let both = check_roots(&[venv.clone(), dir.path().join("pyenv")], &[]).unwrap();
+        assert_eq!(both, vec![venv, dir.path().join("pyenv")]);
+    }
+
+    #[test]
+    fn a_base_interpreter_holding_a_secret_is_refused_and_hostile_homes_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("py");
+        std::fs::create_dir_all(base.join("bin")).unwrap();
+        let secret = base.join("trusted.pub");
+        std::fs::write(&secret, "key").unwrap();
+        let venv = venv_with_home(dir.path(), &base.join("bin").display().to_string());
+        let e = check_roots(std::slice::from_ref(&venv), std::slice::from_ref(&secret))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sandbox.spec.secret-reachable") && e.contains("base interpreter"),
+            "{e}"
+        );
+        for home in ["bin", "/", "/tmp/../root/bin", "/bin"] {
+            let d = tempfile::tempdir().unwrap();
+            let v = venv_with_home(d.path(), home);
+            assert_eq!(
+                check_roots(std::slice::from_ref(&v), &[]).unwrap(),
+                vec![v],
+                "{home}"
+            );
+        }
+        // A pyvenv.cfg that is a link is not read.
+        let d = tempfile::tempdir().unwrap();
+        let v = d.path().join("v");
+        std::fs::create_dir(&v).unwrap();
+        std::fs::write(
+            d.path().join("cfg"),
+            format!("home = {}\n", base.join("bin").display()),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(d.path().join("cfg"), v.join("pyvenv.cfg")).unwrap();
+        assert_eq!(check_roots(std::slice::from_ref(&v), &[]).unwrap(), vec![v]);
     }
 }

@@ -208,6 +208,7 @@ pub fn run_job(
             .filter_map(|p| std::path::absolute(p).ok()),
     );
     let readable = crate::readable::check_roots(&args.readable, &secret_paths)?;
+    crate::needs::check(&args.generator, &readable)?;
     let local = generate::check_allow_local(&args.allow_local)?;
     let home_template = match &args.home_template {
         Some(dir) => {
@@ -286,6 +287,8 @@ pub fn run_job(
                 job.claims.model_key.as_ref(),
             )?,
             disk: &disk,
+            model: Some(job.request.model.as_str())
+                .filter(|m| *m != airlock_core::model::MODEL_UNSPECIFIED),
         },
         term,
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
@@ -308,6 +311,12 @@ pub fn run_job(
         ignored: packet.ignored,
         partial: packet.partial,
         log_tail,
+        egress_refused: packet
+            .egress
+            .iter()
+            .filter(|a| !a.allowed)
+            .map(|a| (a.destination.clone(), a.reason.clone().unwrap_or_default()))
+            .collect(),
     })
 }
 
@@ -463,6 +472,7 @@ impl RunContext<'_> {
                 .unwrap_or_else(|| MODEL_UNREPORTED.to_owned()),
             tokens_in: report.tokens_in,
             tokens_out: report.tokens_out,
+            models: report.models.clone(),
             diff_sha256: patch.sha256,
             files_changed: patch.stats.files_changed,
             lines_added: patch.stats.lines_added,

@@ -44,6 +44,7 @@
 //! proxy decided), `egress.internal`; `egress.log-full` is only sent to the client.
 
 mod address;
+mod explain;
 mod head;
 #[cfg(target_os = "linux")]
 mod proxy;

@@ -180,18 +180,23 @@ impl Shared {
     }
 
     fn refuse(&self, entry: usize, client: &TcpStream, rule: &'static str, status: &str) {
+        let mut destination = None;
         self.update(entry, |a| {
             a.allowed = false;
             a.reason = Some(rule);
+            destination = Some(a.destination.clone());
         });
-        respond(client, status, rule);
+        respond(client, status, rule, destination.as_deref());
     }
 }
 
-/// Writes a bodyless response naming the rule id (best effort).
-fn respond(mut client: &TcpStream, status: &str, rule: &str) {
+/// Writes a response naming the rule id in a header and, in a one-line text body, the
+/// destination, the rule and the fix (`explain`) (best effort).
+fn respond(mut client: &TcpStream, status: &str, rule: &str, destination: Option<&str>) {
+    let body = super::explain::body(rule, destination);
     let msg = format!(
-        "HTTP/1.1 {status}\r\nX-Airlock-Egress: {rule}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "HTTP/1.1 {status}\r\nX-Airlock-Egress: {rule}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     );
     let _ = client.write_all(msg.as_bytes());
     let _ = client.flush();
@@ -327,7 +332,7 @@ fn admit(shared: &Arc<Shared>, conns: &Arc<Conns>, stream: TcpStream) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(shared.config.idle_timeout));
     let Some(entry) = shared.reserve() else {
-        respond(&stream, "503 Service Unavailable", LOG_FULL);
+        respond(&stream, "503 Service Unavailable", LOG_FULL, None);
         return;
     };
     let max = shared.config.max_connections;
@@ -387,6 +392,14 @@ fn handle(shared: &Shared, conns: &Conns, id: u64, entry: usize, client: &TcpStr
         Ok(t) => (t, None),
         Err(r) if r.rule == head::METHOD => match head::parse_forward(&head) {
             Some((t, rewritten)) if local_grant(cfg, &t).is_some() => (t, Some(rewritten)),
+            // A plain-HTTP request for a destination nobody granted: forbidden, not a
+            // wrong method (the body says which grant is missing).
+            Some(_) if r.destination.is_some() => {
+                return refuse(head::Refused {
+                    status: "403 Forbidden",
+                    ..r
+                })
+            }
             _ => return refuse(r),
         },
         Err(r) => return refuse(r),

@@ -238,20 +238,33 @@ fn plain_http_through_the_proxy_is_refused_naming_the_destination() {
     let ep = Endpoint::start();
     let proxy = proxy_for(&ep, TestResolver::new(), |_| {});
     let (serving, addr) = serve_on_host(&proxy);
-    let (_, code, _) = ask(
+    let (mut s, code, head) = ask(
         addr,
         "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n",
     );
+    // Forbidden, with a body that names the destination, the rule and the grant that is
+    // missing (an agent shows it: before, "405 status code (no body)").
+    assert_eq!(code, "403", "{head}");
+    let mut body = Vec::new();
+    let _ = s.read_to_end(&mut body);
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.starts_with("airlock egress proxy: 169.254.169.254:80 refused (egress.method): ")
+            && body.contains("--allow-local HOST:PORT"),
+        "{body}"
+    );
+    let (_, code, _) = ask(addr, "GET /latest/meta-data/ HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(code, "405");
     let (_, code, _) = ask(addr, "CONNECT api.test.invalid HTTP/1.1\r\n\r\n");
     assert_eq!(code, "400");
     drop(serving);
     let log = proxy.log().attempts;
-    assert_eq!(log.len(), 2);
+    assert_eq!(log.len(), 3);
     assert_eq!(log[0].destination, "169.254.169.254:80");
     assert_eq!(log[0].reason, Some("egress.method"));
-    assert_eq!(log[1].destination, "-");
-    assert_eq!(log[1].reason, Some("egress.malformed"));
+    assert_eq!(log[1].reason, Some("egress.method"));
+    assert_eq!(log[2].destination, "-");
+    assert_eq!(log[2].reason, Some("egress.malformed"));
     assert_eq!(ep.accepted(), 0);
 }
 

@@ -21,8 +21,8 @@ pub use negotiate::{
     formats_claim_well_formed, negotiate, NegotiationError, Reader, READS, WRITES,
 };
 pub use packet::{
-    EgressAttempt, ExitInfo, ExitKind, Packet, RefusedPath, Timings, LIMITS_HIT_VALUES,
-    MODEL_UNREPORTED, PACKET_FORMAT, PACKET_MEMBERS_0_6, SANDBOX_VALUES,
+    EgressAttempt, ExitInfo, ExitKind, ModelUsage, Packet, RefusedPath, Timings, LIMITS_HIT_VALUES,
+    MAX_PACKET_MODELS, MODEL_UNREPORTED, PACKET_FORMAT, PACKET_MEMBERS_0_6, SANDBOX_VALUES,
 };
 pub use record::{JobRecord, JOB_RECORD_FORMAT};
 pub use request::{check_model_key_env, EgressRule, Request, REQUEST_FORMAT};

@@ -107,6 +107,10 @@ pub struct Packet {
     pub tokens_in: Option<u64>,
     /// Tokens out, as reported by the generator.
     pub tokens_out: Option<u64>,
+    /// Usage per model the generator reported (a run may use more than one: a small fast
+    /// model beside the main one); empty (and absent from the JSON) when it reported none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelUsage>,
     /// SHA-256 of `patch.diff`.
     pub diff_sha256: Sha256Digest,
     /// Files the diff changes.
@@ -137,6 +141,21 @@ pub struct Packet {
     /// `true` for a checkpoint or an unfinished run.
     pub partial: bool,
 }
+
+/// Tokens one model used, as the generator reported them (a claim).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelUsage {
+    /// The name the model server answered with.
+    pub name: String,
+    /// Tokens in.
+    pub tokens_in: u64,
+    /// Tokens out.
+    pub tokens_out: u64,
+}
+
+/// At most this many [`ModelUsage`] entries in a packet (`packet.models`).
+pub const MAX_PACKET_MODELS: usize = 16;
 
 /// A path the worker did not include in the diff, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,6 +239,14 @@ impl Packet {
             });
         }
         check_closed("packet.json", "sandbox", &p.sandbox, SANDBOX_VALUES)?;
+        if p.models.len() > MAX_PACKET_MODELS {
+            return Err(FormatError::Field {
+                what: "packet.json",
+                field: "models",
+                rule: "packet.models",
+                reason: format!("at most {MAX_PACKET_MODELS} entries"),
+            });
+        }
         Ok(p)
     }
 
@@ -319,6 +346,7 @@ mod tests {
                 at_ms: 3,
             }],
             partial: false,
+            models: Vec::new(),
         }
     }
 

@@ -109,8 +109,19 @@ fn run_checkpoint(
         s.files_changed, s.lines_added, s.lines_removed
     );
     println!("  kept at    {}", f.artifact_path.display());
-    println!("  next       `airlock resubmit {job}` dispatches the job again under a new job");
+    println!("  next       {}", checkpoint_next(store, job));
     Ok(crate::exit::Outcome::Ok)
+}
+
+/// What to do after fetching a checkpoint: fetch the final artifact when it has landed
+/// (a resubmit would run the job again for nothing), else resubmit.
+fn checkpoint_next(store: &Store, job: &JobId) -> String {
+    match store.head(&airlock_core::store_layout::drop_artifact(job)) {
+        Ok(Some(_)) => format!(
+            "the final artifact has landed: `airlock fetch {job}` fetches it, then `airlock gate {job}`"
+        ),
+        _ => format!("`airlock resubmit {job}` dispatches the job again under a new job"),
+    }
 }
 
 /// Prints the egress log and, for a failed run, its exit in words and the log's tail.

@@ -272,8 +272,21 @@ fn removed_old_lines(h: &diff::Hunk) -> impl Iterator<Item = u64> + '_ {
     })
 }
 
+/// How the generator ended, in words ("exited with status 7"), never Rust debug text.
+fn exit_in_words(exit: &airlock_core::format::ExitInfo) -> String {
+    use airlock_core::format::ExitKind;
+    match (&exit.kind, exit.code) {
+        (ExitKind::Exited, Some(c)) => format!("exited with status {c}"),
+        (ExitKind::Signaled, Some(s)) => format!("was killed by signal {s}"),
+        (ExitKind::Timeout, _) => "was killed at the wall clock".to_owned(),
+        (ExitKind::Running, _) => "was still running".to_owned(),
+        (ExitKind::NotStarted, _) => "never started".to_owned(),
+        _ => "ended without a status".to_owned(),
+    }
+}
+
 /// The model request meaning "nothing specific" (`airlock submit` without `--model`).
-pub const MODEL_UNSPECIFIED: &str = "unspecified";
+pub const MODEL_UNSPECIFIED: &str = airlock_core::model::MODEL_UNSPECIFIED;
 
 /// Step 11 (and the packet half of step 6): what the packet says about the run.
 ///
@@ -285,10 +298,9 @@ pub const MODEL_UNSPECIFIED: &str = "unspecified";
 /// - `sandbox: none`: `unsandboxed`, human (the generator had the worker's network and files);
 /// - `limits_hit` non-empty: `worker-limit-hit`, human (the diff may be cut short; `disk`
 ///   is said in words with the job's disk limit);
-/// - model reported differs from requested (both specific: reported, and not
-///   `unspecified`): `model-mismatch`, **queue**:
-///   recorded in the report, the ledger and the review commit, not a decision by itself
-///   (providers name models inconsistently; policy cannot tighten it yet);
+/// - model reported does not answer the model requested (both specific: reported, and not
+///   `unspecified`; [`airlock_core::model::answers`]: the same name or a dated snapshot of
+///   it): `model-mismatch`, **human** (another model did the work than the one asked for);
 /// - refused paths: `worker-refused-paths`, queue (recorded).
 pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) -> Vec<Reason> {
     let mut out = Vec::new();
@@ -328,8 +340,8 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             ReasonCode::PartialResult,
             Verdict::Human,
             format!(
-                "the worker marked its final artifact partial (generator {:?}, code {:?}); the diff may be incomplete",
-                packet.exit.kind, packet.exit.code
+                "the worker marked its final artifact partial (the generator {}); the diff may be incomplete",
+                exit_in_words(&packet.exit)
             ),
         ));
     }
@@ -377,10 +389,13 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
     }
     let reported = packet.model_reported.as_str();
     let asked = record.model_requested.as_str();
-    if reported != MODEL_UNREPORTED && asked != MODEL_UNSPECIFIED && reported != asked {
+    if reported != MODEL_UNREPORTED
+        && asked != MODEL_UNSPECIFIED
+        && !airlock_core::model::answers(asked, reported)
+    {
         out.push(Reason::new(
             ReasonCode::ModelMismatch,
-            Verdict::Queue,
+            Verdict::Human,
             format!(
                 "model requested {}, reported {}",
                 text::line(&record.model_requested),

@@ -234,6 +234,7 @@ fn packet(p: &ParsedPatch) -> Packet {
         model_reported: "model-a".into(),
         tokens_in: None,
         tokens_out: None,
+        models: Vec::new(),
         diff_sha256: Sha256Digest::of_bytes(b""),
         files_changed: p.files_changed(),
         lines_added: p.lines_added(),
@@ -287,7 +288,19 @@ fn partial_unsandboxed_and_limit_hit_runs_need_a_human() {
     k.partial = true;
     k.sandbox = "none".into();
     k.limits_hit = vec!["wall-clock".into()];
-    let got = codes(&check_packet(&k, &record(), &p));
+    k.exit = airlock_core::format::ExitInfo {
+        kind: airlock_core::format::ExitKind::Exited,
+        code: Some(7),
+    };
+    let rs = check_packet(&k, &record(), &p);
+    assert!(
+        rs[0].detail.contains("the generator exited with status 7")
+            && !rs[0].detail.contains("Some(")
+            && !rs[0].detail.contains("Exited"),
+        "{}",
+        rs[0].detail
+    );
+    let got = codes(&rs);
     assert_eq!(
         got,
         vec![
@@ -315,7 +328,7 @@ fn a_limit_this_version_does_not_list_is_a_hit_shown_as_unknown() {
 }
 
 #[test]
-fn model_swap_and_refused_paths_are_recorded_not_decisive() {
+fn another_model_family_goes_to_a_human_and_refused_paths_are_recorded() {
     let p = patch(&modify("a.txt"));
     let mut k = packet(&p);
     k.model_reported = "model-b\x1b[2J".into();
@@ -327,7 +340,7 @@ fn model_swap_and_refused_paths_are_recorded_not_decisive() {
     assert_eq!(
         codes(&rs),
         vec![
-            (ReasonCode::ModelMismatch, Verdict::Queue, None),
+            (ReasonCode::ModelMismatch, Verdict::Human, None),
             (ReasonCode::WorkerRefusedPaths, Verdict::Queue, None)
         ]
     );
@@ -335,6 +348,22 @@ fn model_swap_and_refused_paths_are_recorded_not_decisive() {
     k.refused.clear();
     k.model_reported = MODEL_UNREPORTED.into();
     assert!(check_packet(&k, &record(), &p).is_empty());
+    // A dated snapshot of the model asked for is no mismatch; a lookalike is.
+    for (got, mismatch) in [
+        ("model-a-20261203", false),
+        ("model-a-2026-12-03", false),
+        ("model-a@20261203", false),
+        ("model-a-mini-20261203", true),
+        ("model-ab", true),
+    ] {
+        k.model_reported = got.into();
+        let rs = codes(&check_packet(&k, &record(), &p));
+        assert_eq!(
+            rs == vec![(ReasonCode::ModelMismatch, Verdict::Human, None)],
+            mismatch,
+            "{got}: {rs:?}"
+        );
+    }
 }
 
 #[test]

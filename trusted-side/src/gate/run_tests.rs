@@ -412,6 +412,7 @@ fn model_name_with_a_newline_cannot_forge_a_trailer() {
             &b.commit,
         ],
     );
+    // One trailer, the gate's own: another model than the one asked for is `human`.
     assert_eq!(
         decisions, "human",
         "git parsed these Airlock-Decision trailers"

@@ -116,12 +116,19 @@ pub struct PackSummary {
     pub request_sha256: Sha256Digest,
     /// Compressed size.
     pub bundle_bytes: u64,
-    /// Where the bundle is.
+    /// Where the bundle is (`airlock pack`); empty and left out of the JSON when the bundle
+    /// was uploaded from a staging directory that is gone (`airlock submit`).
+    #[serde(skip_serializing_if = "path_is_empty")]
     pub bundle_path: PathBuf,
-    /// Where the envelope is.
+    /// Where the envelope is; empty and left out as `bundle_path`.
+    #[serde(skip_serializing_if = "path_is_empty")]
     pub envelope_path: PathBuf,
     /// Key id of the signer.
     pub key_id: String,
+}
+
+fn path_is_empty(p: &Path) -> bool {
+    p.as_os_str().is_empty()
 }
 
 /// Reads a prompt file: UTF-8, at most [`MAX_PROMPT_BYTES`].
