@@ -42,6 +42,7 @@ use crate::store::Store;
 
 mod checkpoint;
 mod command;
+pub mod worker_text;
 
 pub use checkpoint::fetch_checkpoint;
 pub use command::{run, FetchOptions};
@@ -134,6 +135,9 @@ pub struct Fetched {
     /// The last bytes of `generator.log` (at most [`crate::run_account::MAX_TAIL_BYTES`]),
     /// read in the same pass; `None` if the artifact has none.
     pub log_tail: Option<Vec<u8>>,
+    /// Secret findings in `generator.log` and `review.md` (member, line, rule; never the
+    /// value): the gate rejects the job for each (`secret-in-worker-text`).
+    pub worker_text_secrets: Vec<worker_text::WorkerTextFinding>,
     /// A checkpoint's signed sequence number in its run (`None` for final artifacts and
     /// older checkpoints).
     pub seq: Option<u64>,
@@ -423,7 +427,7 @@ fn verify_drop(
     }
 
     let needles = crate::key_leak::Needles::load(home, job);
-    let (packet, packet_sha256, patch, log_tail) =
+    let (packet, packet_sha256, patch, log_tail, worker_text_secrets) =
         read_packet(&staging, digest, keep_patch, needles.as_ref())?;
     if packet_sha256 != predicate.packet_sha256 {
         return Err(refuse(
@@ -453,6 +457,7 @@ fn verify_drop(
         landed_at,
         patch,
         log_tail,
+        worker_text_secrets,
         seq: predicate.seq,
     };
     Ok((fetched, staging, env_bytes))
@@ -489,7 +494,15 @@ fn gone_after_gc(store: &Store, home: &Path, job: &JobId) -> String {
 }
 
 /// What [`read_packet`] keeps: the packet, its digest, the patch if asked, the log's tail.
-type ReadBack = (Packet, Sha256Digest, Option<Vec<u8>>, Option<Vec<u8>>);
+/// What [`read_packet`] reads back: the packet, its digest, the patch (when kept), the log's
+/// tail, and the secret findings in the worker's text (`worker_text.rs`).
+type ReadBack = (
+    Packet,
+    Sha256Digest,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<worker_text::WorkerTextFinding>,
+);
 
 /// Reads `packet.json` (and `patch.diff` if `keep_patch`, and the tail of `generator.log`)
 /// out of the downloaded artifact through the safe reader (exact member names), hashing every
@@ -507,6 +520,7 @@ fn read_packet(
     let mut packet = None;
     let mut patch = None;
     let mut log_tail = None;
+    let mut texts: Vec<(String, Vec<u8>)> = Vec::new();
     let mut leaked: Option<String> = None;
     let read = read_members(
         &mut hashing,
@@ -515,7 +529,15 @@ fn read_packet(
         |m, r| {
             // Every member passes the model key's needles, whole (`key_leak.rs`).
             let Some(needles) = needles else {
-                keep_member(m, r, keep_patch, &mut packet, &mut patch, &mut log_tail)?;
+                keep_member(
+                    m,
+                    r,
+                    keep_patch,
+                    &mut packet,
+                    &mut patch,
+                    &mut log_tail,
+                    &mut texts,
+                )?;
                 return Ok(());
             };
             let mut scanner = needles.scanner(&m.path);
@@ -530,6 +552,7 @@ fn read_packet(
                 &mut packet,
                 &mut patch,
                 &mut log_tail,
+                &mut texts,
             )?;
             std::io::copy(&mut scanned, &mut std::io::sink())?;
             if leaked.is_none() {
@@ -587,7 +610,15 @@ fn read_packet(
             ));
         }
     }
-    Ok((p, Sha256Digest::of_bytes(&bytes), patch, log_tail))
+    // Secrets in the worker's text: the job is rejected by the gate, and the log's tail is
+    // withheld so that no output repeats the value.
+    let findings = worker_text::scan(&texts)?;
+    let log_tail = if findings.iter().any(|f| f.member == "generator.log") {
+        log_tail.map(|_| worker_text::WITHHELD_TAIL.to_vec())
+    } else {
+        log_tail
+    };
+    Ok((p, Sha256Digest::of_bytes(&bytes), patch, log_tail, findings))
 }
 
 /// Keeps what fetch needs of one artifact member: the packet, the patch (with `keep_patch`),
@@ -599,18 +630,18 @@ fn keep_member(
     packet: &mut Option<Vec<u8>>,
     patch: &mut Option<Vec<u8>>,
     log_tail: &mut Option<Vec<u8>>,
+    texts: &mut Vec<(String, Vec<u8>)>,
 ) -> std::io::Result<()> {
-    if m.path == "generator.log" {
-        let mut tail = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            let n = r.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            crate::run_account::keep_tail(&mut tail, &buf[..n]);
+    if worker_text::SCANNED_MEMBERS.contains(&m.path.as_str()) {
+        // Whole, for the secret scan (one member is at most `TarLimits::artifact`'s entry size).
+        let mut whole = Vec::new();
+        r.read_to_end(&mut whole)?;
+        if m.path == "generator.log" {
+            let mut tail = Vec::new();
+            crate::run_account::keep_tail(&mut tail, &whole);
+            *log_tail = Some(tail);
         }
-        *log_tail = Some(tail);
+        texts.push((m.path.clone(), whole));
         return Ok(());
     }
     let (slot, cap) = match m.path.as_str() {

@@ -78,6 +78,7 @@ reason_codes! {
     RedactedLineTouched = "redacted-line-touched", Gate, "A hunk touches a line redacted at pack time.";
     ApplyFailed = "apply-failed", Gate, "The patch does not apply to the packed revision.";
     SecretInAddedLine = "secret-in-added-line", Gate, "An added line holds something secret-like.";
+    SecretInWorkerText = "secret-in-worker-text", Gate, "The worker's generator.log or review.md holds something secret-like (`reject`; the log's tail is withheld from every output).";
     PartialResult = "partial-result", Gate, "The worker reported a partial result.";
     BundleDigestMismatch = "bundle-digest-mismatch", Gate, "The bundle in the inbox does not hash to the record's digest.";
     BundleRefused = "bundle-refused", Gate, "The bundle or its manifest is unreadable, or names another revision.";

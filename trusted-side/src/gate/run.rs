@@ -145,6 +145,8 @@ fn gate_job(
     };
     fill_bom_from_fetch(&mut report, &fetched);
     check_model_drift(&home.dir, store, key, &fetched, &opts.policy, &mut report);
+    // Secrets in the worker's log or review (found by the fetch): reject, value never shown.
+    report.extend(scan::worker_text_reasons(&fetched.worker_text_secrets));
     // 2. the patch
     let patch_bytes = match parse::patch_member(fetched.patch.take()) {
         Ok(bytes) => bytes,

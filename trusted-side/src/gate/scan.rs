@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use airlock_core::diff::ParsedPatch;
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::policy::Verdict;
 use crate::reasons::ReasonCode;
@@ -20,11 +20,26 @@ pub const MAX_SECRET_REASONS: usize = 50;
 
 /// The scanner for added lines: the built-in detectors, inline allow comments ignored.
 pub fn scanner() -> Result<airlock_scan::Scanner> {
-    let scanner = airlock_scan::Scanner::with_default_detectors()
-        .context("secret scanner rules")?
-        .with_inline_allow(false)
-        .with_small_inputs();
-    Ok(scanner)
+    crate::fetch::worker_text::scanner()
+}
+
+/// One `secret-in-worker-text` reject per finding in the worker's log or review,
+/// `member:line: rule`, never the value.
+pub fn worker_text_reasons(
+    findings: &[crate::fetch::worker_text::WorkerTextFinding],
+) -> Vec<Reason> {
+    findings
+        .iter()
+        .take(MAX_SECRET_REASONS)
+        .map(|f| {
+            Reason::new(
+                ReasonCode::SecretInWorkerText,
+                Verdict::Reject,
+                format!("{}:{}: {}", f.member, f.line, f.rule),
+            )
+            .rule(f.rule.clone())
+        })
+        .collect()
 }
 
 /// Scans each file's added lines (joined with `\n`) and maps findings back to new-side
