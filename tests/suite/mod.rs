@@ -4,6 +4,8 @@
 mod agents;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
+/// Cleanup against a hostile tree: 5,000 levels under a worker limited to 1,024 open files.
+mod cleanup;
 /// Out of disk: a tiny tmpfs work root filled, the job's `--max-disk-bytes` passed: a signed
 /// partial packet saying `disk`, verified by fetch, sent to a human by the gate.
 mod disk;

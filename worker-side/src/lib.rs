@@ -28,6 +28,7 @@ mod home;
 pub mod options;
 pub mod outcome;
 mod readable;
+mod remove;
 pub mod run;
 mod transfer;
 mod tree;
