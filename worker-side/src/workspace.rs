@@ -6,9 +6,10 @@
 //! files (everything but the workdir and the private tmp stays 0700; names are unguessable),
 //! removing a live run's directory (each run holds an exclusive lock on `<run>/.lock` for its
 //! whole life; the kernel drops it when the process dies, even on `kill -9`, so a recycled
-//! pid cannot keep a dead run's directory alive nor make a live one look dead), and cleanup
-//! following a link out of the base directory (`remove_dir_all` does not follow symlinks; the
-//! base itself must be a real directory we own).
+//! pid cannot keep a dead run's directory alive nor make a live one look dead), cleanup
+//! following a link out of the base directory (links are removed, never followed; the base
+//! itself must be a real directory we own), and a tree too deep to remove by path or with one
+//! descriptor per level (see `remove`).
 //!
 //! Placement: the base directory is marked as the top of directory hierarchies
 //! (`FS_TOPDIR_FL`, `chattr +T`), best effort, because `bench/worker.sh` and `bench/jobs.sh`
