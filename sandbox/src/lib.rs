@@ -36,11 +36,13 @@
 //!    (with egress: connect to [`EGRESS_PROXY_PORT`] only); signals and abstract unix
 //!    sockets scoped to the sandbox. Anything but
 //!    `FullyEnforced` is an error unless the spec sets `allow_partial_landlock`.
-//! 9. **Seccomp**: no `socket()` at all and no `socketpair()` but `AF_UNIX` (network
-//!    denied; with egress, TCP stream sockets only: no UDP, DNS, raw, packet, netlink or
-//!    unix socket), no `io_uring`, `ptrace`, `process_vm_*`, keyring, `bpf`, `perf_event_open`,
-//!    `userfaultfd`, no new namespaces; in the fallback also no `setsid`/`setpgid`; other
-//!    architectures' syscalls kill. Read back as filter mode.
+//! 9. **Seccomp**: no `socket()` at all (network denied; with egress, TCP stream sockets
+//!    only: no UDP, DNS, raw, packet, netlink or unix socket), no `socketpair()` but an
+//!    `AF_UNIX` stream or seqpacket pair (no datagram pair: nothing can be re-aimed at a host
+//!    datagram socket such as `/dev/log`), no `bind()`, no `sendto()` with an address, no
+//!    `io_uring`, `ptrace`, `process_vm_*`, keyring, `bpf`, `perf_event_open`,
+//!    `userfaultfd`, no new namespaces; in the fallback also no `setsid`/`setpgid` and no
+//!    System V IPC; other architectures' syscalls kill. Read back as filter mode.
 //! 10. **Descriptors**: everything above stderr is close-on-exec; then `execve` with exactly
 //!     the spec's environment.
 //!
@@ -82,8 +84,9 @@
 //!   the group kill.
 //! - In the fallback the generator shares the host's /proc (landlock still denies other
 //!   processes' memory, environment and descriptors, but command lines are visible: never
-//!   pass a secret on a command line), the host's abstract socket namespace is scoped away
-//!   by landlock, and `RLIMIT_NPROC` counts every process of the sandbox uid on the host.
+//!   pass a secret on a command line) and its network tables (`/proc/net/tcp`,
+//!   `/proc/net/unix`: the host's listening sockets are visible, not reachable), and
+//!   `RLIMIT_NPROC` counts every process of the sandbox uid on the host.
 //! - Limits are reported in [`Outcome::limit_hit`] only when the kernel signals them
 //!   (`SIGXCPU`, `SIGXFSZ`) or the wall clock ran out; a failed fork or allocation is seen
 //!   only by the generator.

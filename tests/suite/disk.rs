@@ -2,7 +2,8 @@
 //! mount namespace of its own), and one that writes past the job's `--max-disk-bytes` on an
 //! ordinary work root. Either way the worker stops it and drops a signed partial artifact with
 //! `limits_hit: disk` and the log's tail; `airlock fetch` verifies it and the gate sends it to
-//! a human saying the worker ran out of disk (exit 3).
+//! a human saying the worker ran out of disk (exit 3). A generator that uses up the work root's
+//! inodes (a tmpfs with few of them) is stopped the same way, its packet saying `inodes`.
 // Test code: a failed unwrap is a failed test (helpers included, which clippy.toml's
 // allow-unwrap-in-tests does not cover).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,7 +18,7 @@ use super::worker::{Env, Job};
 
 /// Mounts a private tmpfs of `size` at the directory given as `$0`, runs the rest of the
 /// command line, then says on stderr what the work root holds afterwards.
-const IN_TMPFS: &str = r#"mount -t tmpfs -o "size=$AIRLOCK_TEST_TMPFS_SIZE,mode=0711" airlock-disk-test "$0" || exit 97
+const IN_TMPFS: &str = r#"mount -t tmpfs -o "size=$AIRLOCK_TEST_TMPFS_SIZE,nr_inodes=${AIRLOCK_TEST_TMPFS_INODES:-0},mode=0711" airlock-disk-test "$0" || exit 97
 "$@"; rc=$?
 echo "airlock-test-left:[$(ls -A "$0/wr")]" >&2
 exit $rc"#;
@@ -192,4 +193,74 @@ fn a_generator_past_the_jobs_disk_limit_is_stopped_and_its_partial_packet_says_d
         "{detail}"
     );
     gate_text_and_md_say(&env, &job, "limit 2097152 bytes");
+}
+
+/// The campaign's finding 4: a flood of empty files on a work root with few inodes. The
+/// worker's watch stops it (not the wall clock), the packet says `inodes`, and the run still
+/// drops a signed artifact and leaves nothing behind.
+#[test]
+fn a_generator_using_up_the_work_roots_inodes_is_stopped_and_its_packet_says_inodes() {
+    let env = Env::small();
+    let mnt = env.root.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    if tmpfs_skip(&mnt) {
+        return;
+    }
+    let job = env.submit(&[
+        "--wall-clock-secs",
+        "120",
+        "--max-artifact-bytes",
+        "1048576",
+        "--max-log-bytes",
+        "65536",
+    ]);
+    let worker = bin("airlock-worker");
+    let out = run(in_private_mounts("sh")
+        .env("AIRLOCK_TEST_TMPFS_SIZE", "64m")
+        .env("AIRLOCK_TEST_TMPFS_INODES", "4000")
+        .args(["-c", IN_TMPFS])
+        .arg(&mnt)
+        .arg(&worker)
+        .arg("run")
+        .arg("--token-file")
+        .arg(&job.token_file)
+        .arg("--trusted-pub")
+        .arg(env.home.join("trusted.pub"))
+        .arg("--work-root")
+        .arg(mnt.join("wr"))
+        .arg("--")
+        .arg(env.gen("fill_inodes.py")));
+    if needs_sandbox_skip(&out) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(3), "worker: {}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("limits hit:") && err.contains("inodes"),
+        "{err}"
+    );
+    let art = env.artifact(&job);
+    assert!(
+        art.limits_hit().contains(&"inodes".to_owned()),
+        "{}",
+        art.packet
+    );
+    assert!(
+        !art.limits_hit().contains(&"wall-clock".to_owned()),
+        "the worker, not the wall clock, must stop it: {}",
+        art.packet
+    );
+    assert_eq!(art.packet["partial"], true, "{}", art.packet);
+    assert!(
+        contains(art.log(), b"airlock-inodes: out of inodes after"),
+        "generator.log: {}",
+        String::from_utf8_lossy(art.log())
+    );
+    assert!(
+        art.patch().contains("+edited before the inodes ran out"),
+        "{}",
+        art.patch()
+    );
+    env.fetch_ok(&job);
+    assert!(err.contains("airlock-test-left:[]"), "{err}");
 }

@@ -4,6 +4,8 @@
 mod agents;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
+/// Cleanup against a hostile tree: 5,000 levels under a worker limited to 1,024 open files.
+mod cleanup;
 /// Mixed versions: the previous release's binaries (scripts/build-previous-release.sh) against
 /// today's, both ways: a job completes, or the worker refuses before running with the version
 /// message.

@@ -6,7 +6,11 @@
 //! the generator is gone, holds the space the patch, the artifact and its packet need), and one
 //! that writes more than the request's `max_disk_bytes` under its workdir and private tmp
 //! ([`DiskWatch`], polled while it runs). Either way the generator is stopped and the packet
-//! says `disk` in `limits_hit`.
+//! says `disk` in `limits_hit`. Also one that uses up the work root's inodes (a flood of empty
+//! files: bytes stay low, yet nothing on the host can create a file any more): the watch reads
+//! the file system's free inodes at every poll, stops the generator below [`FULL_BELOW_INODES`]
+//! and the packet says `inodes`; the reserve holds [`RESERVE_INODES`] inodes too, so the run
+//! can still write its artifact.
 //!
 //! Why polling: it needs nothing of the host (no quota support, no mount of a size-limited
 //! tmpfs holding a copy of the tree in RAM) and works the same in both sandboxes. A burst
@@ -28,6 +32,17 @@ use anyhow::{bail, Result};
 
 /// The `limits_hit` entry for a run stopped by its disk ceiling or a full disk.
 pub const DISK: &str = "disk";
+
+/// The `limits_hit` entry for a run stopped because the work root's inodes ran out.
+pub const INODES: &str = "inodes";
+
+/// Free inodes on the work root's file system below which it counts as out of inodes (only
+/// on a file system with a fixed inode count: `f_files` 0 means none, as on btrfs).
+pub const FULL_BELOW_INODES: u64 = 64;
+
+/// Inodes the reserve holds (empty files beside the reserve file): the patch, the artifact,
+/// its packet and the `before` copies of small edits need a few.
+pub const RESERVE_INODES: usize = 32;
 
 /// Free bytes on the work root's file system below which the disk counts as full: less than
 /// this cannot hold a useful write, and a generator refused with `ENOSPC` leaves about zero.
@@ -61,6 +76,7 @@ pub fn reserve_bytes(limits: &JobLimits) -> u64 {
 /// (`fallocate`, not a sparse file), removed by [`Reserve::release`] or when dropped.
 pub struct Reserve {
     path: Option<PathBuf>,
+    inodes: Vec<PathBuf>,
 }
 
 impl Reserve {
@@ -79,7 +95,10 @@ impl Reserve {
                     path.display()
                 )
             })?;
-        let reserve = Reserve { path: Some(path) };
+        let mut reserve = Reserve {
+            path: Some(path),
+            inodes: Vec::new(),
+        };
         // Mode 0: allocate and extend, so the blocks are really taken from the file system.
         if let Err(e) = rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, bytes)
         {
@@ -89,12 +108,31 @@ impl Reserve {
                 dir.display()
             );
         }
+        for i in 1..=RESERVE_INODES {
+            let p = dir.join(format!("{RESERVE_FILE}.{i}"));
+            std::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&p)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: cannot reserve {RESERVE_INODES} inodes to finish the run ({e}) (worker.disk-reserve)",
+                        dir.display()
+                    )
+                })?;
+            reserve.inodes.push(p);
+        }
         Ok(reserve)
     }
 
-    /// Gives the space back (before the artifact is written).
+    /// Gives the space and the inodes back (before the artifact is written).
     pub fn release(&mut self) -> Result<()> {
         if let Some(p) = self.path.take() {
+            std::fs::remove_file(&p)
+                .map_err(|e| anyhow::anyhow!("{}: cannot release: {e}", p.display()))?;
+        }
+        for p in self.inodes.drain(..) {
             std::fs::remove_file(&p)
                 .map_err(|e| anyhow::anyhow!("{}: cannot release: {e}", p.display()))?;
         }
@@ -114,6 +152,13 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
     Some(s.f_bavail.saturating_mul(s.f_frsize))
 }
 
+/// Free inodes for an unprivileged creator on the file system holding `path`; `None` where
+/// the file system has no fixed count (`f_files` 0) or cannot say.
+pub fn free_inodes(path: &Path) -> Option<u64> {
+    let s = rustix::fs::statvfs(path).ok()?;
+    (s.f_files > 0).then_some(s.f_favail)
+}
+
 /// Why the watch stopped the generator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiskHit {
@@ -129,6 +174,21 @@ pub enum DiskHit {
         /// Bytes left.
         free: u64,
     },
+    /// The work root's file system is out of inodes.
+    Inodes {
+        /// Inodes left.
+        free: u64,
+    },
+}
+
+impl DiskHit {
+    /// The `limits_hit` entry: [`INODES`] for inodes, else [`DISK`].
+    pub fn limit_name(&self) -> &'static str {
+        match self {
+            DiskHit::Inodes { .. } => INODES,
+            _ => DISK,
+        }
+    }
 }
 
 impl std::fmt::Display for DiskHit {
@@ -141,6 +201,10 @@ impl std::fmt::Display for DiskHit {
             DiskHit::Full { free } => write!(
                 f,
                 "the work root's file system is full ({free} bytes left)"
+            ),
+            DiskHit::Inodes { free } => write!(
+                f,
+                "the work root's file system is out of inodes ({free} left)"
             ),
         }
     }
@@ -186,6 +250,11 @@ impl DiskWatch {
     }
 
     fn full(&self) -> Option<DiskHit> {
+        if let Some(free) = free_inodes(&self.fs_path) {
+            if free < FULL_BELOW_INODES {
+                return Some(DiskHit::Inodes { free });
+            }
+        }
         let free = free_bytes(&self.fs_path)?;
         (free < FULL_BELOW_BYTES).then_some(DiskHit::Full { free })
     }
@@ -314,6 +383,33 @@ mod tests {
         }
         // Not due yet: the poll does not walk again within WALK_EVERY.
         assert_eq!(watch.poll(), None);
+    }
+
+    #[test]
+    fn the_reserve_holds_inodes_and_gives_them_back() {
+        let d = tempfile::tempdir().unwrap();
+        let mut r = Reserve::allocate(d.path(), 4096).unwrap();
+        assert_eq!(
+            std::fs::read_dir(d.path()).unwrap().count(),
+            1 + RESERVE_INODES
+        );
+        r.release().unwrap();
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_inode_hit_is_named_inodes_and_a_byte_hit_disk() {
+        assert_eq!(DiskHit::Inodes { free: 3 }.limit_name(), INODES);
+        assert_eq!(DiskHit::Full { free: 3 }.limit_name(), DISK);
+        assert!(DiskHit::Inodes { free: 3 }
+            .to_string()
+            .contains("out of inodes"));
+        // This file system has room: no hit.
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(
+            DiskWatch::start(d.path(), &[d.path()], u64::MAX).last_look(),
+            None
+        );
     }
 
     #[test]

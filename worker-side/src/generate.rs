@@ -144,7 +144,8 @@ pub fn model_key_var<'a>(
 pub struct GeneratorRun {
     /// Exit details for the packet.
     pub exit: ExitInfo,
-    /// Limits hit (`wall-clock`, `cpu-secs`, `file-size`, `log-bytes`, `disk`).
+    /// Limits hit (`wall-clock`, `cpu-secs`, `file-size`, `log-bytes`, `disk`, `inodes`,
+    /// `memory`).
     pub limits_hit: Vec<String>,
     /// The sandbox that actually ran.
     pub sandbox: String,
@@ -437,8 +438,8 @@ pub fn run_generator(
             tracing::warn!("{hit}");
         }
     }
-    if disk_hit.is_some() {
-        limits_hit.push(crate::disk::DISK.to_owned());
+    if let Some(hit) = &disk_hit {
+        limits_hit.push(hit.limit_name().to_owned());
     }
     // The run is over: the proxy's tunnels are closed and its log is final.
     let egress_log = proxy.map(|p| p.log());

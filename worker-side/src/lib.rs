@@ -29,6 +29,7 @@ mod needs;
 pub mod options;
 pub mod outcome;
 mod readable;
+mod remove;
 pub mod run;
 mod transfer;
 mod tree;

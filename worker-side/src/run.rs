@@ -586,7 +586,10 @@ impl RunContext<'_> {
     /// scratch files go and it is built again with an empty patch, then without the log too:
     /// what is dropped carries a whole diff or none, never a cut one.
     fn finish(&mut self, gen: &GeneratorRun, report: &Report) -> Result<Packet> {
-        let disk_hit = gen.limits_hit.iter().any(|l| l == crate::disk::DISK);
+        let disk_hit = gen
+            .limits_hit
+            .iter()
+            .any(|l| l == crate::disk::DISK || l == crate::disk::INODES);
         let mut keep = Keep::PatchAndLog;
         let (packet, built) = loop {
             match self.build_final(gen, report, keep) {

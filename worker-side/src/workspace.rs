@@ -6,9 +6,10 @@
 //! files (everything but the workdir and the private tmp stays 0700; names are unguessable),
 //! removing a live run's directory (each run holds an exclusive lock on `<run>/.lock` for its
 //! whole life; the kernel drops it when the process dies, even on `kill -9`, so a recycled
-//! pid cannot keep a dead run's directory alive nor make a live one look dead), and cleanup
-//! following a link out of the base directory (`remove_dir_all` does not follow symlinks; the
-//! base itself must be a real directory we own).
+//! pid cannot keep a dead run's directory alive nor make a live one look dead), cleanup
+//! following a link out of the base directory (links are removed, never followed; the base
+//! itself must be a real directory we own), and a tree too deep to remove by path or with one
+//! descriptor per level (see `remove`).
 //!
 //! Placement: the base directory is marked as the top of directory hierarchies
 //! (`FS_TOPDIR_FL`, `chattr +T`), best effort, because `bench/worker.sh` and `bench/jobs.sh`
@@ -208,24 +209,15 @@ impl Drop for RunDir {
     }
 }
 
-/// Removes a tree; if that fails, makes every directory in it writable again (the generator
-/// may have chmod-ed its own files to 0500 to make cleanup fail) and removes what is left.
+/// Removes a tree: in parallel by path first (fast on a wide tree); if that fails (a
+/// directory the generator made 0500, a tree deeper than `PATH_MAX` or than the open-files
+/// limit), what is left goes through [`crate::remove::remove_tree`]: descriptor-relative, a
+/// bounded number of descriptors, directories made writable again, links never followed.
 pub fn remove_all(path: &Path) -> std::io::Result<()> {
-    if remove_in_parallel(path).is_ok() || !path.exists() {
+    if remove_in_parallel(path).is_ok() || std::fs::symlink_metadata(path).is_err() {
         return Ok(());
     }
-    let mut stack = vec![path.to_owned()];
-    while let Some(d) = stack.pop() {
-        if let Ok(m) = std::fs::symlink_metadata(&d) {
-            if m.is_dir() {
-                let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700));
-                if let Ok(rd) = std::fs::read_dir(&d) {
-                    stack.extend(rd.flatten().map(|e| e.path()));
-                }
-            }
-        }
-    }
-    std::fs::remove_dir_all(path)
+    crate::remove::remove_tree(path)
 }
 
 /// Threads that remove one tree. Removal mostly waits: on a filesystem mounted with `discard`

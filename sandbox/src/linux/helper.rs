@@ -535,6 +535,8 @@ fn confine_and_exec(
     seccomp::install(FilterOptions {
         pin_process_group: how.pin_process_group,
         allow_tcp: how.tcp_connect_port.is_some(),
+        // Without namespaces (the fallback) there is no IPC namespace of the sandbox's own.
+        deny_sysv_ipc: how.pin_process_group,
     })
     .map_err(|e| match e {
         seccomp::SeccompFailure::Unavailable(d) => Fail::new("unavailable", d),

@@ -21,6 +21,7 @@ mod seccomp {
     pub(crate) struct FilterOptions {
         pub(crate) pin_process_group: bool,
         pub(crate) allow_tcp: bool,
+        pub(crate) deny_sysv_ipc: bool,
     }
     pub(crate) enum SeccompFailure {
         Unavailable(String),

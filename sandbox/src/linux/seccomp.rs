@@ -6,14 +6,24 @@
 //! runtime's socket); with egress granted, every `socket()` but a TCP stream socket
 //! (`AF_INET`/`AF_INET6`, `SOCK_STREAM`, protocol 0 or TCP: the network namespace holds
 //! only the proxy's loopback port, and landlock allows connecting to that port alone), so
-//! still no UDP (DNS), raw, packet, netlink or unix socket; `socketpair()` other than
-//! `AF_UNIX`; `io_uring` (its operations bypass
+//! still no UDP (DNS), raw, packet, netlink or unix socket; `socketpair()` other than an
+//! `AF_UNIX` stream or seqpacket pair (a datagram pair, after `connect(AF_UNSPEC)` or with a
+//! `sendto()` address, reaches any host datagram socket the identity may write: `/dev/log`,
+//! the journal, a notify socket); `bind()` of any kind (a pair's socket bound to an abstract
+//! name receives in the host's namespace in the fallback, and TCP binds are landlock's to
+//! refuse already); `sendto()` with a destination address (only unconnected datagram
+//! sockets and TCP fast open use one; `sendmsg()`'s name sits behind a pointer seccomp
+//! cannot read, so the socket types above are what makes it harmless: a connected stream or
+//! seqpacket pair refuses or ignores a name); `io_uring` (its operations bypass
 //! seccomp); `ptrace` and cross-process memory access; the kernel keyring (in the fallback
 //! the worker's session keyring is shared); `bpf`, `perf_event_open`, `userfaultfd`;
 //! creating or entering namespaces (`unshare`, `setns`, `clone` with namespace flags;
 //! `clone3` reports `ENOSYS` so libc falls back to `clone`, whose flags can be inspected);
 //! and, in the landlock+seccomp fallback where there is no pid namespace, `setsid` and
-//! `setpgid`, so no process can leave the process group the wall clock kills.
+//! `setpgid`, so no process can leave the process group the wall clock kills, and System V
+//! IPC (`shmget`, `msgget`, `semget` and every call on an existing id: the objects would live
+//! in the host's IPC namespace, outlive the job and be shared with the next; namespace mode
+//! has an IPC namespace of its own that dies with the job).
 //! Syscalls of another architecture (x86 `int 0x80`, x32) kill the process.
 //! On `Ok` from [`install`]: the kernel reports filter mode for the calling thread, and it is
 //! inherited by everything the generator starts. Does not check: anything path-based
@@ -29,6 +39,8 @@ pub(crate) struct FilterOptions {
     /// Allow TCP stream sockets (egress through the proxy's loopback port, namespace mode
     /// only); every other `socket()` stays refused.
     pub(crate) allow_tcp: bool,
+    /// Refuse System V IPC (no IPC namespace of the sandbox's own).
+    pub(crate) deny_sysv_ipc: bool,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -54,6 +66,12 @@ const OFF_ARG0_LO: u32 = 20;
 /// Low 32 bits of `args[1]` and `args[2]`.
 const OFF_ARG1_LO: u32 = OFF_ARG0_LO + 8;
 const OFF_ARG2_LO: u32 = OFF_ARG0_LO + 16;
+/// Both halves of `args[4]` (a pointer: `sendto()`'s destination address).
+const OFF_ARG4_LO: u32 = OFF_ARG0_LO + 32;
+#[cfg(target_endian = "little")]
+const OFF_ARG4_HI: u32 = OFF_ARG4_LO + 4;
+#[cfg(target_endian = "big")]
+const OFF_ARG4_HI: u32 = OFF_ARG4_LO - 4;
 /// `SOCK_TYPE_MASK`: the socket type without `SOCK_NONBLOCK`/`SOCK_CLOEXEC`.
 const SOCK_TYPE_MASK: u32 = 0xf;
 
@@ -114,13 +132,34 @@ fn refused(opts: FilterOptions) -> Vec<(libc::c_long, u32)> {
         (libc::SYS_unshare, eperm),
         (libc::SYS_setns, eperm),
         (libc::SYS_clone3, errno(libc::ENOSYS)),
+        (libc::SYS_bind, errno(libc::EACCES)),
     ]);
     if opts.pin_process_group {
         v.push((libc::SYS_setsid, eperm));
         v.push((libc::SYS_setpgid, eperm));
     }
+    if opts.deny_sysv_ipc {
+        v.extend(SYSV_IPC.iter().map(|&n| (n, eperm)));
+    }
     v
 }
+
+/// Every System V IPC call (x86_64 and aarch64 have no `ipc()` multiplexer; i386's is killed
+/// with its architecture).
+const SYSV_IPC: [libc::c_long; 12] = [
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmdt,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+];
 
 /// Builds the filter program (see the module header for what it refuses).
 pub(crate) fn filter(opts: FilterOptions) -> Vec<libc::sock_filter> {
@@ -156,12 +195,26 @@ pub(crate) fn filter(opts: FilterOptions) -> Vec<libc::sock_filter> {
         p.push(stmt(RET_K, eacces));
         p.push(stmt(RET_K, ALLOW));
     }
-    // socketpair: AF_UNIX only.
-    p.push(jump(JEQ_K, nr(libc::SYS_socketpair), 0, 4));
+    // socketpair: AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET (any flags) only. Both are created
+    // connected to each other: `connect()` gives EISCONN or EINVAL, a `sendmsg()` name is
+    // refused (stream) or ignored (seqpacket). Node's libuv and Python use stream pairs.
+    p.push(jump(JEQ_K, nr(libc::SYS_socketpair), 0, 8));
     p.push(stmt(LD_W_ABS, OFF_ARG0_LO));
-    p.push(jump(JEQ_K, libc::AF_UNIX as u32, 0, 1));
+    p.push(jump(JEQ_K, libc::AF_UNIX as u32, 0, 5));
+    p.push(stmt(LD_W_ABS, OFF_ARG1_LO));
+    p.push(stmt(AND_K, SOCK_TYPE_MASK));
+    p.push(jump(JEQ_K, libc::SOCK_STREAM as u32, 1, 0));
+    p.push(jump(JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1));
     p.push(stmt(RET_K, ALLOW));
     p.push(stmt(RET_K, errno(libc::EACCES)));
+    // sendto: no destination address (NULL in both halves of the pointer).
+    p.push(jump(JEQ_K, nr(libc::SYS_sendto), 0, 6));
+    p.push(stmt(LD_W_ABS, OFF_ARG4_LO));
+    p.push(jump(JEQ_K, 0, 0, 2));
+    p.push(stmt(LD_W_ABS, OFF_ARG4_HI));
+    p.push(jump(JEQ_K, 0, 1, 0));
+    p.push(stmt(RET_K, errno(libc::EACCES)));
+    p.push(stmt(RET_K, ALLOW));
     // clone: no namespace flags (flags are the first argument on x86_64 and aarch64).
     p.push(jump(JEQ_K, nr(libc::SYS_clone), 0, 4));
     p.push(stmt(LD_W_ABS, OFF_ARG0_LO));
@@ -213,6 +266,10 @@ mod tests {
     }
 
     fn run3(prog: &[libc::sock_filter], arch: u32, nr: u32, args: [u64; 3]) -> u32 {
+        run6(prog, arch, nr, [args[0], args[1], args[2], 0, 0, 0])
+    }
+
+    fn run6(prog: &[libc::sock_filter], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
         let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_ne_bytes());
         data[4..8].copy_from_slice(&arch.to_ne_bytes());
@@ -242,11 +299,13 @@ mod tests {
     const OPTS: FilterOptions = FilterOptions {
         pin_process_group: true,
         allow_tcp: false,
+        deny_sysv_ipc: true,
     };
 
     const EGRESS: FilterOptions = FilterOptions {
         pin_process_group: false,
         allow_tcp: true,
+        deny_sysv_ipc: false,
     };
 
     #[test]
@@ -267,17 +326,25 @@ mod tests {
     }
 
     #[test]
-    fn allows_only_unix_socketpair() {
+    fn allows_only_unix_stream_and_seqpacket_socketpairs() {
         let p = filter(OPTS);
-        assert_eq!(
-            run(
+        let pair = |fam: i32, typ: i32| {
+            run3(
                 &p,
                 AUDIT_ARCH,
                 nr(libc::SYS_socketpair),
-                libc::AF_UNIX as u64
-            ),
-            ALLOW
-        );
+                [fam as u64, typ as u64, 0],
+            )
+        };
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        for typ in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
+            assert_eq!(pair(libc::AF_UNIX, typ), ALLOW);
+            assert_eq!(pair(libc::AF_UNIX, typ | flags), ALLOW);
+        }
+        for typ in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM, 0, 0xf] {
+            assert_eq!(pair(libc::AF_UNIX, typ), errno(libc::EACCES), "{typ}");
+            assert_eq!(pair(libc::AF_UNIX, typ | flags), errno(libc::EACCES));
+        }
         assert_eq!(
             run(
                 &p,
@@ -287,16 +354,60 @@ mod tests {
             ),
             errno(libc::EACCES)
         );
-        // High bits are ignored by the kernel (int argument): AF_UNIX in the low word is AF_UNIX.
+        // High bits are ignored by the kernel (int arguments): the low words decide.
         assert_eq!(
-            run(
+            run3(
                 &p,
                 AUDIT_ARCH,
                 nr(libc::SYS_socketpair),
-                (7u64 << 32) | libc::AF_UNIX as u64
+                [
+                    (7u64 << 32) | libc::AF_UNIX as u64,
+                    (7u64 << 32) | libc::SOCK_STREAM as u64,
+                    0
+                ]
             ),
             ALLOW
         );
+        assert_eq!(
+            run3(
+                &p,
+                AUDIT_ARCH,
+                nr(libc::SYS_socketpair),
+                [
+                    libc::AF_UNIX as u64,
+                    (1u64 << 32) | libc::SOCK_DGRAM as u64,
+                    0
+                ]
+            ),
+            errno(libc::EACCES)
+        );
+    }
+
+    #[test]
+    fn refuses_bind_and_sendto_with_an_address_in_every_mode() {
+        for opts in [OPTS, EGRESS] {
+            let p = filter(opts);
+            assert_eq!(
+                run(&p, AUDIT_ARCH, nr(libc::SYS_bind), 3),
+                errno(libc::EACCES)
+            );
+            let sendto =
+                |addr: u64| run6(&p, AUDIT_ARCH, nr(libc::SYS_sendto), [3, 0, 1, 0, addr, 0]);
+            assert_eq!(sendto(0), ALLOW);
+            assert_eq!(sendto(0x7fff_0000_1000), errno(libc::EACCES));
+            assert_eq!(sendto(0x1000), errno(libc::EACCES));
+            assert_eq!(sendto(1 << 32), errno(libc::EACCES));
+        }
+    }
+
+    #[test]
+    fn refuses_sysv_ipc_only_without_an_ipc_namespace() {
+        let fallback = filter(OPTS);
+        let ns = filter(EGRESS);
+        for n in SYSV_IPC {
+            assert_eq!(run(&fallback, AUDIT_ARCH, nr(n), 0), errno(libc::EPERM));
+            assert_eq!(run(&ns, AUDIT_ARCH, nr(n), 0), ALLOW);
+        }
     }
 
     #[test]
@@ -351,6 +462,7 @@ mod tests {
         let free = filter(FilterOptions {
             pin_process_group: false,
             allow_tcp: false,
+            deny_sysv_ipc: false,
         });
         assert_eq!(run(&free, AUDIT_ARCH, nr(libc::SYS_setsid), 0), ALLOW);
     }

@@ -11,6 +11,8 @@ mod support;
 mod egress;
 /// Filesystem probes (writes outside the workdir, the token file, the worker binary).
 mod filesystem;
+/// System V IPC: refused in the fallback, a namespace of its own otherwise.
+mod ipc;
 /// Resource limits: fork bomb, memory hog, CPU, file size.
 mod limits;
 /// Mode selection and refusals before anything runs.

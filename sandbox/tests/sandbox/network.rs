@@ -106,6 +106,7 @@ network_probes!(
     blocks_netlink_socket,
     blocks_curl_and_wget,
     blocks_unix_socket_to_a_host_daemon,
+    blocks_unix_datagrams_and_abstract_names_of_every_kind,
     blocks_io_uring_setup,
 );
 
@@ -332,6 +333,113 @@ print("CONNECTED")
     net.expect_blocked(&f, &net.python(&f, &code), "unix socket of a host daemon");
     listener.set_nonblocking(true).unwrap();
     assert!(matches!(listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
+}
+
+/// Python that tries every way a unix socket could name a host socket: `socket(AF_UNIX, T)`
+/// then `connect`/`sendto`; `socketpair(AF_UNIX, T)` then `connect(AF_UNSPEC)` and
+/// `sendto`/`sendmsg` with a name; `bind` to an abstract name and to a path; for T in
+/// datagram, seqpacket and stream, and for a path and an abstract name. A send the pair's own
+/// peer received (a seqpacket pair ignores the name) stays inside and is no breach. Exits 0
+/// (a breach) if anything else got through.
+const PY_UNIX_CLASS: &str = r#"
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+PATH, ABSTRACT, BOUND = sys.argv[1], "\0" + sys.argv[2], os.path.join(os.getcwd(), "bound.sock")
+breaches = []
+def attempt(what, f):
+    try:
+        r = f()
+    except OSError as e:
+        print("blocked:", what, "->", e)
+        return
+    if r == "peer":
+        print("stayed in the pair:", what)
+        return
+    breaches.append(what)
+    print("BREACH:", what)
+def unspec(s):
+    sa = (ctypes.c_ushort * 8)()
+    if libc.connect(s.fileno(), sa, 16) != 0:
+        e = ctypes.get_errno()
+        print("  connect(AF_UNSPEC):", os.strerror(e))
+def to_peer(b):
+    b.setblocking(False)
+    try:
+        return "peer" if b.recv(16) == b"leak" else None
+    except OSError:
+        return None
+TYPES = {"dgram": socket.SOCK_DGRAM, "seqpacket": socket.SOCK_SEQPACKET, "stream": socket.SOCK_STREAM}
+for tname, typ in TYPES.items():
+    for aname, addr in (("path", PATH), ("abstract", ABSTRACT)):
+        def sock_connect():
+            s = socket.socket(socket.AF_UNIX, typ)
+            s.connect(addr)
+            s.send(b"leak")
+        def sock_sendto():
+            socket.socket(socket.AF_UNIX, typ).sendto(b"leak", addr)
+        def pair_sendto():
+            a, b = socket.socketpair(socket.AF_UNIX, typ)
+            unspec(a)
+            a.sendto(b"leak", addr)
+            return to_peer(b)
+        def pair_sendmsg():
+            a, b = socket.socketpair(socket.AF_UNIX, typ)
+            unspec(a)
+            a.sendmsg([b"leak"], [], 0, addr)
+            return to_peer(b)
+        attempt(f"socket({tname}) connect {aname}", sock_connect)
+        attempt(f"socket({tname}) sendto {aname}", sock_sendto)
+        attempt(f"socketpair({tname}) sendto {aname}", pair_sendto)
+        attempt(f"socketpair({tname}) sendmsg {aname}", pair_sendmsg)
+    def pair_bind_abstract():
+        a, b = socket.socketpair(socket.AF_UNIX, typ)
+        a.bind("\0airlock-probe-bound-" + tname + sys.argv[2])
+    def pair_bind_path():
+        a, b = socket.socketpair(socket.AF_UNIX, typ)
+        a.bind(BOUND + "." + tname)
+    attempt(f"socketpair({tname}) bind abstract", pair_bind_abstract)
+    attempt(f"socketpair({tname}) bind path", pair_bind_path)
+print(len(breaches), "breaches")
+sys.exit(0 if breaches else 3)
+"#;
+
+/// The campaign's finding 1: a datagram pair re-aimed at a host datagram socket (`/dev/log`,
+/// the journal) after `connect(AF_UNSPEC)`, and binds to abstract names in the host's
+/// namespace. The host's datagram listeners, on a path anyone may write and on an abstract
+/// name, receive nothing, whatever the socket type.
+fn blocks_unix_datagrams_and_abstract_names_of_every_kind(net: &Net) {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let f = Fixture::new();
+    let path = f.path("host-log.sock");
+    let by_path = UnixDatagram::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let name = format!("airlock-probe-{}", nonce());
+    let by_name = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
+    let spec = net.spec(
+        &f,
+        PYTHON,
+        &["-c", PY_UNIX_CLASS, &path.display().to_string(), &name],
+    );
+    let log = net.expect_blocked(&f, &spec, "unix datagrams and abstract names");
+    assert!(log.contains("0 breaches"), "{log}");
+    for (what, sock) in [("path", &by_path), ("abstract name", &by_name)] {
+        sock.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 16];
+        let got = sock.recv(&mut buf);
+        assert!(
+            matches!(&got, Err(e) if e.kind() == ErrorKind::WouldBlock),
+            "the host's datagram socket on a {what} received {got:?}\n{log}"
+        );
+    }
+    // No socket file was made in the workdir either.
+    let made: Vec<_> = std::fs::read_dir(&f.work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
 }
 
 /// io_uring operations are not seen by seccomp: the ring itself must not be available.

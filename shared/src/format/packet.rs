@@ -38,6 +38,7 @@ pub const LIMITS_HIT_VALUES: &[&str] = &[
     "refused-paths",
     "artifact-bytes",
     "disk",
+    "inodes",
 ];
 /// The members of the packet object, per nested object, that release 0.6.0's reader knows (it
 /// refuses any other): what a worker writes for a token without a `formats` claim.
