@@ -178,15 +178,17 @@ impl ModelHistory {
     /// With `verdict`: `model-drift` when `reported` never answered `asked` in an approved job
     /// and other answers did; `model-unseen` when no approved job asked for `asked` yet;
     /// `None` when an approved job got this answer, when nothing was reported or asked for, and
-    /// when, with no approved history, the answer is the name asked for.
+    /// when, with no approved history, the answer is the name asked for or a dated snapshot of
+    /// it.
     pub fn check(&self, asked: &str, reported: &str, verdict: Verdict) -> Option<Reason> {
         if reported == MODEL_UNREPORTED || asked == MODEL_UNSPECIFIED {
             return None;
         }
         let Some(earlier) = self.answers.get(asked).filter(|a| !a.is_empty()) else {
-            if reported == asked {
-                // The very name the person asked for: nothing to trust or distrust beyond the
-                // request, and it feeds no history until a person approves the job.
+            if airlock_core::model::answers(asked, reported) {
+                // The name the person asked for, or a dated snapshot of it (docs/FORMATS.md,
+                // "Model names"): nothing to trust or distrust beyond the request, and it feeds
+                // no history until a person approves the job.
                 return None;
             }
             return Some(Reason::new(
