@@ -4,13 +4,13 @@
 mod agents;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
-/// Out of disk: a tiny tmpfs work root filled, the job's `--max-disk-bytes` passed: a signed
-/// partial packet saying `disk`, verified by fetch, sent to a human by the gate.
-mod disk;
 /// Mixed versions: the previous release's binaries (scripts/build-previous-release.sh) against
 /// today's, both ways: a job completes, or the worker refuses before running with the version
 /// message.
 mod compat;
+/// Out of disk: a tiny tmpfs work root filled, the job's `--max-disk-bytes` passed: a signed
+/// partial packet saying `disk`, verified by fetch, sent to a human by the gate.
+mod disk;
 /// Dispatch, trusted side: submit's egress refusal, the scoped model key, `no-change`, failed
 /// runs' log tails and the egress log in reports, checkpoints and `resubmit`.
 mod dispatch;
@@ -31,6 +31,9 @@ mod pack;
 mod pack_corpus;
 /// One test per fixed defect (`issue_<n>_<what>`), each failing before its fix.
 mod regression;
+/// Issue 37's last red-team failures: `--json` escapes DEL/C1, no report publishes a secret
+/// value, a final packet held to its closed sets at the gate.
+mod report_hygiene;
 /// Review and evidence: approve/decline, model drift, compare, gc keeping envelopes, audit
 /// export verified offline, the HTML report in headless Chromium, the GitHub recipes.
 mod review;

@@ -279,11 +279,8 @@ pub fn page_from_ledger(
             // lines and the patch's lines holding one are masked before any rendering.
             let scanner = crate::report::mask::scanner()?;
             mask_lines(&scanner, "egress", &mut page.egress);
-            page.failed_run = crate::run_account::of(p, k.log.as_deref(), wall_clock).map(|run| {
-                let mut tail = run.log_tail;
-                mask_lines(&scanner, "generator.log", &mut tail);
-                (run.exit, tail)
-            });
+            page.failed_run = crate::run_account::of(p, k.log.as_deref(), wall_clock)
+                .map(|run| (run.exit, run.log_tail));
             match k
                 .patch
                 .as_deref()

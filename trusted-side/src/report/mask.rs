@@ -78,7 +78,7 @@ mod tests {
     use super::*;
 
     // Built from parts so no scanner of this repository flags the test itself.
-    const AWS: &str = concat!("AKIA", "R2VQ8ZK4MX7NW3LT");
+    const AWS: &str = concat!("AKIA", "R2VQ6ZK4MX7NW3LT");
     const GH: &str = concat!("ghp_", "R8mZq3Vt7Kx2Lp9Wn4Hc6Yb1Jd5Gf0Su8Ea3");
 
     #[test]
