@@ -720,7 +720,8 @@ fn rejects_diff_lying_about_an_old_mode() {
 fn rejects_values_outside_the_closed_sets_and_unknown_members_of_closed_objects() {
     let w = World::new();
     let patch = b"";
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(|v| v["sandbox"] = "None".into()),
             "format.closed-set",
