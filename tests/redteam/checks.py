@@ -4,9 +4,12 @@
   bidirectional or formatting character (they must be marked visibly instead).
 - json: parses; no raw C0/DEL/C1 byte (JSON escapes them; DEL and C1 are not escaped by
   default and reach the terminal of whoever pipes it).
-- markdown: a stdlib approximation of a GFM renderer (fences, tables split on unescaped `|`,
-  code spans per CommonMark backtick runs, backslash escapes): outside code, no raw HTML tag,
-  no link or image to the attacker's host, no autolink; no raw invisible character anywhere.
+- markdown: a stdlib approximation of a GFM renderer (fences; tables only from a header row
+  and a delimiter row to a blank line or another block, rows split on `|` not right after a
+  backslash, then `\\|` read as `|`, as cmark-gfm does; code spans per CommonMark backtick
+  runs, backslash escapes): outside code, no raw HTML tag, no link or image to the attacker's
+  host, no autolink; no raw invisible character anywhere. When `cmarkgfm` (GitHub's cmark-gfm)
+  is installed, its rendering is checked too (`gfm_live`), and `--selftest` compares both.
 - html: parsed with html.parser: no script/img/iframe/svg/object/embed/style/form/base tag and
   no attribute mentioning the attacker host or starting with `on` beyond what an honest
   report has; no raw invisible character in text.
@@ -123,11 +126,16 @@ def _inline_live(s):
 
 
 def _split_cells(line):
+    """A GFM table row's cells, as cmark-gfm (GitHub) and markdown-it read them: a `|` right
+    after a backslash is an escaped pipe whatever comes before that backslash (`\\\\|` is a
+    backslash and an escaped pipe, not an escaped backslash and a cell boundary: table rows are
+    split before backslash escapes are read), and `\\|` becomes `|` in the cell before its
+    inlines (code spans too) are parsed."""
     cells, cur, i = [], [], 0
     while i < len(line):
         c = line[i]
-        if c == "\\" and i + 1 < len(line):
-            cur.append(line[i:i + 2])
+        if c == "\\" and i + 1 < len(line) and line[i + 1] == "|":
+            cur.append("|")  # unescaped after splitting, so a code span may hold it
             i += 2
             continue
         if c == "|":
@@ -138,6 +146,27 @@ def _split_cells(line):
         i += 1
     cells.append("".join(cur))
     return cells
+
+
+_DELIM = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_BLOCK_START = re.compile(r"^(?:[-+*]\s|\d+[.)]\s|#{1,6}\s|>|`{3,}|~{3,}|<)")
+
+
+def gfm_live(text):
+    """Live things in GitHub's own rendering (cmark-gfm with its extensions: tables, autolinks,
+    tag filter; raw HTML let through, the strictest reading), or None when `cmarkgfm` is not
+    installed (it is optional: `pip install cmarkgfm`)."""
+    try:
+        import cmarkgfm
+        from cmarkgfm.cmark import Options
+    except ImportError:
+        return None
+    html = cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+    p = _P()
+    p.feed(html)
+    hits = ["gfm: live <%s>" % t for t in sorted(p.tags) if t in DANGEROUS]
+    hits += ["gfm: attribute %s" % a for a in p.bad_attrs[:3]]
+    return hits
 
 
 def markdown(text, baseline_hits=()):
@@ -168,13 +197,20 @@ def markdown(text, baseline_hits=()):
             if m:
                 hits.append("live tag in an HTML block %r" % rest[m.start():m.start() + 20])
             continue
-        if "|" in st:
+        # A GFM table starts at a header row followed by a delimiter row (`|---|`) and runs to
+        # a blank line or the start of another block (a list item, heading, quote, fence,
+        # HTML): a `|` elsewhere (a list item's code span) is only text.
+        nxt = lines[idx + 1].strip() if idx + 1 < len(lines) else ""
+        if not in_table and "|" in st and _DELIM.match(nxt) and "-" in nxt:
             in_table = True
+        elif in_table and (not st.strip() or _BLOCK_START.match(st)):
+            in_table = False
+        if in_table:
             for cell in _split_cells(st):
                 hits += _inline_live(cell)
         else:
-            in_table = False if not st else in_table
             hits += _inline_live(st)
+    hits += gfm_live(text) or []
     hits = [h for h in hits if h not in baseline_hits]
     inv = _bad_chars(text, [INVISIBLE, CONTROL - {0x0D}]) + (["U+000D"] if "\r" in text else [])
     bad = hits + (["raw " + ",".join(inv[:5])] if inv else [])
@@ -247,3 +283,43 @@ def trailers(message, trailer_lines):
     if forged:
         return False, "forged trailer %r" % forged[0][:30]
     return ok, got
+
+
+# ------------------------------------------------------------------ self-test
+
+# (Markdown, live?) pairs the approximation must judge as GitHub does: table cells as airlock
+# writes them (`text::md_cell`) stay inert; real breakouts are caught.
+SELFTEST_MD = [
+    ("| k | v |\n|---|---|\n| `m` | `a \\| <img src=http://evil.invalid/p.png> \\| b` |\n", False),
+    ("| k | v |\n|---|---|\n| `m` | `a \\\\| <img src=http://evil.invalid/e.png>` |\n", False),
+    ("| k | v |\n|---|---|\n| `m` | `x<U+000A>\\| forged \\| <img src=http://evil.invalid/r.png> \\|` |\n", False),
+    ("- **`queue`** `model-mismatch`: `reported a | <img src=http://evil.invalid/p.png> | b`\n", False),
+    ("- `api.example:443 refused (denied a \\| <img src=http://evil.invalid/e.png>)`\n", False),
+    ("| k | v |\n|---|---|\n| `x | <img src=http://evil.invalid/p.png>` | y |\n", True),
+    ("| k | v |\n|---|---|\n| `x` | y \\\\| <img src=http://evil.invalid/p.png> |\n", True),
+    ("see <img src=http://evil.invalid/p.png>\n", True),
+    ("see http://evil.invalid/x\n", True),
+    ("`see http://evil.invalid/x`\n", False),
+]
+
+
+def selftest():
+    """Each SELFTEST_MD case judged by the approximation, and by cmark-gfm when installed."""
+    bad = 0
+    have_gfm = gfm_live("x") is not None
+    for md, live in SELFTEST_MD:
+        ok, got = markdown(md)
+        if ok == live:
+            bad += 1
+            print("approximation wrong (%s): %r" % (got, md))
+        if have_gfm and bool(gfm_live(md)) != live:
+            bad += 1
+            print("cmark-gfm disagrees: %r -> %s" % (md, gfm_live(md)))
+    print("%d cases, %d wrong%s" % (len(SELFTEST_MD), bad,
+                                    "" if have_gfm else " (cmarkgfm not installed: approximation only)"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(selftest() if sys.argv[1:] == ["--selftest"] else 2)

@@ -150,6 +150,27 @@ impl World {
         self.home.join("store")
     }
 
+    /// The `event` object of every ledger entry about `job`, verified with the trusted key.
+    pub fn ledger_events(&self, job: &str) -> Vec<serde_json::Value> {
+        let dir = self.store().join("ledger");
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+            .iter()
+            .map(|p| {
+                let bytes = std::fs::read(p).unwrap();
+                dsse::verify_envelope(&bytes, std::slice::from_ref(&self.trusted), 1 << 20)
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+                    .predicate
+                    .clone()
+            })
+            .filter(|pred| pred["job"] == job)
+            .map(|pred| pred["event"].clone())
+            .collect()
+    }
+
     /// `(kind, stage, reason_code, decision)` of every ledger entry about `job`, verified with
     /// the trusted key.
     pub fn ledger(&self, job: &str) -> Vec<(String, String, String, String)> {

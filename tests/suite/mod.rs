@@ -33,6 +33,9 @@ mod pack;
 mod pack_corpus;
 /// One test per fixed defect (`issue_<n>_<what>`), each failing before its fix.
 mod regression;
+/// Issue 37's last red-team failures: `--json` escapes DEL/C1, no report publishes a secret
+/// value, a final packet held to its closed sets at the gate.
+mod report_hygiene;
 /// Review and evidence: approve/decline, model drift, compare, gc keeping envelopes, audit
 /// export verified offline, the HTML report in headless Chromium, the GitHub recipes.
 mod review;

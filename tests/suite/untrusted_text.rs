@@ -188,6 +188,34 @@ fn one_hostile_model_name_is_marked_alike_in_every_output() {
     let status = out_text(&out);
     assert!(status.contains("alice<U+001B>[2J<U+202E>"), "{status}");
     assert!(!status.contains('\u{1b}'), "{status}");
+    // Issue 37 (ledger strings): the gate's reasons (which quote the model name) and the
+    // person's `by` are recorded as inert lines (`text::detail`), not raw.
+    let events = w.ledger_events(&id);
+    let mut texts = Vec::new();
+    for ev in &events {
+        for k in ["detail", "note", "by"] {
+            texts.extend(ev[k].as_str().map(str::to_owned));
+        }
+        for r in ev["reasons"].as_array().into_iter().flatten() {
+            texts.extend(r.as_str().map(str::to_owned));
+        }
+    }
+    for t in &texts {
+        assert!(
+            !t.chars().any(airlock_core::text::is_hidden),
+            "raw hidden character in a ledger string: {t:?}"
+        );
+    }
+    assert!(
+        texts.iter().any(|t| t == "alice<U+001B>[2J<U+202E>"),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("gpt<U+001B>]0;pwned<U+0007>")),
+        "{texts:?}"
+    );
     let out = airlock(&w, &["audit", "show", &id]);
     assert!(out.status.success(), "{}", show(&out));
     let audit = out_text(&out);

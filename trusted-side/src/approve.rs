@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::exit::{Outcome, Refused};
+use crate::ledger::entry::MAX_TEXT_BYTES;
 use crate::ledger::{self, Event};
 use crate::store::Store;
 
@@ -161,8 +162,15 @@ pub fn decide(
             }
         }
     }
-    let (note, trusted_key_id, artifact_sha256, gate_entry) =
-        (note.to_owned(), trusted.key_id(), gated, gate.seq);
+    // `by` and `note` are a person's text, but they come from a command line another tool may
+    // have filled: recorded as one inert line each (`text::detail`), like every ledger detail.
+    let by = airlock_core::text::detail(&by, MAX_TEXT_BYTES);
+    let (note, trusted_key_id, artifact_sha256, gate_entry) = (
+        airlock_core::text::detail(note, MAX_TEXT_BYTES),
+        trusted.key_id(),
+        gated,
+        gate.seq,
+    );
     let event = match decision {
         Decision::Approve => Event::Approve {
             by: by.clone(),

@@ -152,7 +152,12 @@ fn side(
     let patch = match crate::show::kept_patch(&home.dir, job, gate.map(|g| g.event.artifact_sha256))
     {
         Ok(bytes) => match parse_patch(&bytes, &DiffLimits::default()) {
-            Ok(p) => Some(p.files),
+            Ok(p) => {
+                // A secret's value is never printed: its lines compare and show masked.
+                let mut files = p.files;
+                crate::report::mask::mask_patch(&crate::report::mask::scanner()?, &mut files);
+                Some(files)
+            }
             Err(e) => {
                 s.patch_note = Some(format!("patch.diff refused: {e}"));
                 None

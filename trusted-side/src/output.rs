@@ -80,8 +80,48 @@ pub fn progress(total: u64, what: &str, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Prints a value as pretty JSON on stdout.
+/// Prints a value as pretty JSON on stdout, through [`json_text`].
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    println!("{}", json_text(value)?);
     Ok(())
+}
+
+/// A value as pretty JSON whose text holds no DEL (U+007F) and no C1 control (U+0080-U+009F):
+/// serde_json escapes only C0, and a terminal that reads UTF-8 C1 acts on U+009B (CSI) or
+/// U+0085 as it would on ESC `[`. Those code points can only occur inside JSON strings, so
+/// escaping them as `\u00XX` afterwards gives the same JSON value. Every `--json` output
+/// of the CLI goes through here.
+pub fn json_text<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
+    Ok(escape_del_c1(&serde_json::to_string_pretty(value)?))
+}
+
+/// `\u00XX` for every DEL and C1 code point of an already-serialised JSON text.
+fn escape_del_c1(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_text_escapes_del_and_c1_and_keeps_the_value() {
+        let hostile = "a\u{7f}b\u{9b}31mc\u{85}d\u{80}e\u{a0}f\u{1b}g";
+        let text = json_text(&serde_json::json!({ "model": hostile })).unwrap();
+        assert_eq!(
+            text,
+            "{\n  \"model\": \"a\\u007fb\\u009b31mc\\u0085d\\u0080e\u{a0}f\\u001bg\"\n}"
+        );
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'));
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["model"], hostile);
+    }
 }

@@ -2,8 +2,9 @@
 //! `generator.log`, shown by `fetch` and the gate's reports when a run failed.
 //!
 //! Guards against: worker-written log text reaching a terminal or a pull request as anything
-//! but inert text (every line goes through [`shown_max`]: control and bidi characters
-//! escaped, length capped), and a huge log costing memory (the fetch keeps at most
+//! but inert text (every line goes through `text::terminal`: control and bidi characters
+//! marked, length capped), a secret's value in it being published (lines a scanner finding
+//! covers are masked, `report::mask`), and a huge log costing memory (the fetch keeps at most
 //! [`MAX_TAIL_BYTES`] of it).
 //! Does not check: that the log is true; it is the generator's own output, a claim.
 
@@ -51,10 +52,17 @@ pub fn exit_words(exit: &ExitInfo, wall_clock_secs: u64) -> String {
 pub fn tail_lines(log: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(log);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(TAIL_LINES)..]
+    let mut tail: Vec<String> = lines[lines.len().saturating_sub(TAIL_LINES)..]
         .iter()
-        .map(|l| text::terminal(l, 400))
-        .collect()
+        .map(|l| (*l).to_owned())
+        .collect();
+    // A secret's value is never shown (`report::mask`): every output of the tail (fetch, the
+    // gate's text, JSON and reports, show) gets the masked lines.
+    match crate::report::mask::scanner() {
+        Ok(scanner) => crate::report::mask::mask_lines(&scanner, "generator.log", &mut tail),
+        Err(_) => return vec!["[log tail withheld: the secret scanner did not start]".to_owned()],
+    }
+    tail.iter().map(|l| text::terminal(l, 400)).collect()
 }
 
 /// The account of a failed run (`None` when the run did not fail).

@@ -28,6 +28,7 @@ use anyhow::{Context, Result};
 use crate::exit::Outcome;
 use crate::fetch::MAX_PATCH_BYTES;
 use crate::ledger::GatedFile;
+use crate::report::mask::mask_lines;
 use crate::report::page::{FileView, HunkView, LineView, ReasonView, ReviewPage};
 use crate::report::{bom_rows, GateReport};
 use crate::store::Store;
@@ -274,6 +275,10 @@ pub fn page_from_ledger(
             let wall_clock = crate::fetch::load_record(store, trusted, job)
                 .map(|r| r.limits.wall_clock_secs)
                 .unwrap_or(0);
+            // Secret values are never published (`report::mask`): the log tail, the egress
+            // lines and the patch's lines holding one are masked before any rendering.
+            let scanner = crate::report::mask::scanner()?;
+            mask_lines(&scanner, "egress", &mut page.egress);
             page.failed_run = crate::run_account::of(p, k.log.as_deref(), wall_clock)
                 .map(|run| (run.exit, run.log_tail));
             match k
@@ -281,7 +286,8 @@ pub fn page_from_ledger(
                 .as_deref()
                 .map(|b| parse_patch(b, &DiffLimits::default()))
             {
-                Some(Ok(patch)) => {
+                Some(Ok(mut patch)) => {
+                    crate::report::mask::mask_patch(&scanner, &mut patch.files);
                     page.files = file_views(&patch, gate.map_or(&[], |g| &g.event.files))
                 }
                 Some(Err(e)) => page.diff_note = Some(format!("patch.diff was refused: {e}")),

@@ -110,7 +110,7 @@ pub fn run_classify(
         }
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", crate::output::json_text(&rows)?);
         return Ok(());
     }
     let policy_name = match policy_file {

@@ -288,6 +288,28 @@ fn exit_in_words(exit: &airlock_core::format::ExitInfo) -> String {
 /// The model request meaning "nothing specific" (`airlock submit` without `--model`).
 pub const MODEL_UNSPECIFIED: &str = airlock_core::model::MODEL_UNSPECIFIED;
 
+/// Rule id of a final artifact whose packet says `exit.kind` `running` (`packet-mismatch`,
+/// reject): only a checkpoint is written while the generator runs.
+pub const RULE_EXIT_RUNNING: &str = "packet.exit-running";
+
+/// Rule id of a `refused[].reason` outside [`REFUSED_REASONS`] (`worker-refused-paths`, human).
+pub const RULE_REFUSED_REASON: &str = "packet.refused-reason";
+
+/// The closed set of `refused[].reason` (docs/FORMATS.md, packet table): the diff writer's
+/// rule ids for a path it leaves out.
+pub const REFUSED_REASONS: &[&str] = &[
+    "diff.symlink",
+    "diff.special-file",
+    "diff.unreadable",
+    "diff.binary",
+    "diff.collision",
+    "diff.abs-path",
+    "diff.parent-dir",
+    "diff.git-dir",
+    "diff.quoted-path",
+    "diff.path",
+];
+
 /// Step 11 (and the packet half of step 6): what the packet says about the run.
 ///
 /// - counts or `model_requested` that disagree with the parsed diff or the record:
@@ -303,6 +325,7 @@ pub const MODEL_UNSPECIFIED: &str = airlock_core::model::MODEL_UNSPECIFIED;
 ///   it): `model-mismatch`, **human** (another model did the work than the one asked for);
 /// - refused paths: `worker-refused-paths`, queue (recorded).
 pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) -> Vec<Reason> {
+    use airlock_core::format::ExitKind;
     let mut out = Vec::new();
     let counts = (
         patch.files_changed(),
@@ -335,12 +358,30 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
             ),
         ));
     }
-    if packet.partial {
+    let clean_exit = packet.exit.kind == ExitKind::Exited && packet.exit.code == Some(0);
+    if packet.exit.kind == ExitKind::Running {
+        // `running` is a checkpoint's value: a final artifact whose generator is still running
+        // is a signed contradiction (a checkpoint passed off as the result).
+        let mut r = Reason::new(
+            ReasonCode::PacketMismatch,
+            Verdict::Reject,
+            "packet says exit.kind running, a checkpoint's value, in the final artifact: a final artifact is written after the generator ended",
+        );
+        r.rule = Some(RULE_EXIT_RUNNING.to_owned());
+        out.push(r);
+    } else if packet.partial || !clean_exit {
+        // Killed, timed out, never started or a non-zero exit is a partial result whatever
+        // the `partial` flag says: it is never queued as if finished.
         out.push(Reason::new(
             ReasonCode::PartialResult,
             Verdict::Human,
             format!(
-                "the worker marked its final artifact partial (the generator {}); the diff may be incomplete",
+                "the worker's final artifact is {} (the generator {}); the diff may be incomplete",
+                if packet.partial {
+                    "marked partial"
+                } else {
+                    "from a generator that did not exit 0"
+                },
                 exit_in_words(&packet.exit)
             ),
         ));
@@ -402,6 +443,27 @@ pub fn check_packet(packet: &Packet, record: &JobRecord, patch: &ParsedPatch) ->
                 text::line(reported)
             ),
         ));
+    }
+    let unknown: Vec<String> = packet
+        .refused
+        .iter()
+        .filter(|r| !REFUSED_REASONS.contains(&r.reason.as_str()))
+        .take(10)
+        .map(|r| format!("{} ({})", text::line(&r.path), text::line(&r.reason)))
+        .collect();
+    if !unknown.is_empty() {
+        // `refused[].reason` is a closed set: a reason this version does not list is a worker
+        // saying something the gate cannot interpret, so a person reads it.
+        let mut r = Reason::new(
+            ReasonCode::WorkerRefusedPaths,
+            Verdict::Human,
+            format!(
+                "path(s) left out of the diff for a reason this version does not list: {}",
+                unknown.join(", ")
+            ),
+        );
+        r.rule = Some(RULE_REFUSED_REASON.to_owned());
+        out.push(r);
     }
     if !packet.refused.is_empty() {
         let list: Vec<String> = packet

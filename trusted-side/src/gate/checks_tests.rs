@@ -390,3 +390,79 @@ fn an_empty_patch_is_a_no_change_reject_and_a_real_one_is_not() {
     .unwrap();
     assert!(check_no_change(&one).is_none());
 }
+
+#[test]
+fn closed_sets_running_final_is_refused_unclean_exits_and_unknown_reasons_need_a_human() {
+    use airlock_core::format::ExitKind;
+    let p = patch(&modify("a.txt"));
+    // `running` in a final artifact: a checkpoint passed off as the result.
+    let mut k = packet(&p);
+    k.exit.kind = ExitKind::Running;
+    k.exit.code = None;
+    let rs = check_packet(&k, &record(), &p);
+    assert_eq!(
+        codes(&rs),
+        vec![(ReasonCode::PacketMismatch, Verdict::Reject, None)]
+    );
+    assert_eq!(rs[0].rule.as_deref(), Some(RULE_EXIT_RUNNING));
+    // Killed, timed out, never started or a non-zero exit, even with `partial: false`.
+    for (kind, code) in [
+        (ExitKind::Signaled, Some(9)),
+        (ExitKind::Timeout, None),
+        (ExitKind::NotStarted, None),
+        (ExitKind::Exited, Some(1)),
+        (ExitKind::Exited, None),
+    ] {
+        let mut k = packet(&p);
+        k.exit.kind = kind.clone();
+        k.exit.code = code;
+        let rs = check_packet(&k, &record(), &p);
+        assert_eq!(
+            codes(&rs),
+            vec![(ReasonCode::PartialResult, Verdict::Human, None)],
+            "{kind:?} {code:?}"
+        );
+        assert!(rs[0].detail.contains("did not exit 0"), "{}", rs[0].detail);
+    }
+    let mut k = packet(&p);
+    k.exit.kind = ExitKind::Signaled;
+    k.exit.code = Some(9);
+    assert!(check_packet(&k, &record(), &p)[0]
+        .detail
+        .contains("(generator signaled, code 9)"));
+    // A refusal reason outside the closed set.
+    let mut k = packet(&p);
+    k.refused = vec![airlock_core::format::RefusedPath {
+        path: "x".into(),
+        reason: "trust-me".into(),
+    }];
+    let rs = check_packet(&k, &record(), &p);
+    assert_eq!(
+        codes(&rs),
+        vec![
+            (ReasonCode::WorkerRefusedPaths, Verdict::Human, None),
+            (ReasonCode::WorkerRefusedPaths, Verdict::Queue, None)
+        ]
+    );
+    assert_eq!(rs[0].rule.as_deref(), Some(RULE_REFUSED_REASON));
+    assert!(
+        rs[0].detail.ends_with("does not list: x (trust-me)"),
+        "{}",
+        rs[0].detail
+    );
+    // An unknown limit is a limit hit, shown as unknown.
+    let mut k = packet(&p);
+    k.limits_hit = vec!["disk".into(), "bogus-limit".into()];
+    let rs = check_packet(&k, &record(), &p);
+    assert_eq!(
+        codes(&rs),
+        vec![(ReasonCode::WorkerLimitHit, Verdict::Human, None)]
+    );
+    assert!(
+        rs[0]
+            .detail
+            .ends_with("the worker hit limit(s): disk, bogus-limit (unknown to airlock 0.7.0)"),
+        "{}",
+        rs[0].detail
+    );
+}

@@ -52,6 +52,9 @@ pub fn append(
                 Some(p) => format!("{} {}: {}", r.code, p, r.detail),
                 None => format!("{}: {}", r.code, r.detail),
             })
+            // Each reason is one inert line (`text::detail`): a path or detail carrying worker
+            // text writes no control, invisible or bidirectional character into the ledger.
+            .map(|line| airlock_core::text::detail(&line, MAX_TEXT_BYTES))
             .collect();
         events.push(Event::Gate {
             decision: report.decision.to_string(),

@@ -9,6 +9,7 @@
 //! Does not check: anything; the steps listed in `gate/run.rs` do.
 
 pub mod html;
+pub mod mask;
 pub mod page;
 
 use std::collections::BTreeMap;
