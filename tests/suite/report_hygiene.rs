@@ -216,12 +216,12 @@ fn a_final_packet_is_held_to_its_closed_sets_at_the_gate() {
         (
             "partial-result",
             "",
-            "from a generator that did not exit 0 (generator signaled, code 9)",
+            "from a generator that did not exit 0 (the generator was killed by signal 9)",
         ),
     );
     human(
         &|p| p.exit.code = Some(2),
-        ("partial-result", "", "(generator exited, code 2)"),
+        ("partial-result", "", "(the generator exited with status 2)"),
     );
     human(
         &|p| {

@@ -429,7 +429,7 @@ fn closed_sets_running_final_is_refused_unclean_exits_and_unknown_reasons_need_a
     k.exit.code = Some(9);
     assert!(check_packet(&k, &record(), &p)[0]
         .detail
-        .contains("(generator signaled, code 9)"));
+        .contains("(the generator was killed by signal 9)"));
     // A refusal reason outside the closed set.
     let mut k = packet(&p);
     k.refused = vec![airlock_core::format::RefusedPath {
