@@ -347,6 +347,16 @@ fn reason_line(r: &Reason) -> String {
     line
 }
 
+/// The line about queued paths left out of the reasons: "more" only when reasons were listed
+/// above it.
+fn quiet_paths_line(quiet: usize, nothing_listed: bool) -> String {
+    if nothing_listed {
+        format!("reasons: none to look at; {quiet} path(s) in queue buckets (see blast radius)")
+    } else {
+        format!("  ({quiet} more path(s) in queue buckets; see blast radius)")
+    }
+}
+
 /// The human rendering.
 pub fn render_text(report: &GateReport) -> String {
     let mut s = String::new();
@@ -372,10 +382,7 @@ pub fn render_text(report: &GateReport) -> String {
     }
     let quiet = report.reasons.len() - listed.len();
     if quiet > 0 {
-        let _ = writeln!(
-            s,
-            "  ({quiet} more path(s) in queue buckets; see the table)"
-        );
+        let _ = writeln!(s, "{}", quiet_paths_line(quiet, listed.is_empty()));
     }
     if !report.blast_radius.is_empty() {
         let _ = writeln!(s, "blast radius:");
@@ -514,5 +521,27 @@ mod tests {
         assert_eq!(v["decision"], "queue");
         assert_eq!(v["buckets"]["src"][0], "src/a.rs");
         assert_eq!(v["bom"]["gate_version"], GATE_VERSION);
+    }
+
+    #[test]
+    fn queued_paths_are_never_called_more_when_nothing_is_listed_above() {
+        let mut only_queue = GateReport::new(&job());
+        only_queue.push(
+            Reason::new(ReasonCode::SrcPathChanged, Verdict::Queue, "src path").at("src/a.rs"),
+        );
+        let text = render_text(&only_queue);
+        assert!(!text.contains("more path(s)"), "{text}");
+        assert!(
+            text.contains("reasons: none to look at; 1 path(s) in queue buckets"),
+            "{text}"
+        );
+        let mut both = GateReport::new(&job());
+        both.push(Reason::new(ReasonCode::CiPathChanged, Verdict::Human, "ci").at(".ci/run"));
+        both.push(
+            Reason::new(ReasonCode::SrcPathChanged, Verdict::Queue, "src path").at("src/a.rs"),
+        );
+        let text = render_text(&both);
+        assert!(text.contains("reasons:\n"), "{text}");
+        assert!(text.contains("(1 more path(s) in queue buckets"), "{text}");
     }
 }
