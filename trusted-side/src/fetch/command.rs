@@ -152,3 +152,27 @@ fn print_run(f: &Fetched) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checkpoint_hint_says_fetch_once_the_final_artifact_landed_else_resubmit() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = airlock_core::fileurl::path_to_file_url(dir.path()).unwrap();
+        let store = Store::open(&url).unwrap();
+        let job = JobId::parse("20260101T000000Z-00112233445566778899").unwrap();
+        let before = checkpoint_next(&store, &job);
+        assert!(
+            before.contains(&format!("airlock resubmit {job}")),
+            "{before}"
+        );
+        store
+            .put_bytes(&airlock_core::store_layout::drop_artifact(&job), b"final")
+            .unwrap();
+        let after = checkpoint_next(&store, &job);
+        assert!(!after.contains("resubmit"), "{after}");
+        assert!(after.contains(&format!("airlock fetch {job}")), "{after}");
+    }
+}
