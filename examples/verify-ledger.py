@@ -402,12 +402,14 @@ def verify_export(path, trusted, pin=None):
 
     Ledger entries are placed by the seq they sign and linked by the previous-entry hash, never
     by file order: the entries present must be one unbroken run (no duplicate, no gap), each
-    linked to the one before it, and each job's entries must appear in the file in seq order.
+    linked to the one before it, each job's lines must stand together, and each job's entries
+    must appear in the file in seq order.
     Every reported job (one with a record) needs its whole chain: a record, and with any fetch,
     gate or review entry the artifact statement and the first-fetch record. The decision is the
     job's last gate entry in ledger order, the review the last approve/decline after it."""
     jobs = {}  # job -> {"record": (n, bytes), ..., "entries": [(n, predicate)]}
     by_seq = {}  # seq -> (line, predicate, stored digest)
+    prev_job = None  # the job of the line before: a job's lines stand together
     with open(path, "rb") as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip(b"\n")
@@ -417,6 +419,9 @@ def verify_export(path, trusted, pin=None):
             job = pred.get("job") if isinstance(pred, dict) else None
             if not isinstance(job, str) or not JOB.fullmatch(job):
                 raise Broken(f"line {n}", "export.malformed", "no job id in the statement's predicate")
+            if job != prev_job and job in jobs:
+                raise Broken(f"line {n}", "export.order", f"a line of job {job} stands apart from that job's other lines: the file is out of export order")
+            prev_job = job
             slot = jobs.setdefault(job, {"entries": []})
             kind = {
                 PREDICATE_RECORD: "record",

@@ -1020,6 +1020,55 @@ fn a_doctored_audit_export_is_refused_naming_the_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("ledger.truncated"));
 }
 
+/// Two jobs exported: one job's ledger line moved among the other job's lines is a reorder
+/// (`export.order`, naming the line), even though every signed entry is still there.
+#[test]
+fn an_export_with_a_line_moved_among_another_jobs_lines_is_refused() {
+    let p = Pipeline::new();
+    let Some(first) = gated_job(&p) else {
+        return;
+    };
+    let Some(second) = gated_job(&p) else {
+        return;
+    };
+    let export = p.root.join("two.intoto.jsonl");
+    let out = airlock(&p, &["audit", "export", "--out", export.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", show(&out));
+    let Some(ok) = verify_export(&p, &export, &[]) else {
+        return;
+    };
+    assert!(ok.status.success(), "{}", show(&ok));
+    let text = std::fs::read_to_string(&export).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let gate_of_first = lines
+        .iter()
+        .position(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let st = String::from_utf8(base64_decode(v["payload"].as_str().unwrap())).unwrap();
+            st.contains("\"kind\":\"gate\"") && st.contains(first.as_str())
+        })
+        .expect("the first job's gate line");
+    let moved = lines.remove(gate_of_first);
+    // Into the middle of the other job's lines (wherever the export put that job).
+    let of_second = lines
+        .iter()
+        .position(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let st = String::from_utf8(base64_decode(v["payload"].as_str().unwrap())).unwrap();
+            st.contains(second.as_str())
+        })
+        .expect("the second job's lines");
+    lines.insert(of_second + 1, moved);
+    let bad = p.root.join("moved.intoto.jsonl");
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let out = verify_export(&p, &bad, &[]).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let named = [of_second + 2, of_second + 3].map(|n| format!("line {n}:"));
+    assert!(named.iter().any(|n| err.starts_with(n.as_str())), "{err}");
+    assert!(err.contains("export.order"), "{err}");
+}
+
 fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
