@@ -911,6 +911,14 @@ fn fetch_never_hashes_a_linked_artifact() {
             std::os::unix::fs::symlink(&s.secret, drop.join("artifact.tar.gz")).unwrap();
         }
         let before = w.outside(&id);
+        // `status` learns nothing from the link: the drop has not landed.
+        let status = run(cmd(&bin("airlock"))
+            .arg("--home")
+            .arg(&w.home)
+            .args(["status", &id, "--json"]));
+        let st: serde_json::Value = serde_json::from_slice(&status.stdout)
+            .unwrap_or_else(|e| panic!("status --json ({e}): {}", show(&status)));
+        assert_ne!(st[0]["state"], "landed", "{st}");
         let fetch = run(cmd(&bin("airlock"))
             .arg("--home")
             .arg(&w.home)
@@ -925,7 +933,15 @@ fn fetch_never_hashes_a_linked_artifact() {
         assert!(entries
             .iter()
             .any(|(k, _, c, _)| k == "reject" && c == "drop-not-file"));
-        let mut outputs = [fetch.stdout, fetch.stderr, out.stdout, out.stderr].concat();
+        let mut outputs = [
+            status.stdout,
+            status.stderr,
+            fetch.stdout,
+            fetch.stderr,
+            out.stdout,
+            out.stderr,
+        ]
+        .concat();
         outputs.extend_from_slice(detail.as_bytes());
         // The outside directory holds the envelope and the link in the whole-directory case.
         let n = std::fs::read_dir(s.dir.path()).unwrap().count();

@@ -11,7 +11,9 @@
 //! Guards against: a generator (or a prompt-injected agent) writing the key into its log or
 //! its output, which `fetch`, `gate`, `--md`, `--html` and the ledger would then publish; the
 //! key written base64 (standard or URL alphabet, at any byte alignment), hex (either case),
-//! percent-encoded, or reversed. A refusal names the member and the encoding, never the key.
+//! percent-encoded, reversed, or with its punctuation changed (each alphanumeric run of 16 or
+//! more characters is searched alone). A refusal names the member and the encoding, never the
+//! key.
 //! Does not check: other transformations (compression, a cipher, a key split across lines);
 //! the key's budget and short life (the minting command's contract) bound what escapes.
 
@@ -25,6 +27,8 @@ use zeroize::Zeroizing;
 
 /// Keys shorter than this are not searched (too many false hits on ordinary text).
 const MIN_KEY_BYTES: usize = 8;
+/// An alphanumeric run of the key this long is searched on its own (a key fragment).
+const MIN_FRAGMENT_BYTES: usize = 16;
 
 fn kept_path(home: &Path, job: &JobId) -> PathBuf {
     crate::fetch::job_dir(home, job).join("model-key")
@@ -68,9 +72,10 @@ impl Needles {
         Needles::of(&raw)
     }
 
-    /// The needles of `key`: raw, reversed, hex (both cases), percent-encoded, and the part of
-    /// its base64 (both alphabets) that does not depend on the bytes around it, at each of the
-    /// three byte alignments. `None` for a key too short to search.
+    /// The needles of `key`: raw, reversed, hex (both cases), percent-encoded, the part of its
+    /// base64 (both alphabets) that does not depend on the bytes around it, at each of the
+    /// three byte alignments, and each alphanumeric run of [`MIN_FRAGMENT_BYTES`] or more.
+    /// `None` for a key too short to search.
     pub fn of(key: &[u8]) -> Option<Needles> {
         if key.len() < MIN_KEY_BYTES {
             return None;
@@ -105,8 +110,17 @@ impl Needles {
                 list.push((name, Zeroizing::new(core)));
             }
         }
+        // Each long alphanumeric run of the key alone: the key with its punctuation changed
+        // (`/` to `_` to fit a file name, `+` to `-`) still carries it.
+        for run in key.split(|b| !b.is_ascii_alphanumeric()) {
+            if run.len() >= MIN_FRAGMENT_BYTES && run.len() < key.len() {
+                list.push(("key fragment", Zeroizing::new(run.to_vec())));
+            }
+        }
         list.sort_by(|a, b| a.1.cmp(&b.1));
         list.dedup_by(|a, b| a.1 == b.1);
+        // Longest first: a whole encoding is named before a fragment it contains.
+        list.sort_by_key(|n| std::cmp::Reverse(n.1.len()));
         let longest = list.iter().map(|n| n.1.len()).max().unwrap_or(0);
         Some(Needles { list, longest })
     }

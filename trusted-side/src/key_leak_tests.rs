@@ -86,3 +86,15 @@ fn the_kept_key_is_0600_and_created_once() {
     assert!(Needles::load(home.path(), &job).is_some());
     assert!(keep(home.path(), &job, &key).is_err(), "created new only");
 }
+
+#[test]
+fn the_key_with_its_punctuation_changed_is_found_by_its_long_run() {
+    // `/` to `_` (to fit a file name) and `+` to `-`: the 19-character run is still there.
+    assert_eq!(
+        found_in(b"refused: xsk_live_0123456789abcdefXYZ.txt"),
+        Some("key fragment")
+    );
+    // A run shorter than 16 characters is not searched on its own.
+    let n = Needles::of(b"sk-short/run-0123456789abcde").unwrap();
+    assert_eq!(n.find(b"0123456789abcde"), None);
+}

@@ -104,7 +104,12 @@ pub fn job_status(
             }
         }
     }
-    let landed = head_drop(store, &layout::drop_artifact_envelope(job))?;
+    // A final drop is both objects, each a regular file beneath the store root (a link in
+    // their place is absent: nothing is said about what it points to).
+    let landed = match head_drop(store, &layout::drop_artifact_envelope(job))? {
+        Some(env) if head_drop(store, &layout::drop_artifact(job))?.is_some() => Some(env),
+        _ => None,
+    };
     let decision = decisions.get(job).cloned();
     let state = if decision.is_some() {
         "gated"
