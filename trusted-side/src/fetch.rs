@@ -517,10 +517,7 @@ fn read_packet(
     let file = std::fs::File::open(artifact)
         .with_context(|| format!("{}: cannot open", artifact.display()))?;
     let mut hashing = HashingReader::new(BufReader::new(file));
-    let mut packet = None;
-    let mut patch = None;
-    let mut log_tail = None;
-    let mut texts: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut kept = Kept::default();
     let mut leaked: Option<String> = None;
     let read = read_members(
         &mut hashing,
@@ -529,15 +526,7 @@ fn read_packet(
         |m, r| {
             // Every member passes the model key's needles, whole (`key_leak.rs`).
             let Some(needles) = needles else {
-                keep_member(
-                    m,
-                    r,
-                    keep_patch,
-                    &mut packet,
-                    &mut patch,
-                    &mut log_tail,
-                    &mut texts,
-                )?;
+                keep_member(m, r, keep_patch, &mut kept)?;
                 return Ok(());
             };
             let mut scanner = needles.scanner(&m.path);
@@ -545,15 +534,7 @@ fn read_packet(
                 inner: r,
                 scanner: &mut scanner,
             };
-            keep_member(
-                m,
-                &mut scanned,
-                keep_patch,
-                &mut packet,
-                &mut patch,
-                &mut log_tail,
-                &mut texts,
-            )?;
+            keep_member(m, &mut scanned, keep_patch, &mut kept)?;
             std::io::copy(&mut scanned, &mut std::io::sink())?;
             if leaked.is_none() {
                 leaked = scanner.finding();
@@ -587,6 +568,12 @@ fn read_packet(
     if let Some(detail) = leaked {
         return Err(refuse(ReasonCode::ModelKeyLeaked, detail));
     }
+    let Kept {
+        packet,
+        patch,
+        log_tail,
+        texts,
+    } = kept;
     let bytes = packet.ok_or_else(|| {
         refuse(
             ReasonCode::ArtifactTar,
@@ -623,14 +610,21 @@ fn read_packet(
 
 /// Keeps what fetch needs of one artifact member: the packet, the patch (with `keep_patch`),
 /// the log's tail.
+/// What one pass over the artifact keeps of its members.
+#[derive(Default)]
+struct Kept {
+    packet: Option<Vec<u8>>,
+    patch: Option<Vec<u8>>,
+    log_tail: Option<Vec<u8>>,
+    /// `generator.log` and `review.md`, whole, for the secret scan (`worker_text.rs`).
+    texts: Vec<(String, Vec<u8>)>,
+}
+
 fn keep_member(
     m: &airlock_core::tar::Member,
     r: &mut dyn Read,
     keep_patch: bool,
-    packet: &mut Option<Vec<u8>>,
-    patch: &mut Option<Vec<u8>>,
-    log_tail: &mut Option<Vec<u8>>,
-    texts: &mut Vec<(String, Vec<u8>)>,
+    kept: &mut Kept,
 ) -> std::io::Result<()> {
     if worker_text::SCANNED_MEMBERS.contains(&m.path.as_str()) {
         // Whole, for the secret scan (one member is at most `TarLimits::artifact`'s entry size).
@@ -639,14 +633,14 @@ fn keep_member(
         if m.path == "generator.log" {
             let mut tail = Vec::new();
             crate::run_account::keep_tail(&mut tail, &whole);
-            *log_tail = Some(tail);
+            kept.log_tail = Some(tail);
         }
-        texts.push((m.path.clone(), whole));
+        kept.texts.push((m.path.clone(), whole));
         return Ok(());
     }
     let (slot, cap) = match m.path.as_str() {
-        "packet.json" => (packet, MAX_PACKET_BYTES as u64),
-        "patch.diff" if keep_patch => (patch, MAX_PATCH_BYTES),
+        "packet.json" => (&mut kept.packet, MAX_PACKET_BYTES as u64),
+        "patch.diff" if keep_patch => (&mut kept.patch, MAX_PATCH_BYTES),
         _ => return Ok(()),
     };
     let mut buf = Vec::new();
