@@ -322,3 +322,8 @@ fn set_mode(p: &Path, mode: u32) -> Result<()> {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
         .with_context(|| format!("{}: cannot set mode", p.display()))
 }
+
+/// The local directory for one job's files on this host (`<home>/jobs/<job>`).
+pub fn job_dir(home: &std::path::Path, job: &airlock_core::jobid::JobId) -> std::path::PathBuf {
+    home.join("jobs").join(job.as_str())
+}

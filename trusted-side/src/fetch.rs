@@ -270,10 +270,7 @@ pub fn load_record(store: &Store, trusted: &PublicKey, job: &JobId) -> Result<Ve
     Ok(record)
 }
 
-/// The local directory for one job's files on this host.
-pub fn job_dir(home: &Path, job: &JobId) -> PathBuf {
-    home.join("jobs").join(job.as_str())
-}
+pub use crate::config::job_dir;
 
 /// Fetches and verifies a job's final artifact, keeping `patch.diff` in memory if
 /// `keep_patch` (the gate). See the module doc for the order.

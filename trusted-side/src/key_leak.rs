@@ -31,7 +31,7 @@ const MIN_KEY_BYTES: usize = 8;
 const MIN_FRAGMENT_BYTES: usize = 16;
 
 fn kept_path(home: &Path, job: &JobId) -> PathBuf {
-    crate::fetch::job_dir(home, job).join("model-key")
+    crate::config::job_dir(home, job).join("model-key")
 }
 
 /// Keeps the minted key in the trusted home (created new, 0600) for [`Needles::load`].

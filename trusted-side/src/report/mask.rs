@@ -67,10 +67,10 @@ pub fn mask_patch(scanner: &airlock_scan::Scanner, files: &mut [FilePatch]) {
     }
 }
 
-/// The scanner the masks use: the gate's (`gate::scan::scanner`), so what rejects a job is
-/// what is masked in its reports.
+/// The scanner the masks use: the one the gate rejects with (`fetch::worker_text::scanner`),
+/// so what rejects a job is what is masked in its reports.
 pub fn scanner() -> Result<airlock_scan::Scanner> {
-    crate::gate::scan::scanner()
+    crate::fetch::worker_text::scanner()
 }
 
 #[cfg(test)]
