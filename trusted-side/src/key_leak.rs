@@ -69,14 +69,15 @@ impl Needles {
             .take(airlock_core::token::MAX_MODEL_KEY_BYTES as u64)
             .read_to_end(&mut raw)
             .ok()?;
-        Needles::of(&raw)
+        Needles::of(&raw, &[job.as_str().as_bytes()])
     }
 
     /// The needles of `key`: raw, reversed, hex (both cases), percent-encoded, the part of its
     /// base64 (both alphabets) that does not depend on the bytes around it, at each of the
-    /// three byte alignments, and each alphanumeric run of [`MIN_FRAGMENT_BYTES`] or more.
-    /// `None` for a key too short to search.
-    pub fn of(key: &[u8]) -> Option<Needles> {
+    /// three byte alignments, and each alphanumeric run of [`MIN_FRAGMENT_BYTES`] or more
+    /// that is not part of a `public` value (a minting command may put the job id in the key;
+    /// the job id is in every packet). `None` for a key too short to search.
+    pub fn of(key: &[u8], public: &[&[u8]]) -> Option<Needles> {
         if key.len() < MIN_KEY_BYTES {
             return None;
         }
@@ -113,7 +114,10 @@ impl Needles {
         // Each long alphanumeric run of the key alone: the key with its punctuation changed
         // (`/` to `_` to fit a file name, `+` to `-`) still carries it.
         for run in key.split(|b| !b.is_ascii_alphanumeric()) {
-            if run.len() >= MIN_FRAGMENT_BYTES && run.len() < key.len() {
+            let is_public = public
+                .iter()
+                .any(|p| memchr::memmem::find(p, run).is_some());
+            if run.len() >= MIN_FRAGMENT_BYTES && run.len() < key.len() && !is_public {
                 list.push(("key fragment", Zeroizing::new(run.to_vec())));
             }
         }

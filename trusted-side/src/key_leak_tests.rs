@@ -7,7 +7,7 @@ use base64::Engine as _;
 const KEY: &[u8] = b"sk-live-0123456789abcdefXYZ";
 
 fn found_in(text: &[u8]) -> Option<&'static str> {
-    let n = Needles::of(KEY).unwrap();
+    let n = Needles::of(KEY, &[]).unwrap();
     // Fed in 7-byte chunks, so a match always spans chunks.
     let mut s = n.scanner("generator.log");
     for chunk in text.chunks(7) {
@@ -52,7 +52,7 @@ fn every_encoding_is_found_at_every_alignment() {
     let rev: Vec<u8> = KEY.iter().rev().copied().collect();
     assert_eq!(found_in(&rev), Some("reversed"));
     let odd = b"sk+live/0123456789abcdef=XYZ";
-    let n = Needles::of(odd).unwrap();
+    let n = Needles::of(odd, &[]).unwrap();
     assert_eq!(
         n.find(b"q=sk%2Blive%2F0123456789abcdef%3DXYZ&"),
         Some("percent-encoded")
@@ -70,7 +70,7 @@ fn ordinary_text_and_parts_of_the_key_are_not_findings() {
         None
     );
     assert_eq!(found_in(&KEY[..KEY.len() - 1]), None);
-    assert!(Needles::of(b"short").is_none());
+    assert!(Needles::of(b"short", &[]).is_none());
 }
 
 #[test]
@@ -95,6 +95,19 @@ fn the_key_with_its_punctuation_changed_is_found_by_its_long_run() {
         Some("key fragment")
     );
     // A run shorter than 16 characters is not searched on its own.
-    let n = Needles::of(b"sk-short/run-0123456789abcde").unwrap();
+    let n = Needles::of(b"sk-short/run-0123456789abcde", &[]).unwrap();
     assert_eq!(n.find(b"0123456789abcde"), None);
+}
+
+#[test]
+fn a_fragment_that_is_the_job_id_is_not_a_needle_but_the_whole_key_still_is() {
+    // A minting command that puts the job id in the key: the job id is in every packet.
+    let job = b"20260101T000000Z-00112233445566778899";
+    let key = b"sk-scopedKEY7f3a9c-1-20260101T000000Z-00112233445566778899";
+    let n = Needles::of(key, &[job]).unwrap();
+    assert_eq!(n.find(b"{\"job\":\"20260101T000000Z-00112233445566778899\"}"), None);
+    assert_eq!(n.find(key), Some("raw"));
+    // Without the job id as public, the same run is a fragment (the rule is the public set).
+    let n = Needles::of(key, &[]).unwrap();
+    assert_eq!(n.find(b"00112233445566778899"), Some("key fragment"));
 }
