@@ -105,7 +105,10 @@ fn a_fragment_that_is_the_job_id_is_not_a_needle_but_the_whole_key_still_is() {
     let job = b"20260101T000000Z-00112233445566778899";
     let key = b"sk-scopedKEY7f3a9c-1-20260101T000000Z-00112233445566778899";
     let n = Needles::of(key, &[job]).unwrap();
-    assert_eq!(n.find(b"{\"job\":\"20260101T000000Z-00112233445566778899\"}"), None);
+    assert_eq!(
+        n.find(b"{\"job\":\"20260101T000000Z-00112233445566778899\"}"),
+        None
+    );
     assert_eq!(n.find(key), Some("raw"));
     // Without the job id as public, the same run is a fragment (the rule is the public set).
     let n = Needles::of(key, &[]).unwrap();
