@@ -30,6 +30,10 @@
 //!    permitted, inheritable; read back empty.
 //! 6. **no_new_privs**, read back set.
 //! 7. **rlimits**: CPU seconds, address space, file size, open files, processes; core 0.
+//!    With [`SandboxSpec::memory_bytes`], the supervisor first puts the helper (before it
+//!    starts anything) in a memory cgroup of the run's own with that ceiling for all its
+//!    processes together; where none can be made, the outcome says why
+//!    ([`MemoryCeiling::Unenforced`]).
 //! 8. **Landlock** (ABI 6): read and execute the readable roots (the system by default,
 //!    see [`DEFAULT_READABLE`]) and the generator program; read and write the workdir and
 //!    private tmp only; `/dev/null` and `/dev/zero` read-write; no TCP bind or connect
@@ -143,10 +147,10 @@ mod unsupported;
 
 pub use egress::{EgressLog, EgressProxy, EgressRule, LocalGrant, ProxyConfig};
 pub use error::SandboxError;
-pub use outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
+pub use outcome::{ExitStatus, LimitHit, MemoryCeiling, Outcome, SandboxKind};
 pub use spec::{
     LogSink, Mode, Network, Rlimits, SandboxSpec, DEFAULT_READABLE, DEFAULT_UNPRIVILEGED_ID,
-    EGRESS_PROXY_PORT, READ_WRITE_DEVICES,
+    EGRESS_PROXY_PORT, MIN_MEMORY_BYTES, READ_WRITE_DEVICES,
 };
 
 #[cfg(target_os = "linux")]

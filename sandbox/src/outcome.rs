@@ -107,4 +107,36 @@ pub struct Outcome {
     pub limit_hit: Option<LimitHit>,
     /// Wall time from spawn to the end of the run, in milliseconds.
     pub elapsed_ms: u64,
+    /// Whether the spec's memory ceiling held the sandbox's processes together.
+    pub memory: MemoryCeiling,
+}
+
+/// The memory ceiling of the sandbox's processes together ([`SandboxSpec::memory_bytes`]).
+///
+/// [`SandboxSpec::memory_bytes`]: crate::SandboxSpec::memory_bytes
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "state")]
+pub enum MemoryCeiling {
+    /// The spec asked for none.
+    NotAsked,
+    /// A memory cgroup held the sandbox; the kernel's OOM killer killed `oom_kills`
+    /// processes in it (more than 0: the ceiling was hit).
+    Enforced {
+        /// The ceiling, in bytes.
+        bytes: u64,
+        /// Processes killed for want of memory.
+        oom_kills: u64,
+    },
+    /// No memory cgroup could be made here (the reason); only `RLIMIT_AS` held each process.
+    Unenforced {
+        /// Why not.
+        reason: String,
+    },
+}
+
+impl MemoryCeiling {
+    /// `true` when the kernel killed a process of the sandbox at the ceiling.
+    pub fn hit(&self) -> bool {
+        matches!(self, MemoryCeiling::Enforced { oom_kills, .. } if *oom_kills > 0)
+    }
 }

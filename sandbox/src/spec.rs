@@ -39,6 +39,9 @@ pub const DEFAULT_READABLE: &[&str] = &[
     "/dev/full",
 ];
 
+/// Smallest memory ceiling a spec may ask for ([`SandboxSpec::memory_bytes`]).
+pub const MIN_MEMORY_BYTES: u64 = 16 << 20;
+
 /// Device files the generator may read and write: sinks and sources of nothing.
 pub const READ_WRITE_DEVICES: &[&str] = &["/dev/null", "/dev/zero"];
 
@@ -83,6 +86,10 @@ pub struct SandboxSpec {
     pub allow_partial_landlock: bool,
     /// Identity (uid, gid) the generator runs as when the worker runs as root. Must not be 0.
     pub unprivileged_id: (u32, u32),
+    /// Bytes of memory the generator's processes may hold together (a memory cgroup; at
+    /// least 16 MiB). `None`: no ceiling beyond each process's `RLIMIT_AS`.
+    #[serde(default)]
+    pub memory_bytes: Option<u64>,
 }
 
 /// Resource limits (`setrlimit`). `None` leaves the inherited limit in place.
@@ -217,6 +224,7 @@ impl SandboxSpec {
             mode: Mode::Auto,
             allow_partial_landlock: false,
             unprivileged_id: (DEFAULT_UNPRIVILEGED_ID, DEFAULT_UNPRIVILEGED_ID),
+            memory_bytes: None,
         }
     }
 
@@ -231,6 +239,13 @@ impl SandboxSpec {
         }
         absolute("workdir", &self.workdir)?;
         absolute("private_tmp", &self.private_tmp)?;
+        if self.memory_bytes.is_some_and(|b| b < MIN_MEMORY_BYTES) {
+            return Err(spec_err(
+                "memory_bytes",
+                "sandbox.spec.memory",
+                "a memory ceiling under 16 MiB leaves nothing room to start",
+            ));
+        }
         for (field, p) in [
             ("workdir", &self.workdir),
             ("private_tmp", &self.private_tmp),

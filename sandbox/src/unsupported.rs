@@ -65,4 +65,7 @@ impl Running {
     pub fn kill_group(&mut self) -> Result<(), SandboxError> {
         match self.never {}
     }
+    pub fn memory_oom_kills(&self) -> u64 {
+        match self.never {}
+    }
 }

@@ -51,6 +51,14 @@ pub struct JobLimits {
         skip_serializing_if = "is_default_max_disk_bytes"
     )]
     pub max_disk_bytes: u64,
+    /// Bytes of memory the generator's processes may hold together (a memory cgroup, where
+    /// the worker can make one). Absent in JSON: [`DEFAULT_MAX_MEMORY_BYTES`]; omitted at
+    /// that value, as `max_disk_bytes`.
+    #[serde(
+        default = "default_max_memory_bytes",
+        skip_serializing_if = "is_default_max_memory_bytes"
+    )]
+    pub max_memory_bytes: u64,
 }
 
 /// Default per-run disk ceiling: 4 GiB. Room for a dependency install or a build in the
@@ -66,6 +74,19 @@ fn is_default_max_disk_bytes(v: &u64) -> bool {
     *v == DEFAULT_MAX_DISK_BYTES
 }
 
+/// Default memory ceiling of the generator's processes together: 4 GiB. An agent CLI and a
+/// test run or a build fit; a runaway generator is stopped before it pushes a small worker VM
+/// into swap or its OOM killer.
+pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
+fn default_max_memory_bytes() -> u64 {
+    DEFAULT_MAX_MEMORY_BYTES
+}
+
+fn is_default_max_memory_bytes(v: &u64) -> bool {
+    *v == DEFAULT_MAX_MEMORY_BYTES
+}
+
 impl Default for JobLimits {
     fn default() -> Self {
         JobLimits {
@@ -78,6 +99,7 @@ impl Default for JobLimits {
             max_tokens: 2_000_000,
             allow_binary: false,
             max_disk_bytes: DEFAULT_MAX_DISK_BYTES,
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
         }
     }
 }
@@ -341,8 +363,16 @@ mod tests {
         let d = JobLimits::default();
         let json = serde_json::to_string(&d).unwrap();
         assert!(!json.contains("max_disk_bytes"), "{json}");
+        assert!(!json.contains("max_memory_bytes"), "{json}");
         let back: JobLimits = serde_json::from_str(&json).unwrap();
         assert_eq!(back.max_disk_bytes, DEFAULT_MAX_DISK_BYTES);
+        assert_eq!(back.max_memory_bytes, DEFAULT_MAX_MEMORY_BYTES);
+        let json = serde_json::to_string(&JobLimits {
+            max_memory_bytes: 1 << 30,
+            ..JobLimits::default()
+        })
+        .unwrap();
+        assert!(json.contains("\"max_memory_bytes\":1073741824"), "{json}");
         let small = JobLimits {
             max_disk_bytes: 1 << 20,
             ..JobLimits::default()

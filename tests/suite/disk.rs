@@ -264,3 +264,59 @@ fn a_generator_using_up_the_work_roots_inodes_is_stopped_and_its_packet_says_ino
     env.fetch_ok(&job);
     assert!(err.contains("airlock-test-left:[]"), "{err}");
 }
+
+/// Issue 38: three processes of 96 MiB each against a job ceiling of 160 MiB for all of them.
+/// The kernel kills one at the ceiling, the worker stops the rest (not the wall clock), the
+/// packet says `memory`, and the run still drops a signed partial artifact with the edit.
+#[test]
+fn processes_past_the_jobs_memory_ceiling_are_stopped_and_the_packet_says_memory() {
+    let env = Env::small();
+    let job = env.submit(&[
+        "--wall-clock-secs",
+        "120",
+        "--max-memory-bytes",
+        &(160u64 << 20).to_string(),
+    ]);
+    let started = std::time::Instant::now();
+    let out = run(&mut env.worker(&job, &[], &[&env.gen("hold_memory.py")]));
+    if needs_sandbox_skip(&out) {
+        return;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("no memory ceiling for the generator's processes together") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "SKIPPED in CI (a skip is a failure here): no memory cgroup: {err}"
+        );
+        eprintln!("SKIPPED: no memory cgroup on this host: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(3), "worker: {}", show(&out));
+    assert!(
+        started.elapsed().as_secs() < 100,
+        "the wall clock stopped it"
+    );
+    assert!(
+        err.contains("limits hit:") && err.contains("memory"),
+        "{err}"
+    );
+    let art = env.artifact(&job);
+    assert!(
+        art.limits_hit().contains(&"memory".to_owned()),
+        "{}",
+        art.packet
+    );
+    assert!(
+        !art.limits_hit().contains(&"wall-clock".to_owned()),
+        "{}",
+        art.packet
+    );
+    assert_eq!(art.packet["partial"], true, "{}", art.packet);
+    assert!(
+        art.patch().contains("+edited before the memory ran out"),
+        "{}",
+        art.patch()
+    );
+    env.fetch_ok(&job);
+    assert!(env.run_dirs().is_empty(), "{:?}", env.run_dirs());
+}

@@ -106,6 +106,7 @@ pub fn run(global: &GlobalOptions) -> Result<Outcome> {
                     max_tokens: 2_000_000,
                     allow_binary: false,
                     max_disk_bytes: airlock_core::limits::DEFAULT_MAX_DISK_BYTES,
+                    max_memory_bytes: airlock_core::limits::DEFAULT_MAX_MEMORY_BYTES,
                 },
             },
             ttl: "20m".into(),

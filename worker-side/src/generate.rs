@@ -21,7 +21,8 @@ use airlock_core::format::{
 use airlock_core::limits::JobLimits;
 use airlock_sandbox::egress::{EgressLog, ProxyConfig, TestEndpoint};
 use airlock_sandbox::{
-    EgressProxy, ExitStatus, LocalGrant, LogSink, Mode, Network, Running, SandboxError, SandboxSpec,
+    EgressProxy, ExitStatus, LocalGrant, LogSink, MemoryCeiling, Mode, Network, Running,
+    SandboxError, SandboxSpec,
 };
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -323,6 +324,12 @@ pub fn run_generator(
     spec.rlimits.cpu_secs = Some(setup.limits.wall_clock_secs.saturating_add(5));
     let file_cap = file_size_cap(setup.limits);
     spec.rlimits.file_size_bytes = Some(file_cap);
+    spec.memory_bytes = Some(
+        setup
+            .limits
+            .max_memory_bytes
+            .max(airlock_sandbox::MIN_MEMORY_BYTES),
+    );
     spec.mode = mode(setup)?;
     let proxy = egress_proxy(setup.egress, setup.local)?;
     if proxy.is_some() {
@@ -360,6 +367,7 @@ pub fn run_generator(
     let mut next_checkpoint = start + every;
     let mut timed_out = false;
     let mut disk_hit = None;
+    let mut memory_hit = false;
     let outcome = loop {
         if term.requested() {
             running.kill_group()?;
@@ -370,6 +378,15 @@ pub fn run_generator(
                 tracing::warn!("{hit}: stopping the generator");
                 running.kill_group()?;
             }
+        }
+        if !memory_hit && running.memory_oom_kills() > 0 {
+            // The kernel killed a process at the ceiling: the run is cut short, as at `disk`.
+            memory_hit = true;
+            tracing::warn!(
+                "the generator's processes reached the job's memory ceiling ({} bytes): stopping it",
+                setup.limits.max_memory_bytes
+            );
+            running.kill_group()?;
         }
         let now = Instant::now();
         if now >= start + wall && !timed_out {
@@ -431,6 +448,13 @@ pub fn run_generator(
     }
     if outcome.log_truncated {
         limits_hit.push("log-bytes".to_owned());
+    }
+    match &outcome.memory {
+        m if memory_hit || m.hit() => limits_hit.push("memory".to_owned()),
+        MemoryCeiling::Unenforced { reason } => {
+            tracing::warn!("no memory ceiling for the generator's processes together ({reason}); each process is still held to its address-space limit");
+        }
+        _ => {}
     }
     if disk_hit.is_none() {
         disk_hit = setup.disk.last_look();

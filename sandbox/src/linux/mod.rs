@@ -5,6 +5,7 @@
 pub(crate) mod sys;
 
 mod binds;
+mod cgroup;
 mod helper;
 mod identity;
 mod landlock_layer;

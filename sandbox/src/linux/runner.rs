@@ -26,10 +26,11 @@ use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::cgroup::{MemoryCgroup, NoCgroup};
 use super::sys;
 use crate::egress::{EgressProxy, Serving};
 use crate::error::SandboxError;
-use crate::outcome::{ExitStatus, LimitHit, Outcome, SandboxKind};
+use crate::outcome::{ExitStatus, LimitHit, MemoryCeiling, Outcome, SandboxKind};
 use crate::proto::{HelperInput, Report, MAX_LINE_BYTES};
 use crate::spec::{LogSink, Mode, Network, SandboxSpec};
 
@@ -55,6 +56,8 @@ pub struct Running {
     stop_pump: Option<PipeWriter>,
     /// The proxy serving this sandbox's egress listener; dropped when the run ends.
     egress: Option<Serving>,
+    /// The run's memory cgroup (removed when the run ends), or why there is none.
+    memory: Result<Option<MemoryCgroup>, String>,
     outcome: Option<Outcome>,
 }
 
@@ -239,8 +242,23 @@ fn spawn_inner(
         pump: None,
         stop_pump: Some(stop_w),
         egress: None,
+        memory: Ok(None),
         outcome: None,
     };
+    // Before the helper reads its spec (it starts nothing until then), so every process of
+    // the sandbox is born inside the ceiling. A cgroup made but not joined is an error.
+    if let Some(bytes) = spec.memory_bytes {
+        running.memory = match MemoryCgroup::create(bytes, pid) {
+            Ok(cg) => Ok(Some(cg)),
+            Err(NoCgroup::NotJoined(detail)) => {
+                return Err(SandboxError::Layer {
+                    layer: "memory".into(),
+                    detail,
+                })
+            }
+            Err(NoCgroup::Unavailable(reason)) => Err(reason),
+        };
+    }
     // From here on, returning early drops `running`, which kills and reaps the group.
     let max = log.max_bytes;
     running.pump = Some(
@@ -455,6 +473,7 @@ impl Running {
         let elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let helper_status = reaped.map_or(0, |(_, st)| st);
         self.wait_group_gone();
+        let memory = self.memory_ceiling();
         // Nothing of the sandbox is left: close its listener and tunnels, finalising the log.
         drop(self.egress.take());
         let (log_bytes, log_truncated) = self.stop_log_pump();
@@ -483,9 +502,30 @@ impl Running {
             log_bytes,
             limit_hit,
             elapsed_ms,
+            memory,
         };
         self.outcome = Some(outcome.clone());
         Ok(outcome)
+    }
+
+    /// Processes the kernel killed at the memory ceiling so far (0 without a ceiling).
+    pub fn memory_oom_kills(&self) -> u64 {
+        match &self.memory {
+            Ok(Some(cg)) => cg.oom_kills(),
+            _ => 0,
+        }
+    }
+
+    /// The memory ceiling's record for the outcome; removes the run's cgroup.
+    fn memory_ceiling(&mut self) -> MemoryCeiling {
+        match std::mem::replace(&mut self.memory, Ok(None)) {
+            Ok(Some(cg)) => MemoryCeiling::Enforced {
+                bytes: cg.bytes(),
+                oom_kills: cg.oom_kills(),
+            },
+            Ok(None) => MemoryCeiling::NotAsked,
+            Err(reason) => MemoryCeiling::Unenforced { reason },
+        }
     }
 
     /// Waits (bounded) until no process of the group is left, reaping any member that was

@@ -1,10 +1,11 @@
-use airlock_sandbox::{ExitStatus, LimitHit, Mode};
+use airlock_sandbox::{ExitStatus, LimitHit, MemoryCeiling, Mode};
 
 use crate::support::*;
 
 crate::in_both_modes!(
     caps_a_fork_bomb,
     caps_a_memory_hog,
+    holds_processes_together_to_the_memory_ceiling,
     kills_a_cpu_spinner_and_says_cpu_secs,
     caps_file_size_and_says_file_size,
     caps_open_files,
@@ -74,6 +75,93 @@ print("ALLOCATED", len(hog))
         "BREACH: the memory hog was not capped\n{log}"
     );
     assert!(log.contains("allocation refused"), "{log}");
+}
+
+/// Three processes, each well under its own address-space limit, holding 3 x 96 MiB against
+/// a ceiling of 160 MiB for the sandbox together: the kernel kills one at the ceiling, the
+/// outcome says so, and the run's cgroup is gone afterwards.
+fn holds_processes_together_to_the_memory_ceiling(mode: Mode) {
+    let f = Fixture::new();
+    let token = format!("3600.{}", nonce());
+    let code = format!(
+        r#"
+import os, sys, time
+kids = []
+for i in range(3):
+    pid = os.fork()
+    if pid == 0:
+        hold = "x" * (96 << 20)  # written, so every page is charged
+        print("child", i, "holds", len(hold), flush=True)
+        time.sleep(30)
+        os._exit(0)
+    kids.append(pid)
+    time.sleep(0.5)
+killed = 0
+for pid in kids:
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st) and os.WTERMSIG(st) == 9:
+        killed += 1
+print("killed", killed, flush=True)
+os.execv("/bin/sleep", ["sleep", "{token}"])
+"#
+    );
+    let mut spec = f.python(mode, &code);
+    spec.rlimits.address_space_bytes = Some(1 << 30);
+    spec.memory_bytes = Some(160 << 20);
+    let (mut running, log) = f.start(&spec).unwrap();
+    // The supervisor's view while it runs: an OOM kill is seen without waiting for the end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while running.memory_oom_kills() == 0 && std::time::Instant::now() < deadline {
+        if running
+            .wait_timeout(std::time::Duration::from_millis(100))
+            .unwrap()
+            .is_some()
+        {
+            break;
+        }
+    }
+    let seen_while_running = running.memory_oom_kills();
+    running.kill_group().unwrap();
+    let o = running.wait().unwrap();
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    match &o.memory {
+        MemoryCeiling::Unenforced { reason } => {
+            return skip(&format!("no memory cgroup on this host: {reason}"));
+        }
+        MemoryCeiling::Enforced { bytes, oom_kills } => {
+            assert_eq!(*bytes, 160 << 20);
+            assert!(
+                *oom_kills > 0 && seen_while_running > 0,
+                "BREACH: 288 MiB held under a 160 MiB ceiling\n{log}"
+            );
+        }
+        MemoryCeiling::NotAsked => panic!("the ceiling was asked for: {o:?}"),
+    }
+    assert!(o.memory.hit());
+    assert_eq!(processes_with(&token), Vec::<u32>::new());
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let dir = own
+        .lines()
+        .find_map(|l| {
+            l.split_once(":memory:")
+                .map(|(_, p)| format!("/sys/fs/cgroup/memory{p}"))
+        })
+        .or_else(|| {
+            own.lines()
+                .find_map(|l| l.strip_prefix("0::").map(|p| format!("/sys/fs/cgroup{p}")))
+        })
+        .unwrap();
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("airlock-sandbox-{}-", std::process::id()))
+        })
+        .collect();
+    assert!(left.is_empty(), "cgroups left behind: {left:?} ({own})");
 }
 
 fn kills_a_cpu_spinner_and_says_cpu_secs(mode: Mode) {

@@ -39,6 +39,7 @@ pub const LIMITS_HIT_VALUES: &[&str] = &[
     "artifact-bytes",
     "disk",
     "inodes",
+    "memory",
 ];
 /// The members of the packet object, per nested object, that release 0.6.0's reader knows (it
 /// refuses any other): what a worker writes for a token without a `formats` claim.

@@ -430,6 +430,10 @@ pub struct LimitArgs {
     /// disk) the worker stops it and drops a partial artifact saying `disk`.
     #[arg(long, default_value_t = airlock_core::limits::DEFAULT_MAX_DISK_BYTES, value_name = "BYTES")]
     pub max_disk_bytes: u64,
+    /// Bytes of memory the generator's processes may hold together; the worker enforces it
+    /// with a memory cgroup where it can make one, and says `memory` when it was hit.
+    #[arg(long, default_value_t = airlock_core::limits::DEFAULT_MAX_MEMORY_BYTES, value_name = "BYTES")]
+    pub max_memory_bytes: u64,
 }
 
 impl LimitArgs {
@@ -445,6 +449,7 @@ impl LimitArgs {
             max_tokens: self.max_tokens,
             allow_binary: false,
             max_disk_bytes: self.max_disk_bytes,
+            max_memory_bytes: self.max_memory_bytes,
         }
     }
 }

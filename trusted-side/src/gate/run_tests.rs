@@ -100,6 +100,7 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
                     max_tokens: 1_000_000,
                     allow_binary: false,
                     max_disk_bytes: airlock_core::limits::DEFAULT_MAX_DISK_BYTES,
+                    max_memory_bytes: airlock_core::limits::DEFAULT_MAX_MEMORY_BYTES,
                 },
             },
             ttl: "20m".into(),
