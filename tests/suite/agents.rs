@@ -141,6 +141,8 @@ impl Drop for StandIn {
 /// agent named bare: each `--readable DIR`'s `bin/` is on the generator's `PATH`).
 struct Recipe {
     name: &'static str,
+    /// The API the stand-in speaks for it (`tests/agents/standin.py --api`).
+    api: &'static str,
     /// `--readable` directories.
     readable: Vec<PathBuf>,
     /// Files of the `--home-template` directory (path, content); `{port}` is the stand-in's.
@@ -471,6 +473,7 @@ fn claude_code() -> Option<Recipe> {
     });
     Some(Recipe {
         name: "Claude Code",
+        api: "anthropic",
         readable: vec![npm],
         home: vec![(".claude/settings.json", settings.to_string())],
         key_env: "ANTHROPIC_API_KEY",
@@ -482,43 +485,72 @@ fn claude_code() -> Option<Recipe> {
     })
 }
 
-#[test]
-fn claude_code_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
-    let Some(recipe) = claude_code() else {
+/// Runs the agent against a stand-in answering as the dated snapshot of the model asked
+/// for: the gate queues it.
+fn answered_as_asked(recipe: Option<Recipe>) {
+    let Some(recipe) = recipe else {
         return;
     };
     let env = Env::new();
-    let standin = StandIn::start("anthropic", &env.root);
+    let standin = StandIn::start(recipe.api, &env.root);
     queued(&run_recipe(&recipe, &standin, &env));
 }
 
-/// A model server answering as another model family than the one asked for: the packet says
-/// so and the gate sends the job to a human.
-#[test]
-fn an_agent_answered_by_another_model_family_goes_to_a_human() {
-    let Some(recipe) = claude_code() else {
+/// Runs the agent against a stand-in answering as another model family than the one asked
+/// for: the packet says so and the gate sends the job to a human.
+fn answered_by_another_family(recipe: Option<Recipe>) {
+    let Some(recipe) = recipe else {
         return;
     };
     let env = Env::new();
-    let standin = StandIn::answering("anthropic", &env.root, "other-family-20261203");
+    let standin = StandIn::answering(recipe.api, &env.root, "other-family-20261203");
     let report = run_recipe(&recipe, &standin, &env);
-    assert_eq!(report["bom"]["model_reported"], "other-family-20261203");
-    assert_eq!(report["decision"], "human", "{report}");
+    assert_eq!(
+        report["bom"]["model_reported"], "other-family-20261203",
+        "{}: {report}",
+        recipe.name
+    );
+    assert_eq!(report["decision"], "human", "{}: {report}", recipe.name);
     assert!(
         reason_codes(&report).contains(&"model-mismatch".to_owned()),
-        "{report}"
+        "{}: {report}",
+        recipe.name
     );
 }
 
+/// One agent's two runs: answered as asked (queued), answered by another family (human).
+macro_rules! agent_tests {
+    ($($recipe:ident => $as_asked:ident, $other_family:ident;)*) => {$(
+        #[test]
+        fn $as_asked() {
+            answered_as_asked($recipe());
+        }
+        #[test]
+        fn $other_family() {
+            answered_by_another_family($recipe());
+        }
+    )*};
+}
+
+agent_tests! {
+    claude_code => claude_code_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it,
+        claude_code_answered_by_another_model_family_goes_to_a_human;
+    codex_cli => codex_cli_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it,
+        codex_cli_answered_by_another_model_family_goes_to_a_human;
+    aider => aider_from_pypi_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it,
+        aider_answered_by_another_model_family_goes_to_a_human;
+    gemini_cli => gemini_cli_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it,
+        gemini_cli_answered_by_another_model_family_goes_to_a_human;
+    opencode => opencode_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it,
+        opencode_answered_by_another_model_family_goes_to_a_human;
+}
+
 /// Codex CLI from npm: OpenAI Responses over SSE; `apply_patch` through `exec_command`.
-#[test]
-fn codex_cli_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
+fn codex_cli() -> Option<Recipe> {
     let npm = agents_dir().join("npm");
     if !installed("Codex CLI", &npm.join("bin/codex")) {
-        return;
+        return None;
     }
-    let env = Env::new();
-    let standin = StandIn::start("responses", &env.root);
     let config = r#"model_provider = "local"
 check_for_update_on_startup = false
 
@@ -531,8 +563,9 @@ wire_api = "responses"
 [analytics]
 enabled = false
 "#;
-    let recipe = Recipe {
+    Some(Recipe {
         name: "Codex CLI",
+        api: "responses",
         readable: vec![npm],
         home: vec![(".codex/config.toml", config.to_owned())],
         key_env: "OPENAI_API_KEY",
@@ -541,19 +574,15 @@ enabled = false
         turns: &["edit", "done"],
         counts_side: false,
         streams: true,
-    };
-    queued(&run_recipe(&recipe, &standin, &env));
+    })
 }
 
 /// aider from PyPI, in a virtualenv: OpenAI chat completions; a SEARCH/REPLACE block.
-#[test]
-fn aider_from_pypi_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
+fn aider() -> Option<Recipe> {
     let venv = agents_dir().join("aider");
     if !installed("aider", &venv.join("bin/aider")) {
-        return;
+        return None;
     }
-    let env = Env::new();
-    let standin = StandIn::start("chat", &env.root);
     let conf = "openai-api-base: http://127.0.0.1:{port}/v1
 edit-format: diff
 git: false
@@ -574,8 +603,9 @@ input-history-file: /dev/null
     );
     let metadata = Value::Object(metadata);
     // One grant: the virtualenv brings its base interpreter (pyenv's, here) itself.
-    let recipe = Recipe {
+    Some(Recipe {
         name: "aider",
+        api: "chat",
         readable: vec![venv],
         home: vec![
             (".aider.conf.yml", conf.to_owned()),
@@ -587,27 +617,24 @@ input-history-file: /dev/null
         turns: &["edit"],
         counts_side: false,
         streams: false,
-    };
-    queued(&run_recipe(&recipe, &standin, &env));
+    })
 }
 
 /// Gemini CLI from npm: the Gemini API (`streamGenerateContent?alt=sse`); read_file, then
 /// replace.
-#[test]
-fn gemini_cli_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
+fn gemini_cli() -> Option<Recipe> {
     let npm = agents_dir().join("npm");
     if !installed("Gemini CLI", &npm.join("bin/gemini")) {
-        return;
+        return None;
     }
-    let env = Env::new();
-    let standin = StandIn::start("gemini", &env.root);
     let settings = json!({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "general": {"disableAutoUpdate": true},
         "privacy": {"usageStatisticsEnabled": false}
     });
-    let recipe = Recipe {
+    Some(Recipe {
         name: "Gemini CLI",
+        api: "gemini",
         readable: vec![npm],
         home: vec![(".gemini/settings.json", settings.to_string())],
         key_env: "GEMINI_API_KEY",
@@ -616,21 +643,17 @@ fn gemini_cli_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_q
         turns: &["read", "edit", "done"],
         counts_side: false,
         streams: true,
-    };
-    queued(&run_recipe(&recipe, &standin, &env));
+    })
 }
 
 /// opencode from npm: an OpenAI-compatible provider (chat completions over SSE with tool
 /// calls); read, then edit. opencode keeps only the name it asked for: the wrapper's plugin
 /// notes what each response said answered, and its usage (the session title's included).
-#[test]
-fn opencode_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_queues_it() {
+fn opencode() -> Option<Recipe> {
     let npm = agents_dir().join("npm");
     if !installed("opencode", &npm.join("bin/opencode")) {
-        return;
+        return None;
     }
-    let env = Env::new();
-    let standin = StandIn::start("chat", &env.root);
     let mut models = serde_json::Map::new();
     models.insert(MODEL.to_owned(), json!({ "name": MODEL }));
     let config = json!({
@@ -645,8 +668,9 @@ fn opencode_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_que
         }},
         "permission": {"edit": "allow", "bash": "allow"}
     });
-    let recipe = Recipe {
+    Some(Recipe {
         name: "opencode",
+        api: "chat",
         readable: vec![npm],
         home: vec![(".config/opencode/opencode.json", config.to_string())],
         key_env: "OPENAI_API_KEY",
@@ -655,8 +679,7 @@ fn opencode_from_npm_edits_in_the_sandbox_reports_what_answered_and_the_gate_que
         turns: &["read", "edit", "done"],
         counts_side: true,
         streams: true,
-    };
-    queued(&run_recipe(&recipe, &standin, &env));
+    })
 }
 
 /// (api, path, headers, body, expected status, expected turn or the refusal's words).
