@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use super::binds;
 use super::identity::{self, Identity};
 use super::landlock_layer::{self, LandlockFailure};
+use super::newroot;
 use super::reach::Who;
 use super::runner::EGRESS_NEEDS_NAMESPACES;
 use super::seccomp::{self, FilterOptions};
@@ -818,13 +819,8 @@ fn ns_main(
 fn init_main(chan: &Chan, spec: &SandboxSpec, program: &Path, image: &ExecImage) -> ! {
     let _ = sys::set_parent_death_signal(libc::SIGKILL);
     let setup = || -> Result<(), Fail> {
-        sys::mount(
-            Some(c"proc"),
-            c"/proc",
-            Some(c"proc"),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        )
-        .map_err(fail("proc", "mount a fresh /proc for the pid namespace"))?;
+        // The root of granted paths only, with a fresh /proc of the pid namespace.
+        newroot::enter(spec, program).map_err(|d| Fail::new("root", d))?;
         drop_capabilities().map_err(|d| Fail::new("capabilities", d))
     };
     if let Err(f) = setup() {

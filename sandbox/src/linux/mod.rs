@@ -9,6 +9,7 @@ mod cgroup;
 mod helper;
 mod identity;
 mod landlock_layer;
+mod newroot;
 mod preflight;
 mod reach;
 mod runner;

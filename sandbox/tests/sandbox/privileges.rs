@@ -164,3 +164,63 @@ sys.exit(3)
     let log = f.expect_blocked(&f.python(mode, code), "leaving the process group");
     assert!(!log.contains("ESCAPED"), "{log}");
 }
+
+/// Namespace mode: the generator's mount table lists its own root and what it is granted
+/// (the readable roots, the program, the workdir and private tmp, the device files, /proc),
+/// nothing else of the host's: every mount point of the host outside those (here `/sys`,
+/// `/run`, the host's `/tmp`, the test's own directories) is absent, and paths the host has
+/// but the sandbox does not grant do not exist at all.
+#[test]
+fn namespaces_show_only_the_granted_paths_in_the_mount_table() {
+    let Some(mode) = require(Mode::Namespaces) else {
+        return;
+    };
+    let f = Fixture::new();
+    let code = r#"
+import os
+for line in open("/proc/self/mountinfo"):
+    print("mount", line.split(" - ")[0].split()[4])
+for p in ["/sys", "/run", "/var", "/home", "/root", "/boot", "/srv"]:
+    print("exists", p, os.path.lexists(p))
+"#;
+    let spec = f.python(mode, code);
+    let (o, log) = f.run(&spec).unwrap();
+    assert_eq!(o.status, ExitStatus::Exited(0), "{log}");
+    let granted: Vec<String> = spec
+        .readable
+        .iter()
+        .chain([&spec.workdir, &spec.private_tmp, &spec.program])
+        .map(|p| p.display().to_string())
+        .chain(
+            airlock_sandbox::READ_WRITE_DEVICES
+                .iter()
+                .map(|d| d.to_string()),
+        )
+        .chain(["/proc".to_owned()])
+        .collect();
+    let points: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("mount "))
+        .collect();
+    assert!(points.len() > 2, "{log}");
+    for point in &points {
+        let ok = *point == "/"
+            || granted
+                .iter()
+                .any(|g| point == g || point.starts_with(&format!("{g}/")));
+        assert!(
+            ok,
+            "BREACH: the host's mount point {point} is visible\n{log}"
+        );
+    }
+    // The host has these mount points; none of them is in the sandbox's table.
+    for host in ["/sys", "/run", "/dev/shm", "/sys/fs/cgroup"] {
+        assert!(!points.contains(&host), "BREACH: {host} is visible\n{log}");
+    }
+    for p in ["/sys", "/run", "/var", "/home", "/root", "/boot", "/srv"] {
+        assert!(
+            log.contains(&format!("exists {p} False")),
+            "BREACH: {p} exists in the sandbox\n{log}"
+        );
+    }
+}
