@@ -71,6 +71,9 @@ fn granted(spec: &SandboxSpec, program: &Path) -> Vec<PathBuf> {
 /// Builds the new root from the old one and moves into it. Runs as the pid namespace's init,
 /// with the user namespace's capabilities, before anything of the generator exists.
 pub(crate) fn enter(spec: &SandboxSpec, program: &Path) -> Result<(), String> {
+    // Resolved in the host's root, before anything is mounted: after the first pivot an
+    // absolute link under /oldroot would resolve against the new tmpfs.
+    let places = plan(&granted(spec, program));
     let base = ["/tmp", "/mnt", "/proc"]
         .iter()
         .map(Path::new)
@@ -103,8 +106,8 @@ pub(crate) fn enter(spec: &SandboxSpec, program: &Path) -> Result<(), String> {
         libc::MS_BIND | libc::MS_REC,
     )
     .map_err(err("bind onto itself", new))?;
-    for p in granted(spec, program) {
-        bind(&beneath(old, &p)?, &beneath(new, &p)?)?;
+    for (at, place) in &places {
+        put(old, new, at, place)?;
     }
     for (link, to) in DEV_LINKS {
         let at = beneath(new, Path::new(link))?;
@@ -135,14 +138,52 @@ pub(crate) fn enter(spec: &SandboxSpec, program: &Path) -> Result<(), String> {
     std::env::set_current_dir("/").map_err(err("chdir", Path::new("/")))
 }
 
-/// Binds `src` (a host path seen under /oldroot) at `dst`, making the path to it; a symbolic
-/// link is copied as a link (a merged-/usr `/lib`); a missing `src` is left out.
-fn bind(src: &Path, dst: &Path) -> Result<(), String> {
-    let Ok(meta) = std::fs::symlink_metadata(src) else {
-        return Ok(());
-    };
-    if std::fs::symlink_metadata(dst).is_ok() {
-        // Already there: beneath a root bound earlier, which brought it along.
+/// What goes at a granted path in the new root.
+#[derive(Debug, PartialEq, Eq)]
+enum Place {
+    /// A copy of the host's link (a merged-/usr `/lib` -> `usr/lib`): it leads into another
+    /// granted path, which is bound.
+    Link(PathBuf),
+    /// A bind of the host's file or directory, by its canonical path (no link in it).
+    Bind { source: PathBuf, dir: bool },
+}
+
+/// Each granted path that exists, with what to put there. A link that leads into another
+/// granted path is copied (and what lies beneath it left to that path's bind); any other
+/// path is bound from its canonical host path, so `--readable /opt/tool` linked to
+/// `/data/tool` (which landlock grants by the target) works through the link's path.
+fn plan(granted: &[PathBuf]) -> Vec<(PathBuf, Place)> {
+    let mut out: Vec<(PathBuf, Place)> = Vec::new();
+    for p in granted {
+        let under_link = out
+            .iter()
+            .any(|(at, place)| matches!(place, Place::Link(_)) && p.starts_with(at) && p != at);
+        let (Ok(canon), Ok(lmeta)) = (std::fs::canonicalize(p), std::fs::symlink_metadata(p))
+        else {
+            continue;
+        };
+        if under_link {
+            continue;
+        }
+        let link_into_granted = lmeta.file_type().is_symlink()
+            && granted.iter().any(|g| g != p && canon.starts_with(g));
+        let place = match std::fs::read_link(p) {
+            Ok(to) if link_into_granted => Place::Link(to),
+            _ => Place::Bind {
+                dir: canon.is_dir(),
+                source: canon,
+            },
+        };
+        out.push((p.clone(), place));
+    }
+    out
+}
+
+/// Puts `place` at `at` in the new root (`new`), sources read under `old`; makes the path
+/// down to it. Something already there (beneath a directory bound earlier) is left as it is.
+fn put(old: &Path, new: &Path, at: &Path, place: &Place) -> Result<(), String> {
+    let dst = beneath(new, at)?;
+    if std::fs::symlink_metadata(&dst).is_ok() {
         return Ok(());
     }
     if let Some(parent) = dst.parent() {
@@ -152,20 +193,27 @@ fn bind(src: &Path, dst: &Path) -> Result<(), String> {
             .create(parent)
             .map_err(err("mkdir", parent))?;
     }
-    if meta.file_type().is_symlink() {
-        let to = std::fs::read_link(src).map_err(err("readlink", src))?;
-        return symlink(&to, dst).map_err(err("symlink", dst));
+    match place {
+        Place::Link(to) => symlink(to, &dst).map_err(err("symlink", &dst)),
+        Place::Bind { source, dir } => {
+            if *dir {
+                std::fs::DirBuilder::new()
+                    .mode(0o755)
+                    .create(&dst)
+                    .map_err(err("mkdir", &dst))?;
+            } else {
+                std::fs::File::create(&dst).map_err(err("create", &dst))?;
+            }
+            let src = beneath(old, source)?;
+            sys::mount(
+                Some(&c(&src)?),
+                &c(&dst)?,
+                None,
+                libc::MS_BIND | libc::MS_REC,
+            )
+            .map_err(err("bind", &dst))
+        }
     }
-    if meta.is_dir() {
-        std::fs::DirBuilder::new()
-            .mode(0o755)
-            .create(dst)
-            .map_err(err("mkdir", dst))?;
-    } else {
-        std::fs::File::create(dst).map_err(err("create", dst))?;
-    }
-    sys::mount(Some(&c(src)?), &c(dst)?, None, libc::MS_BIND | libc::MS_REC)
-        .map_err(err("bind", dst))
 }
 
 #[cfg(test)]
@@ -190,5 +238,43 @@ mod tests {
         let usr = g.iter().position(|p| p == Path::new("/usr")).unwrap();
         let lib = g.iter().position(|p| p == Path::new("/usr/lib/x")).unwrap();
         assert!(usr < lib, "{g:?}");
+    }
+
+    #[test]
+    fn a_link_into_a_granted_path_is_copied_and_any_other_is_bound_by_its_target() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::create_dir_all(d.join("usr/lib/beneath-the-link")).unwrap();
+        std::fs::create_dir_all(d.join("data/tool")).unwrap();
+        symlink("usr/lib", d.join("lib")).unwrap();
+        symlink(d.join("data/tool"), d.join("tool")).unwrap();
+        let granted = vec![
+            d.join("usr"),
+            d.join("lib"),
+            d.join("lib/beneath-the-link"),
+            d.join("tool"),
+            d.join("missing"),
+        ];
+        let plan = plan(&granted);
+        assert_eq!(
+            plan,
+            vec![
+                (
+                    d.join("usr"),
+                    Place::Bind {
+                        source: d.join("usr").canonicalize().unwrap(),
+                        dir: true
+                    }
+                ),
+                (d.join("lib"), Place::Link("usr/lib".into())),
+                (
+                    d.join("tool"),
+                    Place::Bind {
+                        source: d.join("data/tool").canonicalize().unwrap(),
+                        dir: true
+                    }
+                ),
+            ]
+        );
     }
 }

@@ -225,3 +225,32 @@ fn npm_prefix_in_a_0700_root_home_runs_by_name_when_granted() {
     assert!(f.work.join("made-by-node.txt").exists());
     assert_eq!(mode_of(&home), 0o700);
 }
+
+/// A readable root that is a symbolic link to a directory no other grant covers (an install
+/// reached through a link, `/opt/tool` -> `/data/tool`): the generator runs what is in it
+/// through the link's path, in both modes (namespace mode binds what the link leads to at the
+/// link's place in its new root).
+fn a_readable_root_reached_through_a_link_runs(mode: Mode) {
+    let f = Fixture::new();
+    let real = f.path("data-tool");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::write(
+        real.join("tool.sh"),
+        "#!/bin/sh\necho made-through-the-link > out.txt\n",
+    )
+    .unwrap();
+    chmod(&real.join("tool.sh"), 0o755);
+    let link = f.path("opt-tool");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let program = link.join("tool.sh");
+    let mut spec = f.spec(mode, &program.display().to_string(), &[]);
+    spec.readable.push(link.clone());
+    let (o, log) = f.run(&spec).unwrap();
+    assert!(o.status.success(), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(f.work.join("out.txt")).unwrap(),
+        "made-through-the-link\n"
+    );
+}
+
+crate::in_both_modes!(a_readable_root_reached_through_a_link_runs);
