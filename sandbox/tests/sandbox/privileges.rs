@@ -182,6 +182,17 @@ for line in open("/proc/self/mountinfo"):
     print("mount", line.split(" - ")[0].split()[4])
 for p in ["/sys", "/run", "/var", "/home", "/root", "/boot", "/srv"]:
     print("exists", p, os.path.lexists(p))
+try:
+    for name in os.listdir("/"):
+        print("top", name)
+except OSError as e:
+    print("listing the root refused", e.errno)
+for p in ["/planted", "/usr/planted", "/proc/planted"]:
+    try:
+        open(p, "w").close()
+        print("WROTE", p)
+    except OSError as e:
+        print("refused", p, e.errno)
 "#;
     let spec = f.python(mode, code);
     let (o, log) = f.run(&spec).unwrap();
@@ -223,4 +234,19 @@ for p in ["/sys", "/run", "/var", "/home", "/root", "/boot", "/srv"]:
             "BREACH: {p} exists in the sandbox\n{log}"
         );
     }
+    // Listing the root is refused (landlock); where it is not, the root holds the first
+    // component of each granted path, nothing else.
+    for top in log.lines().filter_map(|l| l.strip_prefix("top ")) {
+        let ok = granted.iter().any(|g| g.split('/').nth(1) == Some(top));
+        assert!(ok, "BREACH: /{top} is in the sandbox's root\n{log}");
+    }
+    assert!(
+        !log.contains("WROTE"),
+        "BREACH: wrote outside the workdir\n{log}"
+    );
+    assert_eq!(
+        log.lines().filter(|l| l.starts_with("refused /")).count(),
+        3,
+        "{log}"
+    );
 }
