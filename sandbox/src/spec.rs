@@ -319,8 +319,8 @@ impl SandboxSpec {
     /// `sandbox.spec.secret-reachable`: no secret path may lie under (or be) a root the
     /// sandbox grants, compared after resolving symlinks where the path exists.
     fn check_secrets_unreachable(&self) -> Result<(), SandboxError> {
-        if self.mode == Mode::Unsandboxed {
-            // Nothing is confined; the caller asked for exactly that.
+        if self.mode == Mode::Unsandboxed || self.secret_paths.is_empty() {
+            // Nothing is confined (the caller asked for exactly that), or nothing to keep out.
             return Ok(());
         }
         let mut granted: Vec<(String, PathBuf)> = vec![

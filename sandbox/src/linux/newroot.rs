@@ -7,11 +7,10 @@
 //! copied mount namespace lists every host mount: container layers, secret mounts, device
 //! names) and learning which host paths exist beyond what it is granted. Its mount table now
 //! lists the tmpfs root, the granted paths and what is mounted beneath them.
-//! How (as bubblewrap does, unprivileged): a tmpfs on `/tmp` of the sandbox's own mount
-//! namespace becomes the root with the old one at `/oldroot`, so host paths stay reachable
-//! as `/oldroot/...` (the tmpfs no longer covers the old `/tmp`); `/newroot` is bound onto
-//! itself and filled; proc is mounted while the host's proc is still visible (the kernel
-//! requires that); `/oldroot` is detached, and a second `pivot_root` makes `/newroot` the root.
+//! How: granted paths are resolved in the host's root first; a tmpfs is mounted on a directory
+//! apart from every granted path (`/sys` on any ordinary host), each granted path bound into
+//! it from the host's path, a fresh proc mounted while the host's is still visible (the kernel
+//! requires that), then `pivot_root` into the tmpfs and the old root detached.
 //! Does not check: what the granted paths hold (landlock still decides what may be read and
 //! written inside them). A granted path that does not exist is left out, as landlock skips it.
 
@@ -26,12 +25,24 @@ use crate::spec::{SandboxSpec, READ_WRITE_DEVICES};
 /// tmpfs options of the new root: it only ever holds the skeleton of the granted paths.
 const ROOT_OPTIONS: &std::ffi::CStr = c"mode=0755,size=1m,nr_inodes=65536";
 
+/// Where the new root is built: the first of these that exists and neither holds nor lies
+/// beneath a granted path (its own contents are covered while the root is built).
+const BASES: &[&str] = &[
+    "/sys", "/mnt", "/srv", "/media", "/boot", "/var", "/home", "/tmp",
+];
+
+/// Where the old root goes in the pivot, until it is detached (then removed).
+const OLD_ROOT: &str = ".airlock-old-root";
+
 /// Links a process expects under /dev (bash's `<(...)`, `/dev/stdin`), into the fresh /proc.
 const DEV_LINKS: &[(&str, &str)] = &[
     ("/dev/fd", "/proc/self/fd"),
     ("/dev/stdin", "/proc/self/fd/0"),
     ("/dev/stdout", "/proc/self/fd/1"),
     ("/dev/stderr", "/proc/self/fd/2"),
+    // Since Linux 5.6 the two differ only before the kernel's generator is first seeded,
+    // long past by the time a job runs: one bind fewer on every start.
+    ("/dev/random", "urandom"),
 ];
 
 fn c(p: &Path) -> Result<CString, String> {
@@ -62,23 +73,28 @@ fn granted(spec: &SandboxSpec, program: &Path) -> Vec<PathBuf> {
     all.extend(READ_WRITE_DEVICES.iter().map(PathBuf::from));
     all.push(spec.workdir.clone());
     all.push(spec.private_tmp.clone());
+    // /proc is the sandbox's own, mounted fresh: the host's is not bound in under it.
+    all.retain(|p| !p.starts_with("/proc"));
+    // /dev/random is a link to /dev/urandom (see `DEV_LINKS`) when that is granted too.
+    if all.iter().any(|p| p == Path::new("/dev/urandom")) {
+        all.retain(|p| p != Path::new("/dev/random"));
+    }
     // Shortest first: a root is bound before anything beneath it, which it then covers.
     all.sort_by_key(|p| p.components().count());
     all.dedup();
     all
 }
 
-/// Builds the new root from the old one and moves into it. Runs as the pid namespace's init,
+/// Builds the new root and moves into it. Runs as the pid namespace's init,
 /// with the user namespace's capabilities, before anything of the generator exists.
 pub(crate) fn enter(spec: &SandboxSpec, program: &Path) -> Result<(), String> {
-    // Resolved in the host's root, before anything is mounted: after the first pivot an
-    // absolute link under /oldroot would resolve against the new tmpfs.
-    let places = plan(&granted(spec, program));
-    let base = ["/tmp", "/mnt", "/proc"]
+    let all = granted(spec, program);
+    let places = plan(&all);
+    let base = BASES
         .iter()
         .map(Path::new)
-        .find(|p| p.is_dir())
-        .ok_or("no directory to build the new root on")?;
+        .find(|b| b.is_dir() && all.iter().all(|g| !g.starts_with(b) && !b.starts_with(g)))
+        .ok_or("no directory apart from the granted paths to build the new root on")?;
     let cbase = c(base)?;
     sys::mount_data(
         Some(c"tmpfs"),
@@ -88,54 +104,37 @@ pub(crate) fn enter(spec: &SandboxSpec, program: &Path) -> Result<(), String> {
         Some(ROOT_OPTIONS),
     )
     .map_err(err("mount a tmpfs on", base))?;
-    let mkdir = |p: &Path| {
-        std::fs::DirBuilder::new()
-            .mode(0o755)
-            .create(p)
-            .map_err(err("mkdir", p))
-    };
-    mkdir(&base.join("newroot"))?;
-    mkdir(&base.join("oldroot"))?;
-    sys::pivot_root(&cbase, &c(&base.join("oldroot"))?).map_err(err("pivot_root to", base))?;
-    std::env::set_current_dir("/").map_err(err("chdir", Path::new("/")))?;
-    let (old, new) = (Path::new("/oldroot"), Path::new("/newroot"));
-    sys::mount(
-        Some(c"/newroot"),
-        c"/newroot",
-        None,
-        libc::MS_BIND | libc::MS_REC,
-    )
-    .map_err(err("bind onto itself", new))?;
     for (at, place) in &places {
-        put(old, new, at, place)?;
+        put(base, at, place)?;
     }
     for (link, to) in DEV_LINKS {
-        let at = beneath(new, Path::new(link))?;
+        let at = beneath(base, Path::new(link))?;
         if at.parent().is_some_and(Path::is_dir) && std::fs::symlink_metadata(&at).is_err() {
             symlink(to, &at).map_err(err("symlink", &at))?;
         }
     }
-    let proc = new.join("proc");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o555)
-        .create(&proc)
-        .map_err(err("mkdir", &proc))?;
+    let mkdir = |p: &Path, mode: u32| {
+        std::fs::DirBuilder::new()
+            .mode(mode)
+            .create(p)
+            .map_err(err("mkdir", p))
+    };
+    let proc = base.join("proc");
+    mkdir(&proc, 0o555)?;
     sys::mount(
         Some(c"proc"),
-        c"/newroot/proc",
+        &c(&proc)?,
         Some(c"proc"),
         libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
     )
     .map_err(err("mount a fresh /proc on", &proc))?;
-    sys::umount2(c"/oldroot", libc::MNT_DETACH).map_err(err("detach", old))?;
-    // The second pivot: /newroot becomes the root, the tmpfs is stacked above it and detached.
-    let top = std::fs::File::open("/").map_err(err("open", Path::new("/")))?;
-    std::env::set_current_dir(new).map_err(err("chdir", new))?;
-    sys::pivot_root(c".", c".").map_err(err("pivot_root to", new))?;
-    sys::fchdir(&top).map_err(err("fchdir to the stacked root", Path::new("/")))?;
-    sys::umount2(c".", libc::MNT_DETACH).map_err(err("detach the stacked root", Path::new("/")))?;
-    std::env::set_current_dir("/").map_err(err("chdir", Path::new("/")))
+    let put_old = base.join(OLD_ROOT);
+    mkdir(&put_old, 0o700)?;
+    sys::pivot_root(&cbase, &c(&put_old)?).map_err(err("pivot_root to", base))?;
+    std::env::set_current_dir("/").map_err(err("chdir", Path::new("/")))?;
+    let old = Path::new("/").join(OLD_ROOT);
+    sys::umount2(&c(&old)?, libc::MNT_DETACH).map_err(err("detach", &old))?;
+    std::fs::remove_dir(&old).map_err(err("rmdir", &old))
 }
 
 /// What goes at a granted path in the new root.
@@ -144,7 +143,7 @@ enum Place {
     /// A copy of the host's link (a merged-/usr `/lib` -> `usr/lib`): it leads into another
     /// granted path, which is bound.
     Link(PathBuf),
-    /// A bind of the host's file or directory, by its canonical path (no link in it).
+    /// A bind of the host's file or directory (a link's target by its canonical path).
     Bind { source: PathBuf, dir: bool },
 }
 
@@ -158,30 +157,48 @@ fn plan(granted: &[PathBuf]) -> Vec<(PathBuf, Place)> {
         let under_link = out
             .iter()
             .any(|(at, place)| matches!(place, Place::Link(_)) && p.starts_with(at) && p != at);
-        let (Ok(canon), Ok(lmeta)) = (std::fs::canonicalize(p), std::fs::symlink_metadata(p))
-        else {
+        let Ok(lmeta) = std::fs::symlink_metadata(p) else {
             continue;
         };
         if under_link {
             continue;
         }
-        let link_into_granted = lmeta.file_type().is_symlink()
-            && granted.iter().any(|g| g != p && canon.starts_with(g));
-        let place = match std::fs::read_link(p) {
-            Ok(to) if link_into_granted => Place::Link(to),
-            _ => Place::Bind {
-                dir: canon.is_dir(),
-                source: canon,
-            },
+        // Only a link is resolved (a path with a link above it is bound by that path: the
+        // bind follows it, from the host's root).
+        let place = if lmeta.file_type().is_symlink() {
+            // A link whose target, read plainly, lies in another grant (merged /usr's
+            // `/lib` -> `usr/lib`) is copied; any other is resolved and bound by its target.
+            let plain = std::fs::read_link(p).ok().filter(|to| {
+                let at = p.parent().unwrap_or(Path::new("/")).join(to);
+                !to.components().any(|c| matches!(c, Component::ParentDir))
+                    && granted.iter().any(|g| g != p && at.starts_with(g))
+            });
+            match plain {
+                Some(to) => Place::Link(to),
+                None => {
+                    let Ok(canon) = std::fs::canonicalize(p) else {
+                        continue;
+                    };
+                    Place::Bind {
+                        dir: canon.is_dir(),
+                        source: canon,
+                    }
+                }
+            }
+        } else {
+            Place::Bind {
+                source: p.clone(),
+                dir: lmeta.is_dir(),
+            }
         };
         out.push((p.clone(), place));
     }
     out
 }
 
-/// Puts `place` at `at` in the new root (`new`), sources read under `old`; makes the path
-/// down to it. Something already there (beneath a directory bound earlier) is left as it is.
-fn put(old: &Path, new: &Path, at: &Path, place: &Place) -> Result<(), String> {
+/// Puts `place` at `at` in the new root (built at `new`); makes the path down to it.
+/// Something already there (beneath a directory bound earlier) is left as it is.
+fn put(new: &Path, at: &Path, place: &Place) -> Result<(), String> {
     let dst = beneath(new, at)?;
     if std::fs::symlink_metadata(&dst).is_ok() {
         return Ok(());
@@ -204,9 +221,8 @@ fn put(old: &Path, new: &Path, at: &Path, place: &Place) -> Result<(), String> {
             } else {
                 std::fs::File::create(&dst).map_err(err("create", &dst))?;
             }
-            let src = beneath(old, source)?;
             sys::mount(
-                Some(&c(&src)?),
+                Some(&c(source)?),
                 &c(&dst)?,
                 None,
                 libc::MS_BIND | libc::MS_REC,
@@ -262,7 +278,7 @@ mod tests {
                 (
                     d.join("usr"),
                     Place::Bind {
-                        source: d.join("usr").canonicalize().unwrap(),
+                        source: d.join("usr"),
                         dir: true
                     }
                 ),

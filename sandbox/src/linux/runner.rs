@@ -167,9 +167,12 @@ fn spawn_inner(
 ) -> Result<Running, SandboxError> {
     spec.validate()?;
     check_network(spec, proxy.is_some())?;
-    // The preflight may widen a grant (a node package); the widened spec is validated again.
-    let spec = &super::preflight::preflight(spec)?;
-    spec.validate()?;
+    // The preflight may widen a grant (a node package); a widened spec is validated again.
+    let widened = super::preflight::preflight(spec)?;
+    if widened != *spec {
+        widened.validate()?;
+    }
+    let spec = &widened;
     let input = serde_json::to_vec(&HelperInput {
         spec: spec.clone(),
         parent_pid: std::process::id(),

@@ -9,7 +9,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret == -1 {
@@ -203,12 +203,6 @@ pub(crate) fn pivot_root(new_root: &CStr, put_old: &CStr) -> io::Result<()> {
     // SAFETY: both pointers are NUL-terminated strings borrowed for the call.
     check_long(unsafe { libc::syscall(libc::SYS_pivot_root, new_root.as_ptr(), put_old.as_ptr()) })
         .map(drop)
-}
-
-/// `fchdir(2)`.
-pub(crate) fn fchdir(dir: &impl AsFd) -> io::Result<()> {
-    // SAFETY: the descriptor is borrowed, open for the call.
-    check(unsafe { libc::fchdir(dir.as_fd().as_raw_fd()) }).map(drop)
 }
 
 /// `umount2(2)`.

@@ -187,6 +187,9 @@ try:
         print("top", name)
 except OSError as e:
     print("listing the root refused", e.errno)
+for dev in ["/dev/random", "/dev/urandom", "/dev/zero", "/dev/full"]:
+    print("read", dev, len(open(dev, "rb").read(8)))
+open("/dev/null", "w").write("x")
 for p in ["/planted", "/usr/planted", "/proc/planted"]:
     try:
         open(p, "w").close()
@@ -249,4 +252,8 @@ for p in ["/planted", "/usr/planted", "/proc/planted"]:
         3,
         "{log}"
     );
+    // The granted device files still work (/dev/random is a link to /dev/urandom there).
+    for dev in ["/dev/random", "/dev/urandom", "/dev/zero", "/dev/full"] {
+        assert!(log.contains(&format!("read {dev} 8\n")), "{dev}: {log}");
+    }
 }
