@@ -25,8 +25,8 @@
 //!    `127.0.0.1:`[`EGRESS_PROXY_PORT`], handed to the supervisor and served there by the
 //!    [`EgressProxy`] (see [`egress`]); nothing inside the sandbox holds it.
 //! 4. **Root and /proc**: the pid namespace's init (pid 1) builds a new root on a tmpfs
-//!    holding only the granted paths (readable roots, program, workdir, private tmp, device
-//!    files), each bound in at its own path, mounts a fresh /proc of the pid namespace in it,
+//!    holding only the granted paths (readable roots, program, workdir, private tmp, /dev),
+//!    each bound in at its own path, mounts a fresh /proc of the pid namespace in it,
 //!    `pivot_root`s into it and detaches the old root, so the host's mount table and the
 //!    paths it does not grant are not there to see; then it forks the generator (pid 2), so
 //!    that killing init kills every process in the sandbox.

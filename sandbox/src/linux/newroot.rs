@@ -1,12 +1,13 @@
 //! Namespace mode's root: a fresh tmpfs holding only what the sandbox grants (the readable
-//! roots, the generator program, the two writable roots, the device files), each bound in at
-//! its own path from the old root, and a fresh /proc of the sandbox's pid namespace; then
-//! `pivot_root` into it and the old root detached.
+//! roots, the generator program, the two writable roots, and /dev for its device files), each
+//! bound in at its own path from the old root, and a fresh /proc of the sandbox's pid
+//! namespace; then `pivot_root` into it and the old root detached.
 //!
 //! Guards against: the generator reading the host's mount table (`/proc/self/mountinfo` of a
 //! copied mount namespace lists every host mount: container layers, secret mounts, device
 //! names) and learning which host paths exist beyond what it is granted. Its mount table now
-//! lists the tmpfs root, the granted paths and what is mounted beneath them.
+//! lists the tmpfs root, the granted paths and what is mounted beneath them (under /dev: the
+//! standard `pts`, `shm`, `mqueue`, which landlock keeps closed).
 //! How: granted paths are resolved in the host's root first; a tmpfs is mounted on a directory
 //! apart from every granted path (`/sys` on any ordinary host), each granted path bound into
 //! it from the host's path, a fresh proc mounted while the host's is still visible (the kernel
@@ -34,15 +35,13 @@ const BASES: &[&str] = &[
 /// Where the old root goes in the pivot, until it is detached (then removed).
 const OLD_ROOT: &str = ".airlock-old-root";
 
-/// Links a process expects under /dev (bash's `<(...)`, `/dev/stdin`), into the fresh /proc.
+/// Links a process expects under /dev (bash's `<(...)`, `/dev/stdin`), into the fresh /proc,
+/// where the bound /dev lacks them.
 const DEV_LINKS: &[(&str, &str)] = &[
     ("/dev/fd", "/proc/self/fd"),
     ("/dev/stdin", "/proc/self/fd/0"),
     ("/dev/stdout", "/proc/self/fd/1"),
     ("/dev/stderr", "/proc/self/fd/2"),
-    // Since Linux 5.6 the two differ only before the kernel's generator is first seeded,
-    // long past by the time a job runs: one bind fewer on every start.
-    ("/dev/random", "urandom"),
 ];
 
 fn c(p: &Path) -> Result<CString, String> {
@@ -71,14 +70,17 @@ fn granted(spec: &SandboxSpec, program: &Path) -> Vec<PathBuf> {
     let mut all: Vec<PathBuf> = spec.readable.clone();
     all.push(program.to_path_buf());
     all.extend(READ_WRITE_DEVICES.iter().map(PathBuf::from));
+    // /dev is bound whole, in one mount (its standard submounts come along): binding each
+    // granted device file alone cost a mount apiece on every start. Landlock still opens only
+    // the granted device files and cannot list /dev.
+    if all.iter().any(|p| p.starts_with("/dev")) {
+        all.retain(|p| !p.starts_with("/dev"));
+        all.push(PathBuf::from("/dev"));
+    }
     all.push(spec.workdir.clone());
     all.push(spec.private_tmp.clone());
     // /proc is the sandbox's own, mounted fresh: the host's is not bound in under it.
     all.retain(|p| !p.starts_with("/proc"));
-    // /dev/random is a link to /dev/urandom (see `DEV_LINKS`) when that is granted too.
-    if all.iter().any(|p| p == Path::new("/dev/urandom")) {
-        all.retain(|p| p != Path::new("/dev/random"));
-    }
     // Shortest first: a root is bound before anything beneath it, which it then covers.
     all.sort_by_key(|p| p.components().count());
     all.dedup();
