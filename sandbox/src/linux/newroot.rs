@@ -82,7 +82,7 @@ fn granted(spec: &SandboxSpec, program: &Path) -> Vec<PathBuf> {
     // /proc is the sandbox's own, mounted fresh: the host's is not bound in under it.
     all.retain(|p| !p.starts_with("/proc"));
     // Shortest first: a root is bound before anything beneath it, which it then covers.
-    all.sort_by_key(|p| p.components().count());
+    all.sort_by(|a, b| (a.components().count(), a).cmp(&(b.components().count(), b)));
     all.dedup();
     all
 }
