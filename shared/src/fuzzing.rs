@@ -611,6 +611,9 @@ mod seeds {
                 at_ms: FUZZ_NOW_UNIX * 1000 + 1,
             }],
             partial: false,
+            comments: 0,
+            comments_refused: 0,
+            review_edits: 0,
         }
     }
 
@@ -641,6 +644,7 @@ mod seeds {
             issued_at: FUZZ_NOW_UNIX,
             expires_at: FUZZ_NOW_UNIX + 1200,
             limits: crate::limits::JobLimits::default(),
+            kind: Default::default(),
         };
         vec![
             Statement::new(

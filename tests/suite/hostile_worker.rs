@@ -276,6 +276,9 @@ pub fn packet(job: &Job, patch: &[u8]) -> Packet {
         sandbox: "namespaces+landlock+seccomp".into(),
         egress: Vec::new(),
         partial: false,
+        comments: 0,
+        comments_refused: 0,
+        review_edits: 0,
     }
 }
 

@@ -39,6 +39,9 @@ mod report_hygiene;
 /// Review and evidence: approve/decline, model drift, compare, gc keeping envelopes, audit
 /// export verified offline, the HTML report in headless Chromium, the GitHub recipes.
 mod review;
+/// Review jobs (issue 41): comments through the real worker, the gate's anchors and limits,
+/// every surface (JSON, text, Markdown, HTML in Chromium, SARIF against the schema), hostile comments.
+mod review_comments;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
 /// Untrusted text: one hostile model name through every output (terminal, Markdown, HTML,

@@ -177,6 +177,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 token_out: a.token_out,
                 print_token: a.print_token,
                 json: a.json,
+                kind: a.kind,
             },
         ),
         Command::Resubmit(a) => airlock::resubmit::run(

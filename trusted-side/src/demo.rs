@@ -113,6 +113,7 @@ pub fn run(global: &GlobalOptions) -> Result<Outcome> {
             token_out: Some(token_file.clone()),
             print_token: false,
             json: false,
+            kind: Default::default(),
         };
         let sub = crate::submit::submit_job(&store, &key, &args, true)?;
         let job = JobId::parse(&sub.job)?;

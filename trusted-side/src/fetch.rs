@@ -141,6 +141,9 @@ pub struct Fetched {
     /// A checkpoint's signed sequence number in its run (`None` for final artifacts and
     /// older checkpoints).
     pub seq: Option<u64>,
+    /// `comments.jsonl` as the worker wrote it (at most its cap + 1 bytes), read in the same
+    /// pass; `None` if the artifact has none. The gate checks it (`gate/comments.rs`).
+    pub comments: Option<Vec<u8>>,
 }
 
 /// Which drop object a fetch reads.
@@ -424,7 +427,7 @@ fn verify_drop(
     }
 
     let needles = crate::key_leak::Needles::load(home, job);
-    let (packet, packet_sha256, patch, log_tail, worker_text_secrets) =
+    let (packet, packet_sha256, patch, log_tail, worker_text_secrets, comments) =
         read_packet(&staging, digest, keep_patch, needles.as_ref())?;
     if packet_sha256 != predicate.packet_sha256 {
         return Err(refuse(
@@ -456,6 +459,7 @@ fn verify_drop(
         log_tail,
         worker_text_secrets,
         seq: predicate.seq,
+        comments,
     };
     Ok((fetched, staging, env_bytes))
 }

@@ -78,7 +78,7 @@ reason_codes! {
     RedactedLineTouched = "redacted-line-touched", Gate, "A hunk touches a line redacted at pack time.";
     ApplyFailed = "apply-failed", Gate, "The patch does not apply to the packed revision.";
     SecretInAddedLine = "secret-in-added-line", Gate, "An added line holds something secret-like.";
-    SecretInWorkerText = "secret-in-worker-text", Gate, "The worker's generator.log or review.md holds something secret-like (`reject`; the log's tail is withheld from every output).";
+    SecretInWorkerText = "secret-in-worker-text", Gate, "The worker's generator.log or review.md, or a comment's body or suggestion, holds something secret-like (`reject`; the log's tail is withheld from every output).";
     PartialResult = "partial-result", Gate, "The worker reported a partial result.";
     BundleDigestMismatch = "bundle-digest-mismatch", Gate, "The bundle in the inbox does not hash to the record's digest.";
     BundleRefused = "bundle-refused", Gate, "The bundle or its manifest is unreadable, or names another revision.";
@@ -97,6 +97,10 @@ reason_codes! {
     WorkerRefusedPaths = "worker-refused-paths", Gate, "The worker left files out of the diff.";
     DepsUnparsed = "deps-unparsed", Gate, "A dependency manifest in the diff could not be parsed.";
     NoChange = "no-change", Gate, "The generator changed no file: nothing to review (`reject`).";
+    ReviewComments = "review-comments", Gate, "The job's review comments, counted by severity (`queue`); each is listed in the report (`comments`).";
+    ReviewError = "review-error", Gate, "A review job has a comment of severity `error` (`human`).";
+    CommentRefused = "comment-refused", Gate, "A comment that does not anchor to a path and line range of the packed revision or the changed file, or breaks a rule of `comments.jsonl`, or one the worker refused (`human`; the detail names the comment and the rule; the rest of the review survives).";
+    ReviewEditedFiles = "review-edited-files", Gate, "A review job's generator changed files: its diff is not empty, or the worker left its edits out (`reject`).";
     ArtifactTooLarge = "artifact-too-large", Fetch, "An envelope or artifact over its size cap.";
     ArtifactSignature = "artifact-signature", Fetch, "The envelope is not signed by the job key.";
     ArtifactStatement = "artifact-statement", Fetch, "The statement is malformed or names no artifact.";

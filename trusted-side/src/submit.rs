@@ -93,6 +93,8 @@ pub struct SubmitOptions {
     pub print_token: bool,
     /// Print the result as JSON (the token only with `print_token`).
     pub json: bool,
+    /// What the job may return: `change` (a diff) or `review` (comments only).
+    pub kind: airlock_core::format::JobKind,
 }
 
 /// Refuses, before anything is packed or minted, a run whose token would reach no one or be
@@ -251,6 +253,7 @@ pub fn submit_job_cached(
         limits: args.pack.limits.clone(),
         egress: args.pack.egress.clone(),
         model_key_env: model_key.map(|m| m.env.clone()),
+        kind: args.kind,
         ..Request::new(prompt, args.pack.model.clone())
     };
     let opts = PackOptions {
@@ -464,6 +467,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         issued_at,
         expires_at,
         limits: request.limits.clone(),
+        kind: request.kind,
     };
     let statement = Statement::new(
         "bundle.tar.gz",

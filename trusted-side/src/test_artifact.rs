@@ -44,6 +44,9 @@ pub fn packet(job: &JobId, bundle_sha256: Sha256Digest, patch: &[u8]) -> Packet 
         sandbox: "namespaces+landlock+seccomp".into(),
         egress: Vec::new(),
         partial: false,
+        comments: 0,
+        comments_refused: 0,
+        review_edits: 0,
     }
 }
 

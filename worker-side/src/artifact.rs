@@ -1,5 +1,6 @@
 //! Builds, signs and drops the worker's output: `artifact.tar.gz` (or a checkpoint) holding
-//! exactly `generator.log`, `packet.json`, `patch.diff`, signed with the per-job key.
+//! exactly `comments.jsonl` (when there are comments), `generator.log`, `packet.json`,
+//! `patch.diff`, signed with the per-job key (the statement binds the whole tarball).
 //!
 //! Guards against: a reader seeing an envelope without its artifact (the tarball is written
 //! first, the envelope last), a kill mid-checkpoint tearing the only checkpoint (two slots,
@@ -77,13 +78,14 @@ pub struct Built {
 
 /// Writes the artifact tarball to `path` (created new): `generator.log` (if any) and
 /// `patch.diff` (if any; else empty) are streamed from their files; `packet.json` is written
-/// for `reader` ([`Packet::to_json_for`]).
+/// for `reader` ([`Packet::to_json_for`]); `comments.jsonl` (if any) from its file.
 pub fn build(
     path: &Path,
     packet: &Packet,
     reader: format::Reader,
     patch: Option<&Path>,
     log: Option<&Path>,
+    comments: Option<&Path>,
 ) -> Result<Built> {
     // What the trusted side reads (the token's `formats` claim): a trusted side of 0.6.0
     // refuses packet members it does not know.
@@ -96,7 +98,12 @@ pub fn build(
         .with_context(|| format!("{}: cannot create", path.display()))?;
     let hashing = HashingWriter::new(BufWriter::new(file));
     let mut tar = DeterministicTarWriter::with_limits(hashing, TarLimits::artifact());
-    // Members in bytewise order: generator.log, packet.json, patch.diff.
+    // Members in bytewise order: comments.jsonl, generator.log, packet.json, patch.diff.
+    if let Some(c) = comments {
+        let f = File::open(c).with_context(|| format!("{}: cannot read", c.display()))?;
+        let len = f.metadata()?.len();
+        tar.append_file(format::COMMENTS_MEMBER, false, len, f)?;
+    }
     if let Some(log) = log {
         let f = File::open(log).with_context(|| format!("{}: cannot read log", log.display()))?;
         let len = f.metadata()?.len();

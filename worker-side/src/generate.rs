@@ -46,6 +46,7 @@ pub const EGRESS_TEST_ENDPOINT_ENV: &str = "AIRLOCK_EGRESS_TEST_ENDPOINT";
 const RESERVED_ENV: &[&str] = &[
     "AIRLOCK_JOB_TOKEN",
     "AIRLOCK_REPORT",
+    crate::comments::COMMENTS_ENV,
     "AIRLOCK_PROMPT_FILE",
     "AIRLOCK_WORKDIR",
     "AIRLOCK_MODEL",
@@ -278,6 +279,12 @@ pub fn run_generator(
         (
             "AIRLOCK_REPORT".into(),
             setup.tmp.join(REPORT_FILE).to_string_lossy().into_owned(),
+        ),
+        (
+            crate::comments::COMMENTS_ENV.into(),
+            (setup.tmp.join(crate::comments::COMMENTS_FILE))
+                .to_string_lossy()
+                .into_owned(),
         ),
         (
             "AIRLOCK_PROMPT_FILE".into(),

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod artifact;
+mod comments;
 mod disk;
 pub mod generate;
 pub mod gitignore;

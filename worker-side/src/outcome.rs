@@ -51,6 +51,8 @@ pub struct RunOutcome {
     pub limits_hit: Vec<String>,
     /// Files the patch changes.
     pub files_changed: u64,
+    /// Review comments in the artifact (a run with comments changed something to review).
+    pub comments: u64,
     /// New paths left out as `.gitignore`d.
     pub ignored: u64,
     /// Whether the packet says partial.
@@ -73,7 +75,7 @@ impl RunOutcome {
     pub fn code(&self) -> u8 {
         if self.failed() {
             EXIT_GENERATOR_FAILED
-        } else if self.files_changed == 0 {
+        } else if self.files_changed == 0 && self.comments == 0 {
             EXIT_NO_CHANGE
         } else {
             EXIT_OK
@@ -109,10 +111,14 @@ impl RunOutcome {
                 "job {job}: the generator {exit} but changed nothing{ignored}{limits}; an empty artifact was dropped"
             ),
             _ => format!(
-                "job {job}: artifact dropped{} ({} file{} changed){ignored}{limits}",
+                "job {job}: artifact dropped{} ({} file{} changed{}){ignored}{limits}",
                 if self.partial { " (partial)" } else { "" },
                 self.files_changed,
-                if self.files_changed == 1 { "" } else { "s" }
+                if self.files_changed == 1 { "" } else { "s" },
+                match self.comments {
+                    0 => String::new(),
+                    n => format!(", {n} comment{}", if n == 1 { "" } else { "s" }),
+                }
             ),
         };
         if self.code() != EXIT_OK && !self.egress_refused.is_empty() {
@@ -234,6 +240,7 @@ mod tests {
             exit: ExitInfo { kind, code },
             wall_clock_secs: 900,
             limits_hit: Vec::new(),
+            comments: 0,
             files_changed: files,
             ignored: 0,
             partial: false,

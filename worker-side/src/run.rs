@@ -298,7 +298,9 @@ pub fn run_job(
     // 8. Diff, packet, sign, drop (in the room the reserve kept).
     reserve.release()?;
     let report = generate::read_report(&tmp);
-    let packet = ctx.finish(&gen, &report)?;
+    let readable = format::reads_comments(job.claims.formats.as_deref());
+    let comments = crate::comments::collect(&tmp, &work, run_dir.path(), readable)?;
+    let packet = ctx.finish(&gen, &report, &comments)?;
     step(&mut t, "diff, pack, sign, drop");
     let log_tail = crate::outcome::log_tail(&run_dir.path().join("generator.log"));
     // 9. `run_dir` is removed when dropped, here and on every early return.
@@ -308,6 +310,7 @@ pub fn run_job(
         wall_clock_secs: job.request.limits.wall_clock_secs,
         limits_hit: packet.limits_hit,
         files_changed: packet.files_changed,
+        comments: packet.comments,
         ignored: packet.ignored,
         partial: packet.partial,
         log_tail,
@@ -434,6 +437,8 @@ struct RunFacts<'a> {
     generator_ms: u64,
     sandbox: &'a str,
     partial: bool,
+    /// Comments kept and refused; edits a review job made (left out of its diff).
+    comments: (u64, u64, u64),
 }
 
 struct RunContext<'a> {
@@ -451,6 +456,11 @@ struct RunContext<'a> {
 }
 
 impl RunContext<'_> {
+    /// Whether this is a review job (comments only; no diff).
+    fn review(&self) -> bool {
+        self.job.request.kind == airlock_core::format::JobKind::Review
+    }
+
     fn packet(&self, patch: &PatchFile, facts: RunFacts<'_>) -> Packet {
         let RunFacts {
             exit,
@@ -459,6 +469,7 @@ impl RunContext<'_> {
             generator_ms,
             sandbox,
             partial,
+            comments: (comments, comments_refused, review_edits),
         } = facts;
         Packet {
             format: PACKET_FORMAT.to_owned(),
@@ -490,6 +501,9 @@ impl RunContext<'_> {
             sandbox: sandbox.to_owned(),
             egress: Vec::new(),
             partial,
+            comments,
+            comments_refused,
+            review_edits,
         }
     }
 
@@ -505,7 +519,7 @@ impl RunContext<'_> {
         );
         let mut opts = DiffOptions::for_job(&self.job.request.limits);
         opts.ignore = made.unchanged_tops;
-        opts.ignore_new = self.ignore_new.clone();
+        opts.ignore_new = Some(without_comments(self.ignore_new.clone()));
         opts.max_diff_bytes = opts
             .max_diff_bytes
             .min(self.job.request.limits.max_artifact_bytes);
@@ -532,7 +546,11 @@ impl RunContext<'_> {
     /// not hold the latest complete pair, so a kill mid-write leaves that pair verifiable.
     /// A failed write leaves the slot torn; the next goes there again, not over the good one.
     fn checkpoint(&mut self, elapsed_ms: u64, sandbox: &str) -> Result<()> {
-        let patch = self.diff()?;
+        let patch = if self.review() {
+            empty_patch()
+        } else {
+            self.diff()?
+        };
         let no_report = Report::default();
         let limits_hit = patch
             .stats
@@ -552,6 +570,7 @@ impl RunContext<'_> {
                 generator_ms: elapsed_ms,
                 sandbox,
                 partial: true,
+                comments: (0, 0, 0),
             },
         );
         self.checkpoints += 1;
@@ -572,7 +591,8 @@ impl RunContext<'_> {
         let path = self.run_dir.join("checkpoint.tar.gz");
         let _ = std::fs::remove_file(&path);
         let reader = format::negotiate(self.job.claims.formats.as_deref())?;
-        let built = artifact::build(&path, &packet, reader, Some(&patch.path), None)?;
+        let patch_path = (!self.review()).then_some(patch.path.as_path());
+        let built = artifact::build(&path, &packet, reader, patch_path, None, None)?;
         artifact::sign_and_drop(&self.job.claims, self.job_key, kind, &built, &packet)?;
         self.last_slot = Some(slot);
         let _ = std::fs::remove_file(&path);
@@ -585,14 +605,19 @@ impl RunContext<'_> {
     /// Out of disk while building it (after a disk limit, or `ENOSPC` on the way), the run's
     /// scratch files go and it is built again with an empty patch, then without the log too:
     /// what is dropped carries a whole diff or none, never a cut one.
-    fn finish(&mut self, gen: &GeneratorRun, report: &Report) -> Result<Packet> {
+    fn finish(
+        &mut self,
+        gen: &GeneratorRun,
+        report: &Report,
+        comments: &crate::comments::Collected,
+    ) -> Result<Packet> {
         let disk_hit = gen
             .limits_hit
             .iter()
             .any(|l| l == crate::disk::DISK || l == crate::disk::INODES);
         let mut keep = Keep::PatchAndLog;
         let (packet, built) = loop {
-            match self.build_final(gen, report, keep) {
+            match self.build_final(gen, report, comments, keep) {
                 Ok(done) => break done,
                 Err(e) if disk_hit || crate::disk::is_out_of_space(&e) => {
                     let Some(next) = keep.less() else {
@@ -630,6 +655,7 @@ impl RunContext<'_> {
         &mut self,
         gen: &GeneratorRun,
         report: &Report,
+        comments: &crate::comments::Collected,
         keep: Keep,
     ) -> Result<(Packet, artifact::Built)> {
         let limits = &self.job.request.limits;
@@ -648,6 +674,16 @@ impl RunContext<'_> {
             }
             empty_patch()
         };
+        // A review job may not change files: its edits are left out, counted for the gate.
+        let mut review_edits = 0;
+        if self.review() && patch.stats.files_changed + patch.stats.refused.len() as u64 > 0 {
+            review_edits = patch.stats.files_changed + patch.stats.refused.len() as u64;
+            tracing::warn!("review job: the generator changed {review_edits} file(s); left out of the artifact (review-edited-files)");
+            if keep == Keep::PatchAndLog {
+                let _ = std::fs::remove_file(&patch.path);
+            }
+            patch = empty_patch();
+        }
         if report
             .tokens_in
             .unwrap_or(0)
@@ -668,12 +704,16 @@ impl RunContext<'_> {
             generator_ms: gen.elapsed_ms,
             sandbox: &gen.sandbox,
             partial,
+            comments: (comments.kept, comments.refused, review_edits),
         };
-        let patch_path = (keep == Keep::PatchAndLog).then_some(patch.path.as_path());
+        let patch_path = (keep == Keep::PatchAndLog && review_edits == 0 && !self.review())
+            .then_some(patch.path.as_path());
+        let member = comments.member.as_deref();
         let mut packet = self.packet(&patch, facts(limits_hit.clone(), partial));
         packet.egress = gen.egress.clone();
         let reader = format::negotiate(self.job.claims.formats.as_deref())?;
-        let mut built = artifact::build(&path, &packet, reader, patch_path, log.as_deref())?;
+        let mut built =
+            artifact::build(&path, &packet, reader, patch_path, log.as_deref(), member)?;
         if built.bytes > limits.max_artifact_bytes {
             // Over the cap: drop the patch and the log, keep the account of what happened.
             std::fs::remove_file(&path)?;
@@ -684,7 +724,7 @@ impl RunContext<'_> {
             limits_hit.push("artifact-bytes".to_owned());
             packet = self.packet(&patch, facts(limits_hit, true));
             packet.egress = gen.egress.clone();
-            built = artifact::build(&path, &packet, reader, None, None)?;
+            built = artifact::build(&path, &packet, reader, None, None, member)?;
         }
         Ok((packet, built))
     }
@@ -710,6 +750,15 @@ impl Keep {
             Keep::Nothing => None,
         }
     }
+}
+
+/// The `.gitignore` filter, plus the generator's comments file in the workdir (never packed:
+/// `.airlock/` is on the deny-list), which is read as comments, never diffed.
+fn without_comments(rules: Option<airlock_core::diff::IgnoreNew>) -> airlock_core::diff::IgnoreNew {
+    airlock_core::diff::IgnoreNew(std::sync::Arc::new(move |path: &str, dir: bool| {
+        (!dir && path == crate::comments::WORKDIR_COMMENTS)
+            || rules.as_ref().is_some_and(|r| (r.0)(path, dir))
+    }))
 }
 
 /// The empty patch's account.

@@ -10,22 +10,28 @@
 //! version does not know were ignored (dropped by the parser, never read).
 //! Does not check: signatures or digests; callers verify the envelope first.
 
+mod comments;
 mod manifest;
 mod negotiate;
 mod packet;
 mod record;
 mod request;
 
+pub use comments::{
+    check_comment, parse_comment, parse_comments, to_jsonl, Comment, CommentError, ParsedComments,
+    Severity, COMMENTS_FORMAT, COMMENTS_MEMBER, MAX_COMMENTS, MAX_COMMENTS_BYTES,
+    MAX_COMMENT_BODY_BYTES, MAX_COMMENT_LINE_BYTES, MAX_COMMENT_SPAN, MAX_SUGGESTION_BYTES,
+};
 pub use manifest::{FileEntry, Manifest, Omission, Packer, Redaction, Source, MANIFEST_FORMAT};
 pub use negotiate::{
-    formats_claim_well_formed, negotiate, NegotiationError, Reader, READS, WRITES,
+    formats_claim_well_formed, negotiate, reads_comments, NegotiationError, Reader, READS, WRITES,
 };
 pub use packet::{
     EgressAttempt, ExitInfo, ExitKind, ModelUsage, Packet, RefusedPath, Timings, LIMITS_HIT_VALUES,
     MAX_PACKET_MODELS, MODEL_UNREPORTED, PACKET_FORMAT, PACKET_MEMBERS_0_6, SANDBOX_VALUES,
 };
 pub use record::{JobRecord, JOB_RECORD_FORMAT};
-pub use request::{check_model_key_env, EgressRule, Request, REQUEST_FORMAT};
+pub use request::{check_model_key_env, EgressRule, JobKind, Request, REQUEST_FORMAT};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 

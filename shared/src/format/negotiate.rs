@@ -12,11 +12,11 @@
 //! run, spend model tokens, and be refused at fetch), and a hostile or garbled claim (bounded
 //! count and length, checked with the token's other claims).
 
-use super::{PACKET_FORMAT, PREDICATE_ARTIFACT};
+use super::{COMMENTS_FORMAT, PACKET_FORMAT, PREDICATE_ARTIFACT};
 
 /// The versions this build's trusted side reads, newest first; the trusted side puts them in
 /// every token it mints. `docs/FORMATS.md` ("Evolution") lists each and its window.
-pub const READS: &[&str] = &[PACKET_FORMAT, PREDICATE_ARTIFACT];
+pub const READS: &[&str] = &[PACKET_FORMAT, PREDICATE_ARTIFACT, COMMENTS_FORMAT];
 /// The versions this build's worker writes, newest first, per document.
 pub const WRITES: &[&[&str]] = &[&[PACKET_FORMAT], &[PREDICATE_ARTIFACT]];
 
@@ -86,6 +86,13 @@ pub fn negotiate(formats: Option<&[String]>) -> Result<Reader, NegotiationError>
         packet: pick(packets, "packet")?,
         artifact_predicate: pick(predicates, "artifact statement")?,
     })
+}
+
+/// Whether the trusted side reads the `comments.jsonl` artifact member: its token's `formats`
+/// claim names [`COMMENTS_FORMAT`]. A trusted side that does not (0.6.0 and earlier) refuses an
+/// artifact member it does not know, so the worker leaves the member out for it.
+pub fn reads_comments(formats: Option<&[String]>) -> bool {
+    formats.is_some_and(|f| f.iter().any(|v| v == COMMENTS_FORMAT))
 }
 
 /// Whether `formats` is a claim of an acceptable shape: at most [`MAX_FORMATS`] entries of

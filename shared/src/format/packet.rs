@@ -142,6 +142,23 @@ pub struct Packet {
     pub egress: Vec<EgressAttempt>,
     /// `true` for a checkpoint or an unfinished run.
     pub partial: bool,
+    /// Comments in the artifact's `comments.jsonl` member. OPTIONAL (default 0, written only
+    /// when not 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub comments: u64,
+    /// Comments the worker refused (malformed, oversized, past the count cap, bad path): left
+    /// out of the member. OPTIONAL (default 0, written only when not 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub comments_refused: u64,
+    /// In a review job, files the generator changed that the worker left out of the (then
+    /// empty) diff: the gate refuses the job (`review-edited-files`). OPTIONAL (default 0,
+    /// written only when not 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub review_edits: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Tokens one model used, as the generator reported them (a claim).
@@ -348,6 +365,9 @@ mod tests {
                 at_ms: 3,
             }],
             partial: false,
+            comments: 0,
+            comments_refused: 0,
+            review_edits: 0,
             models: Vec::new(),
         }
     }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_tag, FormatError};
+use super::{check_tag, FormatError, JobKind};
 use crate::digest::Sha256Digest;
 use crate::jobid::JobId;
 use crate::limits::JobLimits;
@@ -40,6 +40,10 @@ pub struct JobRecord {
     /// The job's limits (as in the request), so the fetcher and gate enforce them without
     /// the bundle.
     pub limits: JobLimits,
+    /// What the job may return (as in the request). OPTIONAL, default `change`, written only
+    /// when `review`: the gate judges a review job by its comments.
+    #[serde(default, skip_serializing_if = "JobKind::is_change")]
+    pub kind: JobKind,
 }
 
 impl JobRecord {

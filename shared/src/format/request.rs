@@ -30,6 +30,50 @@ pub struct Request {
     /// itself travels in the job token, never in the bundle). Absent: no key for this job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_key_env: Option<String>,
+    /// What the job may return: `change` (a diff, and comments) or `review` (comments only:
+    /// a non-empty diff is refused). OPTIONAL, default `change`, written only when `review`.
+    #[serde(default, skip_serializing_if = "JobKind::is_change")]
+    pub kind: JobKind,
+}
+
+/// What a job may return (`request.json` and the job record's `kind`, a closed set:
+/// `format.closed-set`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobKind {
+    /// A change: a diff; the generator may also comment.
+    #[default]
+    Change,
+    /// A review: comments only; a job whose generator changes a file is refused
+    /// (`review-edited-files`).
+    Review,
+}
+
+impl JobKind {
+    /// Whether this is the default, [`JobKind::Change`] (not written).
+    pub fn is_change(&self) -> bool {
+        *self == JobKind::Change
+    }
+
+    /// The kind as written: `change` or `review`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Change => "change",
+            JobKind::Review => "review",
+        }
+    }
+}
+
+impl std::str::FromStr for JobKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<JobKind, String> {
+        match s {
+            "change" => Ok(JobKind::Change),
+            "review" => Ok(JobKind::Review),
+            _ => Err("expected `change` or `review`".to_owned()),
+        }
+    }
 }
 
 /// One allowed egress destination.
@@ -58,6 +102,7 @@ impl Request {
             limits: JobLimits::default(),
             egress: Vec::new(),
             model_key_env: None,
+            kind: JobKind::Change,
         }
     }
 
@@ -161,5 +206,23 @@ mod tests {
             .unwrap()
             .replace("OPENAI_API_KEY", "PATH");
         assert!(Request::from_json(bad.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn kind_is_written_only_for_review_and_is_a_closed_set() {
+        let r = Request::new("p".into(), "m".into());
+        assert!(!String::from_utf8_lossy(&crate::format::to_json_bytes(&r)).contains("kind"));
+        let review = Request {
+            kind: JobKind::Review,
+            ..r
+        };
+        let bytes = crate::format::to_json_bytes(&review);
+        assert!(String::from_utf8_lossy(&bytes).contains("\"kind\": \"review\""));
+        assert_eq!(Request::from_json(&bytes).unwrap(), review);
+        let bad = String::from_utf8(bytes)
+            .unwrap()
+            .replace("\"review\"", "\"Review\"");
+        let e = Request::from_json(bad.as_bytes()).unwrap_err();
+        assert_eq!(e.rule(), "format.closed-set", "{e}");
     }
 }

@@ -32,7 +32,13 @@ use crate::paths::{check_relative_path, display_cut};
 
 /// The members an artifact may hold (DESIGN: exactly these; `packet.json` and `patch.diff`
 /// are required, which the caller checks).
-pub const ARTIFACT_MEMBERS: [&str; 4] = ["packet.json", "patch.diff", "review.md", "generator.log"];
+pub const ARTIFACT_MEMBERS: [&str; 5] = [
+    "packet.json",
+    "patch.diff",
+    "review.md",
+    "generator.log",
+    "comments.jsonl",
+];
 
 /// Regular files allowed at the top of a bundle.
 pub const BUNDLE_TOP_FILES: [&str; 2] = ["manifest.json", "request.json"];

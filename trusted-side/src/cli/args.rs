@@ -366,6 +366,11 @@ pub struct SubmitArgs {
     /// Print the result as JSON (the token only with --print-token).
     #[arg(long)]
     pub json: bool,
+    /// What the job may return: `change` (a diff; the generator may also comment) or
+    /// `review` (comments only, written to $AIRLOCK_COMMENTS; a job that edits a file is
+    /// rejected). See docs/GENERATORS.md.
+    #[arg(long, default_value = "change", value_name = "KIND")]
+    pub kind: airlock_core::format::JobKind,
 }
 
 // `airlock resubmit` (a plain comment, as on every command's arguments: see `Command`)

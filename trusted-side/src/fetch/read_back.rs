@@ -12,7 +12,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use airlock_core::digest::{HashingReader, Sha256Digest};
-use airlock_core::format::{Packet, MAX_PACKET_BYTES};
+use airlock_core::format::{Packet, COMMENTS_MEMBER, MAX_COMMENTS_BYTES, MAX_PACKET_BYTES};
 use airlock_core::limits::TarLimits;
 use airlock_core::tar::{read_members, AllowedNames};
 use anyhow::Context;
@@ -21,13 +21,15 @@ use super::{refuse, worker_text, FetchError, FetchRefused, DETAIL_MAX, MAX_PATCH
 use crate::reasons::ReasonCode;
 
 /// What [`read_packet`] reads back: the packet, its digest, the patch (when kept), the log's
-/// tail, and the secret findings in the worker's text (`worker_text.rs`).
+/// tail, the secret findings in the worker's text (`worker_text.rs`), and `comments.jsonl`
+/// (at most [`MAX_COMMENTS_BYTES`] + 1 bytes; `None` when absent).
 pub(super) type ReadBack = (
     Packet,
     Sha256Digest,
     Option<Vec<u8>>,
     Option<Vec<u8>>,
     Vec<worker_text::WorkerTextFinding>,
+    Option<Vec<u8>>,
 );
 
 /// Reads `packet.json` (and `patch.diff` if `keep_patch`, and the tail of `generator.log`)
@@ -99,6 +101,7 @@ pub(super) fn read_packet(
         patch,
         log_tail,
         texts,
+        comments,
     } = kept;
     let bytes = packet.ok_or_else(|| {
         refuse(
@@ -131,7 +134,14 @@ pub(super) fn read_packet(
     } else {
         log_tail
     };
-    Ok((p, Sha256Digest::of_bytes(&bytes), patch, log_tail, findings))
+    Ok((
+        p,
+        Sha256Digest::of_bytes(&bytes),
+        patch,
+        log_tail,
+        findings,
+        comments,
+    ))
 }
 
 /// Keeps what fetch needs of one artifact member: the packet, the patch (with `keep_patch`),
@@ -144,6 +154,7 @@ struct Kept {
     log_tail: Option<Vec<u8>>,
     /// `generator.log` and `review.md`, whole, for the secret scan (`worker_text.rs`).
     texts: Vec<(String, Vec<u8>)>,
+    comments: Option<Vec<u8>>,
 }
 
 fn keep_member(
@@ -167,6 +178,7 @@ fn keep_member(
     let (slot, cap) = match m.path.as_str() {
         "packet.json" => (&mut kept.packet, MAX_PACKET_BYTES as u64),
         "patch.diff" if keep_patch => (&mut kept.patch, MAX_PATCH_BYTES),
+        COMMENTS_MEMBER => (&mut kept.comments, MAX_COMMENTS_BYTES),
         _ => return Ok(()),
     };
     let mut buf = Vec::new();

@@ -18,10 +18,10 @@ fn artifact_file(dir: &Path) -> (PathBuf, Sha256Digest) {
 fn one_pass_reads_the_packet_and_keeps_the_patch_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let (path, digest) = artifact_file(dir.path());
-    let (packet, _, patch, _, _) = read_packet(&path, digest, true, None).unwrap();
+    let (packet, _, patch, _, _, _) = read_packet(&path, digest, true, None).unwrap();
     assert_eq!(packet.diff_sha256, Sha256Digest::of_bytes(PATCH));
     assert_eq!(patch.as_deref(), Some(PATCH));
-    let (_, _, patch, _, _) = read_packet(&path, digest, false, None).unwrap();
+    let (_, _, patch, _, _, _) = read_packet(&path, digest, false, None).unwrap();
     assert_eq!(patch, None);
 }
 
@@ -60,7 +60,7 @@ fn a_secret_in_the_log_is_found_and_the_tail_withheld_without_the_value() {
     let bytes = tar.finish().unwrap();
     let path = dir.path().join("artifact.tar.gz");
     std::fs::write(&path, &bytes).unwrap();
-    let (_, _, _, tail, found) =
+    let (_, _, _, tail, found, _) =
         read_packet(&path, Sha256Digest::of_bytes(&bytes), true, None).unwrap();
     assert!(!found.is_empty(), "no finding");
     assert!(found

@@ -221,6 +221,7 @@ fn record() -> JobRecord {
         issued_at: 1,
         expires_at: 2,
         limits: airlock_core::limits::JobLimits::default(),
+        kind: Default::default(),
     }
 }
 
@@ -255,6 +256,9 @@ fn packet(p: &ParsedPatch) -> Packet {
         sandbox: "namespaces+landlock+seccomp".into(),
         egress: Vec::new(),
         partial: false,
+        comments: 0,
+        comments_refused: 0,
+        review_edits: 0,
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod bundle;
 pub mod checks;
+pub mod comments;
 pub mod decide;
 pub mod deps;
 pub mod drift;

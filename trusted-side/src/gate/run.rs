@@ -44,6 +44,7 @@ use anyhow::Result;
 use super::apply::{self, AppliedFile, ApplyOutcome};
 use super::bundle;
 use super::checks;
+use super::comments;
 use super::decide::{self, from_policy};
 #[allow(unused_imports, reason = "named in the module doc")]
 use super::index;
@@ -180,6 +181,24 @@ fn gate_job(
             return Err(e);
         }
     };
+    // 11b. comments, and a review job's verdict (`comments.rs`)
+    if let Err(stop) = comments_step(
+        &home.dir,
+        store,
+        &job_dir,
+        &fetched,
+        files.as_ref(),
+        opts,
+        &mut report,
+    ) {
+        match stop {
+            Stop::Reject(reject) => report.push(reject),
+            Stop::Error(e) => {
+                record::fetch_alone(ledger, &fetched);
+                return Err(e);
+            }
+        }
+    }
     // 12. decision
     report.conclude();
     // 13. review branch
@@ -297,6 +316,60 @@ fn judge(
     // 11. packet flags
     report.extend(checks::check_packet(&fetched.packet, record, &patch));
     Ok(files)
+}
+
+/// Step 11b: the comments against the packed revision (the bundle's listing, the repository
+/// at the revision) and the changed files; a review job's verdict.
+fn comments_step(
+    home: &Path,
+    store: &Store,
+    job_dir: &Path,
+    fetched: &Fetched,
+    files: Option<&BTreeMap<String, AppliedFile>>,
+    opts: &GateOptions,
+    report: &mut GateReport,
+) -> Result<(), Stop> {
+    let record = &fetched.record;
+    let listing = match &fetched.comments {
+        Some(_) => Some(bundle::read_bundle(home, store, job_dir, record)?.listing),
+        None => None,
+    };
+    let git = crate::git::Git::new(&opts.repo);
+    let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
+        let asked: Vec<String> = paths
+            .iter()
+            .map(|p| format!("{}:{p}", record.revision))
+            .collect();
+        let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+        let max = comments::MAX_ANCHOR_FILE_BYTES;
+        match git.cat_file(&asked, max) {
+            Ok(found) => found
+                .into_iter()
+                .map(|o| {
+                    o.filter(|o| o.kind == "blob" && o.size <= max)
+                        .map(|o| o.data)
+                })
+                .collect(),
+            Err(_) => vec![None; paths.len()],
+        }
+    };
+    let anchors = listing.as_ref().map(|listing| comments::Anchors {
+        listing,
+        read: &read,
+        changed: files,
+    });
+    let patch_empty = report.stats.files_changed == 0;
+    comments::check(
+        fetched.comments.as_deref(),
+        &fetched.packet,
+        record.kind,
+        patch_empty,
+        anchors.as_ref(),
+        &scan::scanner()?,
+        report,
+    );
+    comments::review_is_not_no_change(record.kind, report);
+    Ok(())
 }
 
 fn fill_bom_from_record(report: &mut GateReport, record: &JobRecord) {

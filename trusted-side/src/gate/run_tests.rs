@@ -107,6 +107,7 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
             token_out: Some(token_file.clone()),
             print_token: false,
             json: true,
+            kind: Default::default(),
         },
     )
     .unwrap();

@@ -8,6 +8,7 @@
 //! length capped, Markdown code spans and table cells no text can close or split).
 //! Does not check: anything; the steps listed in `gate/run.rs` do.
 
+pub mod comments;
 pub mod html;
 pub mod mask;
 pub mod page;
@@ -28,6 +29,7 @@ use crate::gate::deps::NewDependency;
 use crate::gate::policy::Verdict;
 use crate::reasons::ReasonCode;
 use crate::run_account::RunAccount;
+use comments::GatedComment;
 
 /// Version of the gate recorded in the ledger, the report and the review commit.
 pub const GATE_VERSION: &str = concat!("airlock-gate ", env!("CARGO_PKG_VERSION"));
@@ -197,6 +199,8 @@ pub struct GateReport {
     /// For a run that failed (non-zero exit, timeout, signal, or no change): the exit in
     /// words and the tail of `generator.log`; `null` otherwise.
     pub failed_run: Option<RunAccount>,
+    /// The review comments that passed the gate (`gate/comments.rs`), in file order.
+    pub comments: Vec<GatedComment>,
 }
 
 impl GateReport {
@@ -219,6 +223,7 @@ impl GateReport {
             warnings: Vec::new(),
             egress: Vec::new(),
             failed_run: None,
+            comments: Vec::new(),
         }
     }
 
@@ -384,6 +389,7 @@ pub fn render_text(report: &GateReport) -> String {
     if quiet > 0 {
         let _ = writeln!(s, "{}", quiet_paths_line(quiet, listed.is_empty()));
     }
+    s.push_str(&comments::render_text(&report.comments));
     if !report.blast_radius.is_empty() {
         let _ = writeln!(s, "blast radius:");
         let _ = writeln!(
