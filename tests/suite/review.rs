@@ -535,7 +535,7 @@ fn gc_keeps_every_envelope_and_the_chain_verifies_offline_after_it() {
 // ---- the HTML report in headless Chromium ----
 
 /// The Chromium binary, or `None` (printed) outside CI; fails under `CI=true`.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         for dir in std::env::var("PATH").unwrap_or_default().split(':') {
             let p = Path::new(dir).join(name);
@@ -554,7 +554,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs headless Chromium on `file://page` with the network off; returns the rendered DOM
 /// and writes a screenshot to `png`.
-fn render_in_chromium(chrome: &Path, page: &Path, png: &Path, profile: &Path) -> String {
+pub(crate) fn render_in_chromium(chrome: &Path, page: &Path, png: &Path, profile: &Path) -> String {
     let url = format!("file://{}", page.display());
     let base = |c: &mut std::process::Command| {
         c.args([

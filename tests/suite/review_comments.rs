@@ -135,3 +135,165 @@ fn a_review_job_returns_comments_through_the_real_worker_and_queues() {
     assert!(c[1]["suggestion"].as_str().unwrap().contains("add(-1, 2)"));
     assert_eq!(v["stats"]["files_changed"], 0);
 }
+
+// ---- the surfaces: text, Markdown, HTML in Chromium, SARIF against the schema ----
+
+/// The official SARIF 2.1.0 schema (OASIS, errata 01; see tests/fixtures/README.md).
+fn sarif_validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/sarif-schema-2.1.0.json"
+    ))
+    .unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap()
+}
+
+fn assert_valid_sarif(log: &serde_json::Value) {
+    let errors: Vec<String> = sarif_validator()
+        .iter_errors(log)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "SARIF does not validate:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// Hostile bodies: markup, script, a remote image and link, bidi and zero-width characters.
+const HOSTILE_BODY: &str = "Looks fine <script>document.title='pwned'</script> \
+    <img src=\"https://evil.example/track.png\" onerror=\"document.title='img'\"> \
+    ![tracker](https://evil.example/pixel.png) [click](https://evil.example/login) \
+    </pre></li></ul><b id=\"injected\">bold</b> \u{202e}evil\u{200b}";
+
+#[test]
+fn comments_show_in_text_markdown_html_in_chromium_and_sarif_that_validates() {
+    let Some(chrome) = super::review::chromium() else {
+        return;
+    };
+    let p = Pipeline::new();
+    let jsonl = [
+        comment("src/calc.py", 1, "error", HOSTILE_BODY),
+        serde_json::json!({"path": "src/calc.py", "start_line": 1, "end_line": 2,
+            "severity": "note", "body": "Range comment.",
+            "suggestion": "def add(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b"})
+        .to_string(),
+        comment("README.md", 1, "warning", "Say what it does."),
+    ]
+    .join("\n");
+    let (html, md, sarif) = (
+        p.root.join("r.html"),
+        p.root.join("r.md"),
+        p.root.join("r.sarif"),
+    );
+    let extra = [
+        "--html",
+        html.to_str().unwrap(),
+        "--md",
+        md.to_str().unwrap(),
+        "--sarif",
+        sarif.to_str().unwrap(),
+    ];
+    let Some((job, v, out)) = review_job(&p, &jsonl, &extra) else {
+        return;
+    };
+    // An error comment in a review job: a person reads it.
+    assert_eq!(out.status.code(), Some(3), "{}", show(&out));
+    assert_eq!(
+        reason_codes(&v),
+        vec!["review-comments", "review-error"],
+        "{v:#}"
+    );
+    assert_eq!(v["comments"].as_array().unwrap().len(), 3);
+    // The JSON keeps the body as data (JSON escapes it); the text report marks what hides.
+    assert_eq!(v["comments"][0]["body"], HOSTILE_BODY);
+    let text_out = run(p.airlock().args(["gate", &job, "--repo"]).arg(&p.repo));
+    let text = String::from_utf8(text_out.stdout).unwrap();
+    assert!(text.contains("comments:"), "{text}");
+    assert!(text.contains("<U+202E>evil<U+200B>"), "{text}");
+    assert!(
+        !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+        "{text}"
+    );
+
+    // Markdown: no live image, link or HTML of the worker's.
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("### Review comments"), "{md}");
+    for live in [
+        "\n![",
+        "\n<img",
+        "\n<script",
+        "](https://evil.example/pixel.png)\n",
+    ] {
+        assert!(!md.contains(live), "{live:?} live in\n{md}");
+    }
+    let fenced = md
+        .find("![tracker](https://evil.example/pixel.png)")
+        .unwrap();
+    let before = &md[..fenced];
+    assert!(
+        before.rfind("```text").unwrap() > before.rfind("\n- `error`").unwrap(),
+        "{md}"
+    );
+    assert!(md.contains("<U+202E>evil<U+200B>"), "{md}");
+
+    // HTML in headless Chromium: the comments are there, as text; nothing ran or loaded.
+    let dom = super::review::render_in_chromium(
+        &chrome,
+        &html,
+        &p.root.join("comments.png"),
+        &p.root.join("chrome-profile"),
+    );
+    assert!(dom.contains("Review comments (3)"), "{dom}");
+    assert!(dom.contains("Range comment."), "{dom}");
+    assert!(dom.contains("Say what it does."), "{dom}");
+    assert!(
+        dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;"),
+        "{dom}"
+    );
+    assert!(
+        !dom.contains("pwned</title>") && !dom.contains("<title>img"),
+        "{dom}"
+    );
+    assert!(!dom.contains("<b id=\"injected\">"), "{dom}");
+    assert!(!dom.contains("<img"), "an image element in the page: {dom}");
+    assert!(dom.contains("&lt;U+202E&gt;"), "bidi not marked: {dom}");
+
+    // SARIF: valid against the official schema; one result per comment, at its lines.
+    let log: serde_json::Value = serde_json::from_slice(&std::fs::read(&sarif).unwrap()).unwrap();
+    assert_valid_sarif(&log);
+    let mut bad = log.clone();
+    bad["runs"][0]["results"][0]["level"] = "fatal".into();
+    assert!(
+        !sarif_validator().is_valid(&bad),
+        "the validator accepts anything"
+    );
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["level"], "error");
+    assert_eq!(results[0]["ruleId"], "review-error");
+    let loc = &results[1]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "src/calc.py");
+    assert_eq!(
+        (
+            loc["region"]["startLine"].as_u64(),
+            loc["region"]["endLine"].as_u64()
+        ),
+        (Some(1), Some(2))
+    );
+    assert!(
+        results[1]["fixes"][0]["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"\"\"Add.\"\"\"")
+    );
+    let msg = results[0]["message"]["text"].as_str().unwrap();
+    assert!(
+        msg.contains("<U+202E>evil<U+200B>") && !msg.contains('\u{202e}'),
+        "{msg}"
+    );
+}

@@ -208,6 +208,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 json: a.json,
                 md: a.md,
                 html: a.html,
+                sarif: a.sarif,
             },
         ),
         Command::Scan(a) => airlock::scan_cmd::run(

@@ -345,6 +345,7 @@ pub fn page_after_gate(
 ) -> Result<ReviewPage> {
     let mut page = page_from_ledger(home, store, trusted, &report.job)?;
     page.source = "airlock gate, just now".into();
+    page.comments = report.comments.clone();
     page.decision = report.decision.to_string();
     page.reasons = report
         .reasons

@@ -77,6 +77,10 @@ pub struct GateArgs {
     /// load) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also write the job's review comments as SARIF 2.1.0 to FILE (for GitHub code scanning;
+    /// an empty run when there are none).
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
 }
 
 // `airlock scan` (a plain comment, as on every command's arguments: see `Command`)

@@ -174,6 +174,17 @@ pub fn page(data: &[u8]) -> ReviewPage {
             digest: f.take(),
             status: f.take(),
         }],
+        comments: vec![crate::report::comments::GatedComment {
+            index: 1,
+            path: f.take(),
+            start_line: 1,
+            end_line: 2,
+            severity: airlock_core::format::Severity::Warning,
+            body: f.take(),
+            suggestion: Some(f.take()),
+            anchored_to: "revision",
+            withheld: false,
+        }],
     }
 }
 

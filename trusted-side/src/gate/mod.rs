@@ -22,7 +22,7 @@ pub use run::{run_gate, GateOptions};
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::config::GlobalOptions;
 use crate::exit::Outcome;
@@ -44,6 +44,8 @@ pub struct GateCommandOptions {
     pub md: Option<PathBuf>,
     /// Also write the review report as one self-contained HTML file here.
     pub html: Option<PathBuf>,
+    /// Also write the review comments as SARIF 2.1.0 here.
+    pub sarif: Option<PathBuf>,
 }
 
 /// `airlock gate JOB`: exit 0 queue, 3 human, 4 reject.
@@ -65,6 +67,11 @@ pub fn command(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outc
             args.html.as_deref(),
             args.md.as_deref(),
         )?;
+    }
+    if let Some(path) = &args.sarif {
+        let log = serde_json::to_vec_pretty(&crate::report::sarif::of_comments(&report))?;
+        std::fs::write(path, log)
+            .with_context(|| format!("{}: cannot write the SARIF file", path.display()))?;
     }
     Ok(match report.decision {
         Verdict::Queue => Outcome::Ok,

@@ -78,7 +78,77 @@ pub fn lines(c: &GatedComment) -> String {
     }
 }
 
-/// Whether a comment's severity is at least `s`.
-pub fn at_least(c: &GatedComment, s: Severity) -> bool {
-    c.severity >= s
+/// Characters of a body or suggestion shown on a page.
+pub const PAGE_BODY_MAX: usize = 16_384;
+
+/// The comments as Markdown (a pull-request body): one item per comment, its place and
+/// severity in code spans, its body and suggestion in fenced blocks no line can close, so no
+/// link, image or HTML of the worker's becomes live.
+pub fn render_md(comments: &[&GatedComment]) -> String {
+    let mut s = String::new();
+    for c in comments {
+        let _ = writeln!(
+            s,
+            "- {} {}:{}\n",
+            text::md_code(c.severity.as_str(), 16),
+            text::md_code(&c.path, text::LINE_MAX),
+            lines(c)
+        );
+        s.push_str(&indent(&text::md_fence("text", &c.body, PAGE_BODY_MAX)));
+        if let Some(sug) = &c.suggestion {
+            let _ = writeln!(s, "\n  suggested replacement:\n");
+            s.push_str(&indent(&text::md_fence("text", sug, PAGE_BODY_MAX)));
+        }
+    }
+    s
+}
+
+/// Indents a block by two spaces (inside a list item).
+fn indent(block: &str) -> String {
+    block.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// The comments as HTML: a list, each comment's place in `<code>`, its body and suggestion in
+/// `<pre>`, every string escaped ([`text::html`], [`text::html_block`]); classes from a fixed
+/// vocabulary only.
+pub fn render_html(comments: &[&GatedComment]) -> String {
+    let mut s = String::from("<ul class=\"comments\">\n");
+    for c in comments {
+        let class = match c.severity {
+            Severity::Note => "c-note",
+            Severity::Warning => "c-warning",
+            Severity::Error => "c-error",
+        };
+        let _ = write!(
+            s,
+            "<li class=\"comment {class}\"><b>{}</b> <code>{}:{}</code><pre>{}</pre>",
+            c.severity.as_str(),
+            text::html(&c.path, text::LINE_MAX),
+            lines(c),
+            text::html_block(&c.body, PAGE_BODY_MAX)
+        );
+        if let Some(sug) = &c.suggestion {
+            let _ = write!(
+                s,
+                "<p>suggested replacement:</p><pre class=\"suggestion\">{}</pre>",
+                text::html_block(sug, PAGE_BODY_MAX)
+            );
+        }
+        s.push_str("</li>\n");
+    }
+    s.push_str("</ul>\n");
+    s
+}
+
+/// The comments on `path`.
+pub fn on<'a>(comments: &'a [GatedComment], path: &str) -> Vec<&'a GatedComment> {
+    comments.iter().filter(|c| c.path == path).collect()
+}
+
+/// The comments on none of `paths` (files without a diff on the page).
+pub fn elsewhere<'a>(comments: &'a [GatedComment], paths: &[&str]) -> Vec<&'a GatedComment> {
+    comments
+        .iter()
+        .filter(|c| !paths.contains(&c.path.as_str()))
+        .collect()
 }

@@ -16,6 +16,7 @@
 
 use std::fmt::Write as _;
 
+use super::comments::GatedComment;
 use super::page::{FileView, ReviewPage};
 
 /// The page's Content-Security-Policy: nothing but its own inline style and `data:` images.
@@ -30,7 +31,8 @@ table.diff{width:100%;font:12px/1.35 ui-monospace,monospace}table.diff td{border
 td.ln{color:#888;text-align:right;width:4em;user-select:none}tr.add td.code{background:#e6ffed}tr.del td.code{background:#ffeef0}\
 tr.hunk td{background:#f1f8ff;color:#555}pre{background:#f6f8fa;padding:.6em;white-space:pre-wrap;word-break:break-all}\
 mark.ctl{background:#ffd54f;color:#000;border:1px solid #c00;font-weight:bold}code{font-family:ui-monospace,monospace}\
-section{margin:1.2em 0}.file{border:1px solid #ddd;padding:.5em;margin:.8em 0}";
+section{margin:1.2em 0}.file{border:1px solid #ddd;padding:.5em;margin:.8em 0}\
+li.comment{margin:.4em 0}li.c-error b{color:#b71c1c}li.c-warning b{color:#b26a00}";
 
 /// One line of worker text as HTML (every invisible or control character, newline included,
 /// a visible mark).
@@ -57,7 +59,7 @@ fn num(n: Option<u64>) -> String {
     n.map_or_else(String::new, |n| n.to_string())
 }
 
-fn file_section(s: &mut String, i: usize, f: &FileView) {
+fn file_section(s: &mut String, i: usize, f: &FileView, comments: &[GatedComment]) {
     let _ = writeln!(
         s,
         "<div class=\"file\" id=\"file-{i}\"><h3><code>{}</code></h3>\n<p>{} · bucket <b>{}</b> · rule <code>{}</code> · verdict <span class=\"verdict {}\">{}</span> · +{} −{}</p>",
@@ -105,6 +107,11 @@ fn file_section(s: &mut String, i: usize, f: &FileView) {
         }
         s.push_str("</table>\n");
     }
+    let on = super::comments::on(comments, &f.path);
+    if !on.is_empty() {
+        s.push_str("<h4>Review comments</h4>\n");
+        s.push_str(&super::comments::render_html(&on));
+    }
     s.push_str("</div>\n");
 }
 
@@ -151,6 +158,17 @@ pub fn render(p: &ReviewPage) -> String {
     }
     s.push_str("</section>\n");
 
+    let elsewhere = p.comments_elsewhere();
+    if !elsewhere.is_empty() {
+        let _ = writeln!(
+            s,
+            "<section id=\"comments\"><h2>Review comments ({})</h2>",
+            elsewhere.len()
+        );
+        s.push_str(&super::comments::render_html(&elsewhere));
+        s.push_str("</section>\n");
+    }
+
     s.push_str("<section id=\"reviews\"><h2>People's decisions</h2>\n");
     if p.reviews.is_empty() {
         s.push_str(
@@ -191,7 +209,7 @@ pub fn render(p: &ReviewPage) -> String {
         s.push_str("</table>\n");
     }
     for (i, f) in p.files.iter().enumerate() {
-        file_section(&mut s, i, f);
+        file_section(&mut s, i, f, &p.comments);
     }
     s.push_str("</section>\n");
 

@@ -12,6 +12,7 @@ pub mod comments;
 pub mod html;
 pub mod mask;
 pub mod page;
+pub mod sarif;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

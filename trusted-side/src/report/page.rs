@@ -16,6 +16,8 @@ use serde::Serialize;
 
 use airlock_core::text;
 
+use super::comments::{self, GatedComment};
+
 /// GitHub's limit on a comment or pull-request body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
 
@@ -132,6 +134,17 @@ pub struct ReviewPage {
     pub bom: Vec<(String, String)>,
     /// The chain of signatures, trusted key first.
     pub chain: Vec<ChainLink>,
+    /// The review comments that passed the gate (shown beside their file's diff, or in their
+    /// own section for files without one).
+    pub comments: Vec<GatedComment>,
+}
+
+impl ReviewPage {
+    /// The comments on files that have no diff on this page.
+    pub fn comments_elsewhere(&self) -> Vec<&GatedComment> {
+        let paths: Vec<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
+        comments::elsewhere(&self.comments, &paths)
+    }
 }
 
 impl ReviewPage {
@@ -196,6 +209,11 @@ pub fn render_md(p: &ReviewPage) -> String {
     for r in &p.reviews {
         let _ = writeln!(s, "- {}", md_code(r));
     }
+    let elsewhere = p.comments_elsewhere();
+    if !elsewhere.is_empty() {
+        let _ = writeln!(s, "\n### Review comments\n");
+        s.push_str(&comments::render_md(&elsewhere));
+    }
     let _ = writeln!(s, "\n### Changes\n");
     if let Some(n) = &p.diff_note {
         let _ = writeln!(s, "{}\n", md_code(n));
@@ -223,6 +241,11 @@ pub fn render_md(p: &ReviewPage) -> String {
             file_diff_text(f).trim_end_matches('\n'),
             usize::MAX,
         ));
+        let on = comments::on(&p.comments, &f.path);
+        if !on.is_empty() {
+            block.push_str("\nReview comments:\n\n");
+            block.push_str(&comments::render_md(&on));
+        }
         block.push_str("\n</details>\n\n");
         if cut > 0 || s.chars().count() + block.chars().count() > budget {
             cut += 1;
