@@ -236,7 +236,7 @@ fn comments_show_in_text_markdown_html_in_chromium_and_sarif_that_validates() {
         .unwrap();
     let before = &md[..fenced];
     assert!(
-        before.rfind("```text").unwrap() > before.rfind("\n- `error`").unwrap(),
+        before.rfind("```text").unwrap() > before.rfind("\n**`error`**").unwrap(),
         "{md}"
     );
     assert!(md.contains("<U+202E>evil<U+200B>"), "{md}");

@@ -81,31 +81,27 @@ pub fn lines(c: &GatedComment) -> String {
 /// Characters of a body or suggestion shown on a page.
 pub const PAGE_BODY_MAX: usize = 16_384;
 
-/// The comments as Markdown (a pull-request body): one item per comment, its place and
-/// severity in code spans, its body and suggestion in fenced blocks no line can close, so no
-/// link, image or HTML of the worker's becomes live.
+/// The comments as Markdown (a pull-request body): per comment a line with its severity and
+/// place in code spans, then its body (and suggestion) in fenced blocks no line can close, so
+/// no link, image or HTML of the worker's becomes live.
 pub fn render_md(comments: &[&GatedComment]) -> String {
     let mut s = String::new();
     for c in comments {
         let _ = writeln!(
             s,
-            "- {} {}:{}\n",
+            "**{}** {}:{}\n",
             text::md_code(c.severity.as_str(), 16),
             text::md_code(&c.path, text::LINE_MAX),
             lines(c)
         );
-        s.push_str(&indent(&text::md_fence("text", &c.body, PAGE_BODY_MAX)));
+        s.push_str(&text::md_fence("text", &c.body, PAGE_BODY_MAX));
         if let Some(sug) = &c.suggestion {
-            let _ = writeln!(s, "\n  suggested replacement:\n");
-            s.push_str(&indent(&text::md_fence("text", sug, PAGE_BODY_MAX)));
+            let _ = writeln!(s, "\nSuggested replacement:\n");
+            s.push_str(&text::md_fence("text", sug, PAGE_BODY_MAX));
         }
+        s.push('\n');
     }
     s
-}
-
-/// Indents a block by two spaces (inside a list item).
-fn indent(block: &str) -> String {
-    block.lines().map(|l| format!("  {l}\n")).collect()
 }
 
 /// The comments as HTML: a list, each comment's place in `<code>`, its body and suggestion in
