@@ -52,8 +52,16 @@ pub fn collect(tmp: &Path, work: &Path, run_dir: &Path, readable: bool) -> Resul
         (work.join(WORKDIR_COMMENTS), WORKDIR_COMMENTS),
     ];
     for (path, name) in &sources {
-        if name == &WORKDIR_COMMENTS && !plain_dir(&work.join(".airlock")) {
-            continue;
+        if name == &WORKDIR_COMMENTS {
+            let dir = work.join(".airlock");
+            if std::fs::symlink_metadata(&dir).is_err() {
+                continue;
+            }
+            if !plain_dir(&dir) {
+                tracing::warn!("comments: .airlock in the workdir is not a directory (a link?); not entered (comments.not-file)");
+                out.refused += 1;
+                continue;
+            }
         }
         let bytes = match read_capped(path) {
             Ok(Some(b)) => b,
@@ -189,7 +197,7 @@ mod tests {
         std::os::unix::fs::symlink(&run, work.join(".airlock")).unwrap();
         std::fs::write(run.join("comments.jsonl"), ONE).unwrap();
         let c = collect(&tmp, &work, &run, true).unwrap();
-        assert_eq!((c.kept, c.refused), (0, 1));
+        assert_eq!((c.kept, c.refused), (0, 2));
         assert!(c.member.is_none());
     }
 

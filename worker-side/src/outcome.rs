@@ -53,6 +53,8 @@ pub struct RunOutcome {
     pub files_changed: u64,
     /// Review comments in the artifact (a run with comments changed something to review).
     pub comments: u64,
+    /// Files a review job's generator changed, left out of its artifact.
+    pub review_edits: u64,
     /// New paths left out as `.gitignore`d.
     pub ignored: u64,
     /// Whether the packet says partial.
@@ -75,7 +77,7 @@ impl RunOutcome {
     pub fn code(&self) -> u8 {
         if self.failed() {
             EXIT_GENERATOR_FAILED
-        } else if self.files_changed == 0 && self.comments == 0 {
+        } else if self.files_changed == 0 && self.comments == 0 && self.review_edits == 0 {
             EXIT_NO_CHANGE
         } else {
             EXIT_OK
@@ -119,7 +121,10 @@ impl RunOutcome {
                     0 => String::new(),
                     n => format!(", {n} comment{}", if n == 1 { "" } else { "s" }),
                 }
-            ),
+            ) + &match self.review_edits {
+                0 => String::new(),
+                n => format!("; a review job may not change files: {n} edit(s) left out, the gate will refuse it (review-edited-files)"),
+            },
         };
         if self.code() != EXIT_OK && !self.egress_refused.is_empty() {
             // A refused model server is the usual cause of a failed agent run: say so here,
@@ -241,6 +246,7 @@ mod tests {
             wall_clock_secs: 900,
             limits_hit: Vec::new(),
             comments: 0,
+            review_edits: 0,
             files_changed: files,
             ignored: 0,
             partial: false,

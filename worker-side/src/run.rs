@@ -311,6 +311,7 @@ pub fn run_job(
         limits_hit: packet.limits_hit,
         files_changed: packet.files_changed,
         comments: packet.comments,
+        review_edits: packet.review_edits,
         ignored: packet.ignored,
         partial: packet.partial,
         log_tail,

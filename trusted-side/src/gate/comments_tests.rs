@@ -167,3 +167,34 @@ fn lines_are_counted_as_an_editor_numbers_them() {
     assert_eq!(count_lines(b"a\n"), 1);
     assert_eq!(count_lines(b"a\nb"), 2);
 }
+
+#[test]
+fn a_review_job_with_a_diff_is_rejected_even_when_the_worker_says_nothing() {
+    let packet = crate::test_artifact::packet(&job(), Sha256Digest::of_bytes(b"b"), b"");
+    let mut report = GateReport::new(&job());
+    report.stats.files_changed = 1;
+    let scanner = crate::fetch::worker_text::scanner().unwrap();
+    check(
+        None,
+        &packet,
+        JobKind::Review,
+        false,
+        None,
+        &scanner,
+        &mut report,
+    );
+    report.conclude();
+    assert_eq!(codes(&report), vec!["review-edited-files"]);
+    // A change job may change files.
+    let mut report = GateReport::new(&job());
+    check(
+        None,
+        &packet,
+        JobKind::Change,
+        false,
+        None,
+        &scanner,
+        &mut report,
+    );
+    assert!(report.reasons.is_empty());
+}
