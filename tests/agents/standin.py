@@ -9,7 +9,9 @@ It speaks one model API the way the agent uses it, streaming where the agent str
   gemini     POST /v1beta/models/M:generateContent, :streamGenerateContent?alt=sse,
              :countTokens                Gemini API (Gemini CLI)
 
-and plays a model that makes ONE edit to one file, in the agent's own edit protocol:
+and plays a model that makes ONE edit to one file, in the agent's own edit protocol (with an
+empty "old", it creates the file instead: how a review job's model writes its comments to
+`.airlock/comments.jsonl`):
 
   anthropic  tool_use Read, then tool_use Edit (old_string -> new_string), then a last text
   responses  exec_command `apply_patch <<'EOF' ... EOF` (Codex's patch grammar), then text
@@ -83,9 +85,13 @@ def tool_names(tools):
 
 
 def apply_patch_text(edit):
-    """Codex's patch grammar: replace the old lines with the new ones in one hunk."""
+    """Codex's patch grammar: replace the old lines with the new ones in one hunk; with an
+    empty `old`, add the file."""
     old = edit["old"].splitlines()
     new = edit["new"].splitlines()
+    if not old:
+        return "\n".join(["*** Begin Patch", "*** Add File: " + edit["file"]]
+                         + ["+" + l for l in new] + ["*** End Patch"])
     lines = ["*** Begin Patch", "*** Update File: " + edit["file"], "@@"]
     lines += ["-" + l for l in old] + ["+" + l for l in new] + ["*** End Patch"]
     return "\n".join(lines)
@@ -143,9 +149,10 @@ def anthropic(h, body, raw, edit):
         turn, blocks, stop = "done", [{"type": "text", "text": "Done: added the change."}], "end_turn"
         if results["toolu_standin_edit"].get("is_error"):
             error = "the Edit tool failed: " + json.dumps(results["toolu_standin_edit"].get("content"))[:500]
-    elif "toolu_standin_read" in results:
+    elif "toolu_standin_read" in results or edit["old"] == "":
+        # A new file (an empty `old`: review comments) is written without reading it first.
         turn, stop = "edit", "tool_use"
-        if results["toolu_standin_read"].get("is_error"):
+        if results.get("toolu_standin_read", {}).get("is_error"):
             error = "the Read tool failed: " + json.dumps(results["toolu_standin_read"].get("content"))[:500]
         path_abs = workdir_of(raw).rstrip("/") + "/" + edit["file"]
         blocks = [{"type": "tool_use", "id": "toolu_standin_edit", "name": "Edit",

@@ -32,7 +32,7 @@ const OLD: &str = "def add(a, b):\n    return a + b\n";
 const NEW: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
 const PROMPT: &str = "Add a sub(a, b) function next to add in src/calc.py.\n";
 /// The key the stand-in demands; handed to the agent with `--pass-env`, never in the template.
-const KEY: &str = "sk-standin-0123456789abcdef";
+pub(crate) const KEY: &str = "sk-standin-0123456789abcdef";
 
 /// Where scripts/ci-install-agents.sh installs the agents.
 fn agents_dir() -> PathBuf {
@@ -65,9 +65,9 @@ fn chmod(p: &Path, mode: u32) {
 }
 
 /// The stand-in model server (a child process), killed when dropped.
-struct StandIn {
+pub(crate) struct StandIn {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
@@ -78,9 +78,19 @@ impl StandIn {
 
     /// A stand-in answering as `answer_as` (`{model}`: the model asked for).
     fn answering(api: &str, dir: &Path, answer_as: &str) -> StandIn {
+        StandIn::editing(
+            api,
+            dir,
+            answer_as,
+            &json!({"file": FILE, "old": OLD, "new": NEW}),
+        )
+    }
+
+    /// A stand-in making `edit` (`{"file", "old", "new"}`; an empty `old` creates the file).
+    pub(crate) fn editing(api: &str, dir: &Path, answer_as: &str, edit: &Value) -> StandIn {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/standin.py");
         let log = dir.join(format!("standin-{api}.log"));
-        let edit = json!({"file": FILE, "old": OLD, "new": NEW}).to_string();
+        let edit = edit.to_string();
         let mut child = Command::new("python3")
             .arg(script)
             .args(["--api", api, "--key", KEY, "--edit", &edit, "--log"])
@@ -104,7 +114,7 @@ impl StandIn {
     }
 
     /// One JSON object per request the stand-in got.
-    fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -122,7 +132,7 @@ impl StandIn {
     }
 
     /// The `turn` of every request, in order.
-    fn turns(&self) -> Vec<String> {
+    pub(crate) fn turns(&self) -> Vec<String> {
         self.requests()
             .iter()
             .map(|r| r["turn"].as_str().unwrap().to_owned())
@@ -139,20 +149,20 @@ impl Drop for StandIn {
 
 /// How one agent is installed, configured and started: the docs/GENERATORS.md recipe (the
 /// agent named bare: each `--readable DIR`'s `bin/` is on the generator's `PATH`).
-struct Recipe {
-    name: &'static str,
+pub(crate) struct Recipe {
+    pub(crate) name: &'static str,
     /// The API the stand-in speaks for it (`tests/agents/standin.py --api`).
-    api: &'static str,
+    pub(crate) api: &'static str,
     /// `--readable` directories.
-    readable: Vec<PathBuf>,
+    pub(crate) readable: Vec<PathBuf>,
     /// Files of the `--home-template` directory (path, content); `{port}` is the stand-in's.
-    home: Vec<(&'static str, String)>,
+    pub(crate) home: Vec<(&'static str, String)>,
     /// The variable that carries the API key (`--pass-env`).
-    key_env: &'static str,
+    pub(crate) key_env: &'static str,
     /// More variables passed with `--pass-env` (`{port}`: the stand-in's).
-    env: Vec<(&'static str, &'static str)>,
+    pub(crate) env: Vec<(&'static str, &'static str)>,
     /// The wrapper in `examples/generators/` (the whole command after `--`).
-    wrapper: &'static str,
+    pub(crate) wrapper: &'static str,
     /// The stand-in's turns in order (what the model answered).
     turns: &'static [&'static str],
     /// Whether the agent's reported usage includes its side requests (opencode's wrapper counts
@@ -163,10 +173,10 @@ struct Recipe {
 }
 
 /// The model every job asks for.
-const MODEL: &str = "stand-in-model";
+pub(crate) const MODEL: &str = "stand-in-model";
 
 /// A wrapper of `examples/generators/`, absolute.
-fn wrapper(name: &str) -> String {
+pub(crate) fn wrapper(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/generators")
         .join(name)
@@ -178,16 +188,16 @@ fn wrapper(name: &str) -> String {
 
 /// A trusted home, a repository and a work root in one 0755 temp dir (a root worker runs the
 /// generator as `nobody`).
-struct Env {
+pub(crate) struct Env {
     _tmp: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    repo: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) repo: PathBuf,
     rev: String,
 }
 
 impl Env {
-    fn new() -> Env {
+    pub(crate) fn new() -> Env {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
         chmod(&root, 0o755);
@@ -209,7 +219,7 @@ impl Env {
         }
     }
 
-    fn airlock(&self) -> Command {
+    pub(crate) fn airlock(&self) -> Command {
         let mut c = cmd(&bin("airlock"));
         c.arg("--home").arg(&self.home);
         c
@@ -458,7 +468,7 @@ fn queued(report: &Value) {
 }
 
 /// Claude Code from npm: Anthropic Messages over SSE; Read, then Edit.
-fn claude_code() -> Option<Recipe> {
+pub(crate) fn claude_code() -> Option<Recipe> {
     let npm = agents_dir().join("npm");
     if !installed("Claude Code", &npm.join("bin/claude")) {
         return None;
@@ -546,7 +556,7 @@ agent_tests! {
 }
 
 /// Codex CLI from npm: OpenAI Responses over SSE; `apply_patch` through `exec_command`.
-fn codex_cli() -> Option<Recipe> {
+pub(crate) fn codex_cli() -> Option<Recipe> {
     let npm = agents_dir().join("npm");
     if !installed("Codex CLI", &npm.join("bin/codex")) {
         return None;
@@ -578,7 +588,7 @@ enabled = false
 }
 
 /// aider from PyPI, in a virtualenv: OpenAI chat completions; a SEARCH/REPLACE block.
-fn aider() -> Option<Recipe> {
+pub(crate) fn aider() -> Option<Recipe> {
     let venv = agents_dir().join("aider");
     if !installed("aider", &venv.join("bin/aider")) {
         return None;

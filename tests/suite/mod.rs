@@ -2,6 +2,9 @@
 
 /// Real agent CLIs (Claude Code, Codex CLI, aider) in the sandbox against stand-in model servers.
 mod agents;
+/// Review jobs by real agent CLIs (Claude Code, Codex CLI, aider) against the stand-in, which
+/// answers with comments: the docs/GENERATORS.md review recipe end to end.
+mod agents_review;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
 /// Cleanup against a hostile tree: 5,000 levels under a worker limited to 1,024 open files.
