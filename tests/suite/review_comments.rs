@@ -608,3 +608,87 @@ fn a_change_job_may_comment_on_the_lines_it_wrote() {
     assert_eq!(c[0]["anchored_to"], "change");
     assert!(reasons_of(&v, "comment-refused").is_empty(), "{v:#}");
 }
+
+// ---- examples/github/post-review.sh ----
+
+fn post_review(p: &Pipeline, job: &str, out_dir: &Path) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/github/post-review.sh");
+    run(cmd(Path::new("bash"))
+        .arg(script)
+        .args([job, "7"])
+        .current_dir(&p.repo)
+        .env("AIRLOCK", bin("airlock"))
+        .env("AIRLOCK_HOME", &p.home)
+        .env("REPO", "octo/calc")
+        .env("GH", "none")
+        .env("OUT_DIR", out_dir))
+}
+
+#[test]
+fn post_review_writes_line_comments_with_fenced_bodies_and_posts_nothing_for_a_reject() {
+    let p = Pipeline::new();
+    let jsonl = [
+        comment("src/calc.py", 2, "warning", HOSTILE_BODY),
+        serde_json::json!({"path": "src/calc.py", "start_line": 1, "end_line": 2,
+            "severity": "note", "body": "Range."})
+        .to_string(),
+    ]
+    .join("\n");
+    let Some((job, _, _)) = review_job(&p, &jsonl, &[]) else {
+        return;
+    };
+    let reports = p.root.join("reports");
+    let out = post_review(&p, &job, &reports);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("gh api --method POST repos/octo/calc/pulls/7/reviews"));
+    let lines: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reports.join(format!("{job}.lines.json"))).unwrap())
+            .unwrap();
+    assert_eq!(lines["commit_id"], p.rev.as_str());
+    assert_eq!(lines["event"], "COMMENT");
+    assert!(
+        lines.get("headings").is_none(),
+        "airlock's own member reached GitHub's API"
+    );
+    let c = lines["comments"].as_array().unwrap();
+    assert_eq!(
+        (c[0]["path"].as_str(), c[0]["line"].as_u64()),
+        (Some("src/calc.py"), Some(2))
+    );
+    assert_eq!(
+        (c[1]["start_line"].as_u64(), c[1]["line"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let body = c[0]["body"].as_str().unwrap();
+    // The worker's Markdown sits inside a fence: the image and the link are text there.
+    let fence = body.find("```text\n").expect("fenced");
+    let image = body
+        .find("![tracker](https://evil.example/pixel.png)")
+        .unwrap();
+    assert!(fence < image && body[image..].contains("\n```"), "{body}");
+    assert!(body.contains("<U+202E>"), "{body}");
+    let folded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reports.join(format!("{job}.folded.json"))).unwrap())
+            .unwrap();
+    assert!(folded["body"]
+        .as_str()
+        .unwrap()
+        .contains("`src/calc.py`:1-2"));
+
+    // A rejected review (a secret in a comment) is not posted.
+    let key = planted::aws_key_id();
+    let secret = comment(
+        "src/calc.py",
+        1,
+        "note",
+        &format!("aws_access_key_id = {key}"),
+    );
+    let Some((rejected, _, _)) = review_job(&p, &secret, &[]) else {
+        return;
+    };
+    let out = post_review(&p, &rejected, &reports);
+    assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+    assert!(!reports.join(format!("{rejected}.lines.json")).exists());
+    assert!(!contains(&out.stdout, key.as_bytes()) && !contains(&out.stderr, key.as_bytes()));
+}

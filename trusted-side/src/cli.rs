@@ -209,6 +209,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 md: a.md,
                 html: a.html,
                 sarif: a.sarif,
+                github_review: a.github_review,
             },
         ),
         Command::Scan(a) => airlock::scan_cmd::run(

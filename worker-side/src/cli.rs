@@ -73,7 +73,8 @@ pub struct JobArgs {
     #[arg(long)]
     pub unsafe_no_sandbox: bool,
     /// The generator command and its arguments. `{prompt_file}` and `{workdir}` are
-    /// substituted; it runs with cwd = workdir and AIRLOCK_REPORT=<path> set.
+    /// substituted; it runs with cwd = workdir, AIRLOCK_REPORT=<path> and
+    /// AIRLOCK_COMMENTS=<path> (review comments; docs/GENERATORS.md) set.
     #[arg(last = true, required = true, value_name = "GENERATOR")]
     pub generator: Vec<String>,
 }

@@ -81,6 +81,10 @@ pub struct GateArgs {
     /// an empty run when there are none).
     #[arg(long, value_name = "FILE")]
     pub sarif: Option<PathBuf>,
+    /// Also write the comments as the payload of a GitHub pull-request review (line comments,
+    /// bodies fenced) to FILE; examples/github/post-review.sh posts it.
+    #[arg(long, value_name = "FILE")]
+    pub github_review: Option<PathBuf>,
 }
 
 // `airlock scan` (a plain comment, as on every command's arguments: see `Command`)

@@ -46,6 +46,8 @@ pub struct GateCommandOptions {
     pub html: Option<PathBuf>,
     /// Also write the review comments as SARIF 2.1.0 here.
     pub sarif: Option<PathBuf>,
+    /// Also write the comments as a GitHub pull-request review payload here.
+    pub github_review: Option<PathBuf>,
 }
 
 /// `airlock gate JOB`: exit 0 queue, 3 human, 4 reject.
@@ -72,6 +74,11 @@ pub fn command(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outc
         let log = serde_json::to_vec_pretty(&crate::report::sarif::of_comments(&report))?;
         std::fs::write(path, log)
             .with_context(|| format!("{}: cannot write the SARIF file", path.display()))?;
+    }
+    if let Some(path) = &args.github_review {
+        let payload = crate::report::comments::github_review(&report);
+        std::fs::write(path, serde_json::to_vec_pretty(&payload)?)
+            .with_context(|| format!("{}: cannot write the review payload", path.display()))?;
     }
     Ok(match report.decision {
         Verdict::Queue => Outcome::Ok,

@@ -104,6 +104,49 @@ pub fn render_md(comments: &[&GatedComment]) -> String {
     s
 }
 
+/// The payload of a GitHub pull-request review (`POST /repos/O/R/pulls/N/reviews`): `event`
+/// `COMMENT`, `commit_id` the packed revision, a summary `body`, and one line comment per
+/// comment (`path`, `line`, `start_line` for a range, `side` `RIGHT`) whose body is
+/// [`render_md`]'s: the worker's Markdown inside a fence, so nothing of it goes live on GitHub.
+/// `headings` (not part of GitHub's API: the poster drops it) holds each comment's place as
+/// inert Markdown, for a poster that must fold comments GitHub refuses into the body.
+pub fn github_review(report: &super::GateReport) -> serde_json::Value {
+    let comments: Vec<serde_json::Value> = report
+        .comments
+        .iter()
+        .map(|c| {
+            let mut v = serde_json::json!({
+                "path": c.path,
+                "line": c.end_line,
+                "side": "RIGHT",
+                "body": render_md(&[c]),
+            });
+            if c.start_line != c.end_line {
+                v["start_line"] = c.start_line.into();
+                v["start_side"] = "RIGHT".into();
+            }
+            v
+        })
+        .collect();
+    let headings: Vec<String> = report
+        .comments
+        .iter()
+        .map(|c| format!("{}:{}", text::md_code(&c.path, text::LINE_MAX), lines(c)))
+        .collect();
+    serde_json::json!({
+        "commit_id": report.bom.revision,
+        "event": "COMMENT",
+        "body": format!(
+            "airlock review of job `{}`: {} ({} comment(s) that passed the gate). The comments are a worker's text, shown as text.",
+            report.job,
+            report.decision,
+            report.comments.len()
+        ),
+        "comments": comments,
+        "headings": headings,
+    })
+}
+
 /// The comments as HTML: a list, each comment's place in `<code>`, its body and suggestion in
 /// `<pre>`, every string escaped ([`text::html`], [`text::html_block`]); classes from a fixed
 /// vocabulary only.
