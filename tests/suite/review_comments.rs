@@ -134,6 +134,19 @@ fn a_review_job_returns_comments_through_the_real_worker_and_queues() {
     assert_eq!(c[1]["end_line"], 5);
     assert!(c[1]["suggestion"].as_str().unwrap().contains("add(-1, 2)"));
     assert_eq!(v["stats"]["files_changed"], 0);
+    // `show` lists what the gate judged (kept in the job directory for this artifact).
+    let job = v["job"].as_str().unwrap();
+    let shown = run(p.airlock().args(["show", job]));
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("comments:"), "{}", show(&shown));
+    assert!(text.contains("warning src/calc.py:2:"), "{text}");
+    assert!(
+        text.contains("note    tests/test_calc.py:4-5: Add a test for negatives."),
+        "{text}"
+    );
+    let page = run(p.airlock().args(["show", job, "--json"]));
+    let page: serde_json::Value = serde_json::from_slice(&page.stdout).unwrap();
+    assert_eq!(page["comments"], v["comments"]);
 }
 
 // ---- the surfaces: text, Markdown, HTML in Chromium, SARIF against the schema ----

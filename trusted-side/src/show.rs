@@ -250,6 +250,9 @@ pub fn page_from_ledger(
     let mut paths = Vec::new();
     match kept {
         Ok(k) => {
+            if let Some(d) = judged {
+                page.comments = crate::gate::comments::kept(&crate::fetch::job_dir(home, job), d);
+            }
             let p = &k.packet;
             page.tokens = match (p.tokens_in, p.tokens_out) {
                 (None, None) => None,
@@ -489,6 +492,7 @@ fn render_text(p: &ReviewPage) -> String {
             text::line(&f.path)
         );
     }
+    s.push_str(&crate::report::comments::render_text(&p.comments));
     let _ = writeln!(s, "chain of signatures:");
     for l in &p.chain {
         let _ = writeln!(

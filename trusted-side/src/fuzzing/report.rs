@@ -182,7 +182,7 @@ pub fn page(data: &[u8]) -> ReviewPage {
             severity: airlock_core::format::Severity::Warning,
             body: f.take(),
             suggestion: Some(f.take()),
-            anchored_to: "revision",
+            anchored_to: "revision".into(),
             withheld: false,
         }],
     }

@@ -113,6 +113,58 @@ pub fn check(
     report.comments = kept;
 }
 
+/// What the gate keeps of the comments in the job directory, for `airlock show`.
+pub const KEPT_FILE: &str = "gated-comments.json";
+/// Largest kept file read back.
+const MAX_KEPT_BYTES: u64 = 64 * 1024 * 1024;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Kept {
+    artifact_sha256: airlock_core::digest::Sha256Digest,
+    comments: Vec<GatedComment>,
+}
+
+/// Writes the gated comments of the artifact `artifact_sha256` into `job_dir` (a temporary
+/// file renamed over the old one), so that `show` lists what the gate judged; without
+/// comments, nothing is written (and an older file goes).
+pub fn keep(
+    job_dir: &std::path::Path,
+    artifact_sha256: airlock_core::digest::Sha256Digest,
+    comments: &[GatedComment],
+) -> anyhow::Result<()> {
+    if comments.is_empty() {
+        return match std::fs::remove_file(job_dir.join(KEPT_FILE)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        };
+    }
+    let kept = Kept {
+        artifact_sha256,
+        comments: comments.to_vec(),
+    };
+    let tmp = job_dir.join(format!("{KEPT_FILE}.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec(&kept)?)?;
+    std::fs::rename(&tmp, job_dir.join(KEPT_FILE))?;
+    Ok(())
+}
+
+/// The comments the gate kept for the artifact `judged` (none when the file is missing, is
+/// for another artifact, or does not parse).
+pub fn kept(
+    job_dir: &std::path::Path,
+    judged: airlock_core::digest::Sha256Digest,
+) -> Vec<GatedComment> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(job_dir.join(KEPT_FILE))
+        .and_then(|f| f.take(MAX_KEPT_BYTES).read_to_end(&mut bytes));
+    match (read, serde_json::from_slice::<Kept>(&bytes)) {
+        (Ok(_), Ok(k)) if k.artifact_sha256 == judged => k.comments,
+        _ => Vec::new(),
+    }
+}
+
 /// Removes `no-change` from a review job that has comments: it is judged by them.
 pub fn review_is_not_no_change(kind: JobKind, report: &mut GateReport) {
     if kind == JobKind::Review && !report.comments.is_empty() {
@@ -137,7 +189,7 @@ fn gated(index: usize, c: Comment, start: u64, end: u64, to: &'static str) -> Ga
         severity: c.severity,
         body: c.body,
         suggestion: c.suggestion,
-        anchored_to: to,
+        anchored_to: to.to_owned(),
         withheld: false,
     }
 }

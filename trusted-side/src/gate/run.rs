@@ -199,6 +199,9 @@ fn gate_job(
             }
         }
     }
+    if let Err(e) = comments::keep(&job_dir, fetched.artifact_sha256, &report.comments) {
+        tracing::warn!("the gated comments were not kept for `airlock show`: {e:#}");
+    }
     // 12. decision
     report.conclude();
     // 13. review branch

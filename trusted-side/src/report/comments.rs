@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use airlock_core::format::Severity;
 use airlock_core::text;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a withheld body reads.
 pub const WITHHELD_BODY: &str =
@@ -20,7 +20,8 @@ pub const WITHHELD_BODY: &str =
 pub const TERMINAL_BODY_MAX: usize = 400;
 
 /// A comment that passed the gate, as every output shows it (through `airlock_core::text`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GatedComment {
     /// Its line in `comments.jsonl` (1-based).
     pub index: usize,
@@ -37,7 +38,7 @@ pub struct GatedComment {
     /// Replacement text for the range (untrusted; never applied).
     pub suggestion: Option<String>,
     /// `change` when anchored to the changed file, `revision` for the packed revision.
-    pub anchored_to: &'static str,
+    pub anchored_to: String,
     /// Whether the body and suggestion were withheld (a secret finding).
     pub withheld: bool,
 }
