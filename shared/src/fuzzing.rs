@@ -32,6 +32,9 @@
 //! - `diff_parse`: a patch that parses has sections in strictly increasing path order and
 //!   counts equal to its lines; an added file applies to nothing, a deleted file applies to
 //!   the text its `-` lines spell.
+//! - `comments`: every comment kept passes [`format::check_comment`]; the kept comments
+//!   written back with [`format::to_jsonl`] parse to the same comments with no refusal, and
+//!   writing those again gives the same bytes.
 //! - `text`: every output of [`crate::text`] marks each hidden character of the input, in
 //!   order; the one-line forms hold no hidden character (so no control byte), the HTML no
 //!   unescaped `<`, `>`, `&` or quote, a table cell no bare `|` or newline; a code span or
@@ -148,6 +151,38 @@ pub fn packet(data: &[u8]) -> Outcome {
             Outcome::Accepted
         }
         Err(_) => Outcome::Rejected,
+    }
+}
+
+/// `comments.jsonl`: [`format::parse_comments`], then the write/parse round trip of the kept
+/// comments. Accepted: at least one comment kept and none refused.
+pub fn comments(data: &[u8]) -> Outcome {
+    let parsed = format::parse_comments(data);
+    let kept: Vec<&format::Comment> = parsed.kept.iter().map(|(_, c)| c).collect();
+    for c in &kept {
+        assert!(
+            format::check_comment(c).is_ok(),
+            "kept a comment that breaks a rule"
+        );
+    }
+    let bytes = format::to_jsonl(kept.iter().copied());
+    let again = format::parse_comments(&bytes);
+    assert!(
+        again.refused.is_empty(),
+        "written comments refused: {:?}",
+        again.refused
+    );
+    let back: Vec<&format::Comment> = again.kept.iter().map(|(_, c)| c).collect();
+    assert_eq!(back, kept, "comments changed in a round trip");
+    assert_eq!(
+        format::to_jsonl(back),
+        bytes,
+        "writing is not deterministic"
+    );
+    if !kept.is_empty() && parsed.refused.is_empty() {
+        Outcome::Accepted
+    } else {
+        Outcome::Rejected
     }
 }
 
@@ -506,6 +541,14 @@ mod seeds {
             ("token", tokens()),
             ("tar_read", tarballs()),
             ("diff_parse", patches()),
+            ("comments", comment_files()),
+        ]
+    }
+
+    fn comment_files() -> Vec<Vec<u8>> {
+        vec![
+            b"{\"path\":\"src/a.rs\",\"line\":3,\"severity\":\"warning\",\"body\":\"Check `x`.\"}\n".to_vec(),
+            b"{\"path\":\"a\",\"start_line\":1,\"end_line\":4,\"severity\":\"note\",\"body\":\"b\",\"suggestion\":\"x\\n\"}\n\n{\"path\":\"d/e.py\",\"line\":9,\"severity\":\"error\",\"body\":\"\\u202e\"}\n".to_vec(),
         ]
     }
 
@@ -1111,7 +1154,7 @@ mod tests {
     #[test]
     fn every_seed_is_accepted_by_its_helper() {
         // (target, helper, number of seeds: a seed builder that silently fails shows here)
-        let helpers: [(&str, Helper, usize); 7] = [
+        let helpers: [(&str, Helper, usize); 8] = [
             ("manifest", manifest, 1),
             ("request", request, 2),
             ("packet", packet, 1),
@@ -1119,6 +1162,7 @@ mod tests {
             ("token", token, 4),
             ("tar_read", tar_read, 2),
             ("diff_parse", diff_parse, 4),
+            ("comments", comments, 2),
         ];
         for (name, helper, count) in helpers {
             let s = seeds(name);
@@ -1205,6 +1249,12 @@ mod tests {
     #[test]
     fn packet_survives_mutations() {
         let (a, r) = fuzz(packet, &seeds("packet"), ROUNDS, 5);
+        assert!(a > 0 && r > 0, "accepted {a}, rejected {r}");
+    }
+
+    #[test]
+    fn comments_survive_mutations() {
+        let (a, r) = fuzz(comments, &seeds("comments"), ROUNDS, 9);
         assert!(a > 0 && r > 0, "accepted {a}, rejected {r}");
     }
 

@@ -623,6 +623,7 @@ fn generator_environment_holds_only_allowed_variables() {
     assert_eq!(
         names,
         [
+            "AIRLOCK_COMMENTS",
             "AIRLOCK_PROMPT_FILE",
             "AIRLOCK_REPORT",
             "AIRLOCK_WORKDIR",
