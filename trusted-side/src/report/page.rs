@@ -212,7 +212,28 @@ pub fn render_md(p: &ReviewPage) -> String {
     let elsewhere = p.comments_elsewhere();
     if !elsewhere.is_empty() {
         let _ = writeln!(s, "\n### Review comments\n");
-        s.push_str(&comments::render_md(&elsewhere));
+        // Half the room at most, comment by comment: the diff and the tail keep theirs.
+        let room = GITHUB_COMMENT_LIMIT.saturating_sub(MD_TAIL_RESERVE) / 2;
+        let mut used = s.chars().count();
+        let mut shown = 0;
+        for c in &elsewhere {
+            let block = comments::render_md(&[c]);
+            let n = block.chars().count();
+            if used + n > room {
+                break;
+            }
+            s.push_str(&block);
+            used += n;
+            shown += 1;
+        }
+        if shown < elsewhere.len() {
+            let _ = writeln!(
+                s,
+                "**Comments truncated:** {} more not shown to stay within GitHub's {GITHUB_COMMENT_LIMIT}-character limit; `airlock show {} --html FILE` shows every one.\n",
+                elsewhere.len() - shown,
+                p.job
+            );
+        }
     }
     let _ = writeln!(s, "\n### Changes\n");
     if let Some(n) = &p.diff_note {
@@ -440,6 +461,29 @@ mod tests {
             md.contains("| `model reported` | ``evil`](http://x)`` |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn a_thousand_large_comments_are_cut_under_githubs_limit_with_a_note() {
+        let c = GatedComment {
+            index: 1,
+            path: "src/a.rs".into(),
+            start_line: 1,
+            end_line: 1,
+            severity: airlock_core::format::Severity::Note,
+            body: "b".repeat(16_000),
+            suggestion: None,
+            anchored_to: "revision".into(),
+            withheld: false,
+        };
+        let page = ReviewPage {
+            comments: vec![c; 1000],
+            ..page_with_files(0, 0)
+        };
+        let md = render_md(&page);
+        assert!(md.chars().count() <= GITHUB_COMMENT_LIMIT, "{}", md.len());
+        assert!(md.contains("**Comments truncated:**"), "note missing");
+        assert!(md.contains("### Signatures"), "the tail survives the cut");
     }
 
     #[test]
