@@ -705,3 +705,98 @@ fn post_review_writes_line_comments_with_fenced_bodies_and_posts_nothing_for_a_r
     assert!(!reports.join(format!("{rejected}.lines.json")).exists());
     assert!(!contains(&out.stdout, key.as_bytes()) && !contains(&out.stderr, key.as_bytes()));
 }
+
+// ---- a hostile worker: the member is checked again at the gate ----
+
+/// A worker holding the job key skips every worker-side check and signs its own member.
+fn drop_with_comments(
+    w: &super::hostile_worker::World,
+    job: &super::hostile_worker::Job,
+    member: &[u8],
+) {
+    use airlock_core::limits::TarLimits;
+    use airlock_core::tar::DeterministicTarWriter;
+    let mut packet = super::hostile_worker::packet(job, b"");
+    packet.comments = 1; // a claim: the gate counts for itself
+    let packet_bytes = airlock_core::format::to_json_bytes(&packet);
+    let mut t = DeterministicTarWriter::with_limits(Vec::new(), TarLimits::artifact());
+    t.append_file("comments.jsonl", false, member.len() as u64, member)
+        .unwrap();
+    t.append_file(
+        "packet.json",
+        false,
+        packet_bytes.len() as u64,
+        packet_bytes.as_slice(),
+    )
+    .unwrap();
+    t.append_file("patch.diff", false, 0, &b""[..]).unwrap();
+    w.drop_signed(job, &t.finish().unwrap(), &packet_bytes, None);
+}
+
+#[test]
+fn a_hostile_workers_comments_are_checked_again_at_the_gate_and_nothing_is_written_outside() {
+    let w = super::hostile_worker::World::new();
+    let job = w.submit();
+    let member = [
+        comment("../../etc/passwd", 1, "note", "traversal"),
+        comment("/etc/shadow", 1, "note", "absolute"),
+        comment(".git/config", 1, "note", "git"),
+        comment("src/lib.rs", 99, "note", "past the end"),
+        comment("src/lib.rs", 2, "warning", "anchored"),
+        r#"{"path":"src/lib.rs","line":1,"severity":"note","body":"<b>x</b>","onclick":"x"}"#
+            .to_owned(),
+    ]
+    .join("\n");
+    drop_with_comments(&w, &job, member.as_bytes());
+    let before = w.outside(&job.id());
+    let out = w.gate(&job.id(), &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&str> = reasons_of(&v, "comment-refused")
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        vec![
+            "path.parent-dir",
+            "path.absolute",
+            "path.git-dir",
+            "format.unknown-member",
+            "comments.past-end"
+        ],
+        "{v:#}"
+    );
+    let c = v["comments"].as_array().unwrap();
+    assert_eq!(c.len(), 1, "{v:#}");
+    assert_eq!(c[0]["body"], "anchored");
+    assert_eq!(
+        w.outside(&job.id()),
+        before,
+        "the gate wrote outside the job directory"
+    );
+
+    // A member over its cap is refused whole, unread past the cap.
+    let job = w.submit();
+    // Words that do not compress 200:1 (the tar reader's bomb guard would refuse first).
+    let mut x: u64 = 7;
+    let mut noise = || {
+        (0..16_000)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                char::from(b'a' + ((x >> 33) % 26) as u8)
+            })
+            .collect::<String>()
+    };
+    let big = (0..300)
+        .map(|_| comment("src/lib.rs", 1, "note", &noise()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(big.len() as u64 > airlock_core::format::MAX_COMMENTS_BYTES);
+    drop_with_comments(&w, &job, big.as_bytes());
+    let out = w.gate(&job.id(), &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let refused = reasons_of(&v, "comment-refused");
+    assert_eq!(refused.len(), 1, "{v:#}");
+    assert_eq!(refused[0]["rule"], "comments.too-large");
+    assert!(v["comments"].as_array().unwrap().is_empty());
+}
