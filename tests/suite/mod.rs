@@ -45,6 +45,9 @@ mod review;
 /// Review jobs (issue 41): comments through the real worker, the gate's anchors and limits,
 /// every surface (JSON, text, Markdown, HTML in Chromium, SARIF against the schema), hostile comments.
 mod review_comments;
+/// Hostile review comments through the real worker and from a hostile worker: each refused or
+/// neutralised, nothing written outside the job directory.
+mod review_comments_hostile;
 /// Stores: the whole flow through an in-process S3 server (SigV4), token scope, faults, gc, watch.
 mod store;
 /// Untrusted text: one hostile model name through every output (terminal, Markdown, HTML,

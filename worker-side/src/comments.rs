@@ -106,6 +106,16 @@ pub fn collect(tmp: &Path, work: &Path, run_dir: &Path, readable: bool) -> Resul
     Ok(out)
 }
 
+/// The `.gitignore` filter, plus the generator's comments file in the workdir (never packed:
+/// `.airlock/` is on the deny-list), which is read as comments, never diffed.
+pub fn without_comments(
+    rules: Option<airlock_core::diff::IgnoreNew>,
+) -> airlock_core::diff::IgnoreNew {
+    airlock_core::diff::IgnoreNew(std::sync::Arc::new(move |path: &str, dir: bool| {
+        (!dir && path == WORKDIR_COMMENTS) || rules.as_ref().is_some_and(|r| (r.0)(path, dir))
+    }))
+}
+
 /// How many comments one refusal stands for (`comments.too-many` names a count).
 fn refused_count(e: &airlock_core::format::CommentError) -> u64 {
     if e.rule == "comments.too-many" {

@@ -520,7 +520,7 @@ impl RunContext<'_> {
         );
         let mut opts = DiffOptions::for_job(&self.job.request.limits);
         opts.ignore = made.unchanged_tops;
-        opts.ignore_new = Some(without_comments(self.ignore_new.clone()));
+        opts.ignore_new = Some(crate::comments::without_comments(self.ignore_new.clone()));
         opts.max_diff_bytes = opts
             .max_diff_bytes
             .min(self.job.request.limits.max_artifact_bytes);
@@ -751,15 +751,6 @@ impl Keep {
             Keep::Nothing => None,
         }
     }
-}
-
-/// The `.gitignore` filter, plus the generator's comments file in the workdir (never packed:
-/// `.airlock/` is on the deny-list), which is read as comments, never diffed.
-fn without_comments(rules: Option<airlock_core::diff::IgnoreNew>) -> airlock_core::diff::IgnoreNew {
-    airlock_core::diff::IgnoreNew(std::sync::Arc::new(move |path: &str, dir: bool| {
-        (!dir && path == crate::comments::WORKDIR_COMMENTS)
-            || rules.as_ref().is_some_and(|r| (r.0)(path, dir))
-    }))
 }
 
 /// The empty patch's account.
