@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use airlock_core::format::{parse_comments, Comment, JobKind, Severity};
 
 use super::apply::AppliedFile;
-use super::policy::Verdict;
+use super::policy::{ReviewVerdicts, Verdict};
 use crate::classify::tree::Listing;
 use crate::reasons::ReasonCode;
 use crate::report::comments::{GatedComment, WITHHELD_BODY};
@@ -47,17 +47,32 @@ pub struct Anchors<'a> {
     pub changed: Option<&'a BTreeMap<String, AppliedFile>>,
 }
 
+/// What the job is and how its comments are judged.
+#[derive(Clone, Copy, Debug)]
+pub struct Judging {
+    /// The job's kind (from the signed job record).
+    pub kind: JobKind,
+    /// Whether the artifact's diff changes nothing.
+    pub patch_empty: bool,
+    /// The policy's verdicts (`[review]`).
+    pub verdicts: ReviewVerdicts,
+}
+
 /// Checks `member` (the artifact's `comments.jsonl`, if any) and adds the comments and the
-/// reasons to `report`. `patch_empty`: the artifact's diff changes nothing.
+/// reasons to `report`.
 pub fn check(
     member: Option<&[u8]>,
     packet: &airlock_core::format::Packet,
-    kind: JobKind,
-    patch_empty: bool,
+    how: Judging,
     anchors: Option<&Anchors<'_>>,
     scanner: &airlock_scan::Scanner,
     report: &mut GateReport,
 ) {
+    let Judging {
+        kind,
+        patch_empty,
+        verdicts,
+    } = how;
     let mut reasons = Vec::new();
     if kind == JobKind::Review && (!patch_empty || packet.review_edits > 0) {
         let n = report.stats.files_changed.max(packet.review_edits);
@@ -71,10 +86,11 @@ pub fn check(
     let mut refused: Vec<Reason> = parsed
         .refused
         .iter()
-        .map(|e| refusal(e.to_string(), e.rule, None))
+        .map(|e| refusal(verdicts, e.to_string(), e.rule, None))
         .collect();
     if packet.comments_refused > 0 {
         refused.push(refusal(
+            verdicts,
             format!(
                 "the worker refused {} comment(s) (malformed, oversized, past the count cap, or a comment file that is not a regular file); see generator.log",
                 packet.comments_refused
@@ -90,6 +106,7 @@ pub fn check(
         match anchor(&c, end, &lines, anchors) {
             Ok(anchored_to) => kept.push(gated(index, c, start, end, anchored_to)),
             Err((rule, why)) => refused.push(refusal(
+                verdicts,
                 format!("comments.jsonl:{index}: lines {start}..{end}: {why} ({rule})"),
                 rule,
                 Some(&c.path),
@@ -97,13 +114,14 @@ pub fn check(
         }
     }
     let secrets = scan(scanner, &mut kept);
-    summarise(kind, &kept, &mut reasons);
+    summarise(kind, &kept, verdicts, &mut reasons);
     let more = refused.len().saturating_sub(MAX_REFUSED_REASONS);
     refused.truncate(MAX_REFUSED_REASONS);
     report.extend(reasons);
     report.extend(refused);
     if more > 0 {
         report.push(refusal(
+            verdicts,
             format!("{more} more comment(s) refused"),
             "comments.more",
             None,
@@ -172,8 +190,8 @@ pub fn review_is_not_no_change(kind: JobKind, report: &mut GateReport) {
     }
 }
 
-fn refusal(detail: String, rule: &str, path: Option<&str>) -> Reason {
-    let r = Reason::new(ReasonCode::CommentRefused, Verdict::Human, detail).rule(rule);
+fn refusal(v: ReviewVerdicts, detail: String, rule: &str, path: Option<&str>) -> Reason {
+    let r = Reason::new(ReasonCode::CommentRefused, v.refused, detail).rule(rule);
     match path {
         Some(p) => r.at(p),
         None => r,
@@ -303,7 +321,7 @@ fn scan(scanner: &airlock_scan::Scanner, kept: &mut [GatedComment]) -> Vec<Reaso
 
 /// `review-comments` (queue) with the counts, and for a review job `review-error` (human)
 /// when a comment has severity `error`.
-fn summarise(kind: JobKind, kept: &[GatedComment], reasons: &mut Vec<Reason>) {
+fn summarise(kind: JobKind, kept: &[GatedComment], v: ReviewVerdicts, reasons: &mut Vec<Reason>) {
     if kept.is_empty() {
         return;
     }
@@ -315,7 +333,7 @@ fn summarise(kind: JobKind, kept: &[GatedComment], reasons: &mut Vec<Reason>) {
     );
     reasons.push(Reason::new(
         ReasonCode::ReviewComments,
-        Verdict::Queue,
+        v.comments,
         format!(
             "{} comment(s): {e} error, {w} warning, {n} note",
             kept.len()
@@ -324,7 +342,7 @@ fn summarise(kind: JobKind, kept: &[GatedComment], reasons: &mut Vec<Reason>) {
     if kind == JobKind::Review && e > 0 {
         reasons.push(Reason::new(
             ReasonCode::ReviewError,
-            Verdict::Human,
+            v.error,
             format!("{e} comment(s) of severity error: a person reads the review"),
         ));
     }

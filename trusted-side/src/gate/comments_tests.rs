@@ -46,8 +46,7 @@ fn gate(jsonl: &str, kind: JobKind, changed: Option<&BTreeMap<String, AppliedFil
     check(
         Some(jsonl.as_bytes()),
         &packet,
-        kind,
-        true,
+        how(kind, true, ReviewVerdicts::default()),
         Some(&anchors),
         &scanner,
         &mut report,
@@ -58,6 +57,14 @@ fn gate(jsonl: &str, kind: JobKind, changed: Option<&BTreeMap<String, AppliedFil
 
 fn c(path: &str, line: u64, severity: &str, body: &str) -> String {
     serde_json::json!({"path": path, "line": line, "severity": severity, "body": body}).to_string()
+}
+
+fn how(kind: JobKind, patch_empty: bool, verdicts: ReviewVerdicts) -> Judging {
+    Judging {
+        kind,
+        patch_empty,
+        verdicts,
+    }
 }
 
 fn codes(r: &GateReport) -> Vec<&'static str> {
@@ -149,8 +156,7 @@ fn a_review_job_that_changed_files_is_rejected() {
     check(
         None,
         &packet,
-        JobKind::Review,
-        true,
+        how(JobKind::Review, true, ReviewVerdicts::default()),
         None,
         &scanner,
         &mut report,
@@ -177,8 +183,7 @@ fn a_review_job_with_a_diff_is_rejected_even_when_the_worker_says_nothing() {
     check(
         None,
         &packet,
-        JobKind::Review,
-        false,
+        how(JobKind::Review, false, ReviewVerdicts::default()),
         None,
         &scanner,
         &mut report,
@@ -190,11 +195,44 @@ fn a_review_job_with_a_diff_is_rejected_even_when_the_worker_says_nothing() {
     check(
         None,
         &packet,
-        JobKind::Change,
-        false,
+        how(JobKind::Change, false, ReviewVerdicts::default()),
         None,
         &scanner,
         &mut report,
     );
     assert!(report.reasons.is_empty());
+}
+
+#[test]
+fn the_policy_sets_the_review_verdicts_and_its_default_keeps_the_digest() {
+    use super::super::policy::Policy;
+    let default = Policy::default();
+    let written = Policy::from_toml("[review]\ncomments = \"queue\"\nerror = \"human\"\n").unwrap();
+    assert_eq!(written.digest(), default.digest());
+    let strict = Policy::from_toml("[review]\ncomments = \"human\"\nerror = \"reject\"\n").unwrap();
+    assert_ne!(strict.digest(), default.digest());
+    assert!(Policy::from_toml("[review]\nwarning = \"human\"\n").is_err());
+    let packet = crate::test_artifact::packet(&job(), Sha256Digest::of_bytes(b"b"), b"");
+    let listing = listing();
+    let anchors = Anchors {
+        listing: &listing,
+        read: &files,
+        changed: None,
+    };
+    let scanner = crate::fetch::worker_text::scanner().unwrap();
+    let mut report = GateReport::new(&job());
+    let jsonl = c("src/a.py", 1, "error", "wrong");
+    let v = strict.review_verdicts();
+    check(
+        Some(jsonl.as_bytes()),
+        &packet,
+        how(JobKind::Review, true, v),
+        Some(&anchors),
+        &scanner,
+        &mut report,
+    );
+    report.conclude();
+    assert_eq!(report.decision, Verdict::Reject);
+    let verdicts: Vec<Verdict> = report.reasons.iter().map(|r| r.verdict).collect();
+    assert_eq!(verdicts, vec![Verdict::Human, Verdict::Reject]);
 }

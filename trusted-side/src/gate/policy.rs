@@ -28,9 +28,11 @@ use crate::reasons::ReasonCode;
 
 mod canonical;
 mod error;
+mod review;
 
 use canonical::{Canonical, CanonicalBuckets, CanonicalModels, CanonicalRule};
 pub use error::PolicyError;
+pub use review::ReviewVerdicts;
 
 /// Largest policy file accepted.
 pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
@@ -77,6 +79,13 @@ other = "queue"
 # earlier jobs with the same model requested were answered by others) and of `model-unseen`
 # (no approved job asked for this model yet, so the answer is no baseline).
 drift = "human"
+
+[review]
+# The verdicts of review comments: `review-comments` (those that anchored), `review-error`
+# (a review job's comment of severity error), `comment-refused` (one that does not anchor).
+comments = "queue"
+error = "human"
+refused = "human"
 
 # [[paths]] rules are tried in file order before buckets; the first match decides.
 # [[paths]]
@@ -196,6 +205,8 @@ struct PolicyFile {
     paths: Vec<PathRuleFile>,
     #[serde(default)]
     models: ModelsFile,
+    #[serde(default)]
+    review: review::ReviewFile,
 }
 
 /// `[models]`: how reasons about the model answering are routed.
@@ -301,6 +312,8 @@ pub struct Policy {
     paths: Vec<PathRule>,
     /// `[models] drift`: the verdict of `model-drift`.
     model_drift: Verdict,
+    /// `[review]`: the verdicts of review comments.
+    review: ReviewVerdicts,
 }
 
 impl Default for Policy {
@@ -323,6 +336,7 @@ impl Default for Policy {
             limits: PolicyLimits::default(),
             paths: Vec::new(),
             model_drift: Verdict::Human,
+            review: ReviewVerdicts::default(),
         }
     }
 }
@@ -378,6 +392,7 @@ impl Policy {
         if let Some(v) = file.models.drift {
             policy.model_drift = v;
         }
+        policy.review = ReviewVerdicts::from_file(&file.review);
         policy.paths = file
             .paths
             .into_iter()
@@ -409,6 +424,11 @@ impl Policy {
     /// The verdict of `model-drift` (`[models] drift`, default `human`).
     pub fn model_drift_verdict(&self) -> Verdict {
         self.model_drift
+    }
+
+    /// The verdicts of review comments (`[review]`).
+    pub fn review_verdicts(&self) -> ReviewVerdicts {
+        self.review
     }
 
     /// The `[limits]` overrides.
@@ -450,6 +470,7 @@ impl Policy {
             models: (self.model_drift != Verdict::Human).then_some(CanonicalModels {
                 drift: self.model_drift,
             }),
+            review: self.review.canonical(),
         };
         // Serializing plain structs of strings, enums and integers cannot fail.
         serde_json::to_string(&canonical).unwrap_or_default()

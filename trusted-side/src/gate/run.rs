@@ -361,12 +361,15 @@ fn comments_step(
         read: &read,
         changed: files,
     });
-    let patch_empty = report.stats.files_changed == 0;
+    let how = comments::Judging {
+        kind: record.kind,
+        patch_empty: report.stats.files_changed == 0,
+        verdicts: opts.policy.review_verdicts(),
+    };
     comments::check(
         fetched.comments.as_deref(),
         &fetched.packet,
-        record.kind,
-        patch_empty,
+        how,
         anchors.as_ref(),
         &scan::scanner()?,
         report,

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::{PolicyLimits, Verdict};
+use super::{PolicyLimits, ReviewVerdicts, Verdict};
 
 /// The canonical serialization hashed by [`Policy::digest`]: fixed key order, defaults
 /// filled in, so two files that mean the same thing have the same digest.
@@ -19,6 +19,9 @@ pub(super) struct Canonical<'a> {
     /// Only when not the default, so that policies written before `[models]` keep their digest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) models: Option<CanonicalModels>,
+    /// Only when not the default (policies written before `[review]` keep their digest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) review: Option<ReviewVerdicts>,
 }
 
 #[derive(Serialize)]
