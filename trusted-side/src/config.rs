@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::exit::Outcome;
+use crate::store::{check_store_url, file_store_dir};
 
 /// File names inside the home directory.
 pub const CONFIG_FILE: &str = "config.toml";
@@ -23,7 +24,7 @@ pub const TRUSTED_PUB_FILE: &str = "trusted.pub";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Object store URL (see [`check_store_url`]).
+    /// Object store URL (see [`crate::store::check_store_url`]).
     pub store: String,
     /// How to mint each job's scoped model key (`[model_key]`); absent: no key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,43 +79,6 @@ impl Home {
         let path = self.dir.join(TRUSTED_PUB_FILE);
         keys::load_public_key(&path).with_context(|| "trusted public key".to_string())
     }
-}
-
-/// Checks a store URL's shape: scheme `file`, `s3`, `gs`, `az`, `abfs` or `memory`, with an
-/// absolute path for `file://` and a bucket for the clouds.
-pub fn check_store_url(raw: &str) -> Result<url::Url> {
-    let parsed = url::Url::parse(raw).map_err(|e| {
-        anyhow::anyhow!(
-            "store URL {raw:?} is malformed ({e}): expected file:///abs/dir, s3://bucket/prefix, gs://bucket, az://container or memory://"
-        )
-    })?;
-    match parsed.scheme() {
-        "file" => {
-            if parsed.path().len() <= 1 {
-                bail!("store URL {raw:?}: file:// needs an absolute directory");
-            }
-            // The raw text, not `parsed`: the URL parser folds `a/../x` into `x`, while every
-            // later command reads the raw text and refuses it (`fileurl.dot`).
-            file_store_dir(raw)?;
-        }
-        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" => {
-            if parsed.host_str().is_none_or(str::is_empty) {
-                bail!("store URL {raw:?}: no bucket or container");
-            }
-        }
-        "memory" => {}
-        other => {
-            bail!("store URL {raw:?}: unsupported scheme {other:?} (file, s3, gs, az, memory)")
-        }
-    }
-    Ok(parsed)
-}
-
-/// The directory of a `file://` store URL, decoded as the store itself decodes it.
-fn file_store_dir(raw: &str) -> Result<PathBuf> {
-    airlock_core::fileurl::file_url_to_path(raw.trim_end_matches('/')).with_context(|| {
-        format!("store URL {raw:?}: use file:///abs/dir, with no host and no . or .. component")
-    })
 }
 
 /// What every command is given besides its own options.
