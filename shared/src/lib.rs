@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod clock;
 pub mod diff;
 pub mod digest;
 pub mod dsse;

@@ -228,7 +228,7 @@ pub fn run(
         decision,
         args.by.as_deref(),
         note,
-        crate::submit::now_unix(),
+        airlock_core::clock::now_unix(),
     )?;
     if args.json {
         crate::output::print_json(&r)?;

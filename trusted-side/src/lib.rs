@@ -23,6 +23,7 @@ pub mod classify;
 pub mod compare;
 pub mod config;
 pub mod demo;
+mod egress_check;
 pub mod exit;
 pub mod fetch;
 /// Fuzz-target helpers: built for `cargo fuzz` (`cfg(fuzzing)`) and for this crate's unit

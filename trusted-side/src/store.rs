@@ -13,6 +13,7 @@
 //! cannot cap the size of what is written: the capped reads here are the guard.
 //! Uploads above 8 MiB show a progress bar on a terminal (hidden when piped or with `-q`).
 
+mod address;
 pub mod beneath;
 mod local;
 pub mod retry;
@@ -25,46 +26,12 @@ use std::time::Duration;
 use airlock_core::digest::{HashingWriter, Sha256Digest};
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
+
+pub use address::check_store_url;
+pub(crate) use address::file_store_dir;
 use object_store::path::Path as ObjPath;
 use object_store::signer::Signer;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
-
-/// Checks a store URL's shape: scheme `file`, `s3`, `gs`, `az`, `abfs` or `memory`, with an
-/// absolute path for `file://` and a bucket for the clouds.
-pub fn check_store_url(raw: &str) -> Result<url::Url> {
-    let parsed = url::Url::parse(raw).map_err(|e| {
-        anyhow::anyhow!(
-            "store URL {raw:?} is malformed ({e}): expected file:///abs/dir, s3://bucket/prefix, gs://bucket, az://container or memory://"
-        )
-    })?;
-    match parsed.scheme() {
-        "file" => {
-            if parsed.path().len() <= 1 {
-                bail!("store URL {raw:?}: file:// needs an absolute directory");
-            }
-            // The raw text, not `parsed`: the URL parser folds `a/../x` into `x`, while every
-            // later command reads the raw text and refuses it (`fileurl.dot`).
-            file_store_dir(raw)?;
-        }
-        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" => {
-            if parsed.host_str().is_none_or(str::is_empty) {
-                bail!("store URL {raw:?}: no bucket or container");
-            }
-        }
-        "memory" => {}
-        other => {
-            bail!("store URL {raw:?}: unsupported scheme {other:?} (file, s3, gs, az, memory)")
-        }
-    }
-    Ok(parsed)
-}
-
-/// The directory of a `file://` store URL, decoded as the store itself decodes it.
-pub(crate) fn file_store_dir(raw: &str) -> Result<PathBuf> {
-    airlock_core::fileurl::file_url_to_path(raw.trim_end_matches('/')).with_context(|| {
-        format!("store URL {raw:?}: use file:///abs/dir, with no host and no . or .. component")
-    })
-}
 
 /// Objects larger than this go up as multipart uploads (memory stays at one part).
 const MULTIPART_THRESHOLD: u64 = 8 * 1024 * 1024;

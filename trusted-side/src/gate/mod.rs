@@ -25,6 +25,22 @@ use anyhow::Result;
 
 use crate::config::GlobalOptions;
 use crate::exit::Outcome;
+use crate::report::Reason;
+
+/// Why the checks stopped before the end.
+#[derive(Debug)]
+pub enum Stop {
+    /// A reject that ends the checks (steps 2–4).
+    Reject(Reason),
+    /// The gate could not decide (exit 1).
+    Error(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Stop {
+    fn from(e: anyhow::Error) -> Stop {
+        Stop::Error(e)
+    }
+}
 
 /// What `airlock gate` is asked to do.
 #[derive(Debug, Clone)]

@@ -114,9 +114,13 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
     let key = home.signing_key().unwrap();
     let store = Store::open(&home.config.store).unwrap();
     let token = std::fs::read_to_string(&token_file).unwrap();
-    let claims = verify_token(token.trim_end(), &key.public(), crate::submit::now_unix())
-        .unwrap()
-        .into_inner();
+    let claims = verify_token(
+        token.trim_end(),
+        &key.public(),
+        airlock_core::clock::now_unix(),
+    )
+    .unwrap()
+    .into_inner();
     (
         Fixture {
             _tmp: tmp,
