@@ -205,10 +205,7 @@ fn todays_worker_refuses_a_token_naming_only_formats_it_cannot_write() {
     let env = Env::small();
     let job = env.submit(&[]);
     let trusted = airlock_core::keys::load_private_key(&env.home.join("trusted.key")).unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let now = airlock_core::clock::now_unix();
     let mut claims = airlock_core::token::verify_token(&job.token, &trusted.public(), now)
         .unwrap()
         .into_inner();
