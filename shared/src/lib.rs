@@ -28,11 +28,6 @@ pub mod dsse;
 pub mod error;
 pub mod fileurl;
 pub mod format;
-/// Fuzz-target helpers: built for `cargo fuzz` (`cfg(fuzzing)`) and for this crate's unit
-/// tests, which run them on the fixtures; never in the libraries the binaries link.
-#[cfg(any(fuzzing, test))]
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod jobid;
 pub mod keys;
 pub mod limits;
