@@ -25,11 +25,7 @@ fn previous() -> Option<PathBuf> {
         "the previous release is not built in {} (run scripts/build-previous-release.sh)",
         dir.display()
     );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "SKIPPED in CI (a skip is a failure here): {why}"
-    );
-    eprintln!("SKIPPED: {why}");
+    airlock_tests::skip(&why);
     None
 }
 

@@ -1361,7 +1361,7 @@ fn large_upload_shows_a_progress_bar_on_a_terminal_and_nowhere_else() {
         .output()
         .is_err()
     {
-        eprintln!("SKIP: no `script` (util-linux) to give airlock a terminal");
+        airlock_tests::skip("no `script` (util-linux) to give airlock a terminal");
         return;
     }
     let env = S3Env::new();
