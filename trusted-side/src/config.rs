@@ -10,7 +10,6 @@ use airlock_core::keys::{self, PublicKey, SigningKey};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::exit::Outcome;
 use crate::store::{check_store_url, file_store_dir};
 
 /// File names inside the home directory.
@@ -90,53 +89,6 @@ pub struct GlobalOptions {
     pub verbose: u8,
     /// Only errors on stderr; no progress bars.
     pub quiet: bool,
-}
-
-/// What `airlock init` is asked to do.
-#[derive(Debug, Clone)]
-pub struct InitOptions {
-    /// Object store URL; `None`: a store directory inside the home directory.
-    pub store: Option<String>,
-    /// Print the result as JSON.
-    pub json: bool,
-}
-
-/// `airlock init`: writes config.toml and a fresh trusted keypair.
-pub fn init(global: &GlobalOptions, args: &InitOptions) -> Result<Outcome> {
-    let created = create_home(&global.home, args.store.as_deref())?;
-    let (abs_home, store, key_id) = (&created.dir, &created.store, &created.key_id);
-    let excluded = exclude_from_git(abs_home)?;
-    if args.json {
-        crate::output::print_json(&serde_json::json!({
-            "home": abs_home,
-            "store": store,
-            "trusted_pub": abs_home.join(TRUSTED_PUB_FILE),
-            "key_id": key_id,
-            "git_exclude": excluded.as_ref().map(|(file, line)| serde_json::json!({
-                "file": file,
-                "pattern": line,
-            })),
-        }))?;
-    } else {
-        println!("initialised {}", abs_home.display());
-        println!("  store        {store}");
-        println!(
-            "  trusted key  {} (0600, never leaves this host)",
-            abs_home.join(TRUSTED_KEY_FILE).display()
-        );
-        println!(
-            "  public key   {} (give this to workers)",
-            abs_home.join(TRUSTED_PUB_FILE).display()
-        );
-        println!("  key id       {key_id}");
-        if let Some((file, line)) = &excluded {
-            println!(
-                "  git          {line} added to {} (never committed)",
-                file.display()
-            );
-        }
-    }
-    Ok(Outcome::Ok)
 }
 
 /// If `home` lies inside a git work tree, adds it (as `/<path from the top>/`) to that

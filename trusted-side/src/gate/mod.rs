@@ -62,7 +62,7 @@ pub struct GateCommandOptions {
 }
 
 /// `airlock gate JOB`: exit 0 queue, 3 human, 4 reject.
-pub fn command(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outcome> {
     use policy::Verdict;
     let home = crate::config::Home::load(&global.home)?;
     let key = home.signing_key()?;

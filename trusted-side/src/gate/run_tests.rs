@@ -14,7 +14,8 @@ use airlock_core::token::{verify_token, JobClaims};
 
 use super::*;
 use crate::config::Home;
-use crate::config::{GlobalOptions, InitOptions};
+use crate::config::GlobalOptions;
+use crate::init::InitOptions;
 use crate::gate::policy::Verdict;
 use crate::gate::test_git::git;
 use crate::pack::PackInputs;
@@ -65,7 +66,7 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
         verbose: 0,
         quiet: true,
     };
-    crate::config::init(
+    crate::init::run(
         &global,
         &InitOptions {
             store: None,
