@@ -73,7 +73,6 @@ impl Home {
     }
 
     /// Loads the trusted public key.
-    #[allow(dead_code)] // used by fetch (next hop)
     pub fn public_key(&self) -> Result<PublicKey> {
         let path = self.dir.join(TRUSTED_PUB_FILE);
         keys::load_public_key(&path).with_context(|| "trusted public key".to_string())

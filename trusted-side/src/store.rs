@@ -175,7 +175,6 @@ impl Store {
     }
 
     /// Wraps an already-built store (tests: an S3 client pointed at an in-process server).
-    #[allow(dead_code)] // used by the S3 tests (issue 5)
     pub fn from_parts(
         inner: Arc<dyn ObjectStore>,
         signer: Option<Arc<dyn Signer>>,
@@ -206,7 +205,6 @@ impl Store {
     }
 
     /// Hides upload progress bars (they are already hidden when stderr is not a terminal).
-    #[allow(dead_code)] // for callers with --quiet/--json; bars are hidden off a TTY anyway
     pub fn set_quiet(&mut self, quiet: bool) {
         self.quiet = quiet;
     }

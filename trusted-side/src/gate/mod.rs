@@ -15,7 +15,6 @@ pub mod review;
 pub mod run;
 pub mod scan;
 
-#[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use crate::report::{print, GateReport};
 pub use run::{run_gate, GateOptions};
 

@@ -45,7 +45,6 @@ use super::apply::{self, AppliedFile, ApplyOutcome};
 use super::bundle;
 use super::checks;
 use super::decide::{self, from_policy};
-#[allow(unused_imports, reason = "named in the module doc")]
 use super::index;
 use super::parse;
 use super::policy::{Policy, Verdict};
