@@ -451,7 +451,7 @@ impl Scanner {
     }
 
     /// [`Scanner::with_default_rules`] without the rules' test templates
-    /// ([`crate::builtin::default_detectors`]): the same findings, for callers that only scan.
+    /// (`builtin::default_detectors`): the same findings, for callers that only scan.
     pub fn with_default_detectors() -> Result<Scanner, ScanError> {
         Scanner::build(
             crate::builtin::default_detectors(),

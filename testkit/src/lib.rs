@@ -1,6 +1,6 @@
 //! Development-only support shared by airlock's tests and fuzz targets; no binary links it.
 //!
-//! - [`skip`]: the one way a test skips (fails under CI).
+//! - [`skip`](mod@skip): the one way a test skips (fails under CI).
 //! - [`fuzz`]: the fixed-seed generator, the committed corpus and the mutators every crate's
 //!   fuzz tests use.
 //! - [`core`]: the fuzz-target entry points over `airlock-core`'s boundary parsers

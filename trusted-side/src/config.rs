@@ -23,7 +23,7 @@ pub const TRUSTED_PUB_FILE: &str = "trusted.pub";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Object store URL (see [`crate::store::check_store_url`]).
+    /// Object store URL (checked by `store::check_store_url`).
     pub store: String,
     /// How to mint each job's scoped model key (`[model_key]`); absent: no key.
     #[serde(default, skip_serializing_if = "Option::is_none")]

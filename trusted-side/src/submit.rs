@@ -6,7 +6,7 @@
 //! objects, expiring with the token; never a store credential), and a fetcher on another host
 //! not knowing which key must sign the artifact (the job record, trusted-signed, names it),
 //! an `--egress` destination the worker's proxy would always refuse being accepted silently
-//! ([`crate::egress_check`]), and a model key landing anywhere but the token (the bundle's
+//! (`egress_check`), and a model key landing anywhere but the token (the bundle's
 //! request names its variable, the ledger its fingerprint).
 
 use std::path::{Path, PathBuf};

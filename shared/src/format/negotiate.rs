@@ -88,8 +88,8 @@ pub fn negotiate(formats: Option<&[String]>) -> Result<Reader, NegotiationError>
     })
 }
 
-/// Whether `formats` is a claim of an acceptable shape: at most [`MAX_FORMATS`] entries of
-/// 1..=[`MAX_FORMAT_BYTES`] printable ASCII bytes without spaces.
+/// Whether `formats` is a claim of an acceptable shape: at most `MAX_FORMATS` entries of
+/// 1..=`MAX_FORMAT_BYTES` printable ASCII bytes without spaces.
 pub fn formats_claim_well_formed(formats: &[String]) -> bool {
     formats.len() <= MAX_FORMATS
         && formats.iter().all(|f| {

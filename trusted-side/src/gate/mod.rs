@@ -1,5 +1,5 @@
 //! The gate hop: judges a worker's artifact after fetch and decides `queue`, `human` or
-//! `reject`, with reasons. Entry points: [`run_gate`] and [`print`]; the steps are listed in
+//! `reject`, with reasons. Entry points: [`run_gate`] and [`print`](fn@print); the steps are listed in
 //! `run.rs`, one module per step.
 pub mod apply;
 pub mod bundle;
