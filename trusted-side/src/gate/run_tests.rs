@@ -13,11 +13,11 @@ use airlock_core::store_layout as layout;
 use airlock_core::token::{verify_token, JobClaims};
 
 use super::*;
-use crate::config::Home;
 use crate::config::GlobalOptions;
-use crate::init::InitOptions;
+use crate::config::Home;
 use crate::gate::policy::Verdict;
 use crate::gate::test_git::git;
+use crate::init::InitOptions;
 use crate::pack::PackInputs;
 use crate::submit::SubmitOptions;
 use airlock_core::limits::JobLimits;
