@@ -5,7 +5,7 @@
 //! In front of s3s sits a tiny fault injector: a rule matches a method and a key suffix and
 //! answers in place of the server for its next N matching requests (an HTTP status, a dropped
 //! connection, a body cut short, an outage that kills every connection and resets the next
-//! ones, a hard stop that closes the listening socket until [`S3Server::restart`], a request
+//! ones, a hard stop that closes the listening socket until [`S3Server::restart`](crate::s3::S3Server::restart), a request
 //! applied whose answer is lost, or a stall before it is served). Every
 //! request and what it got is logged, so a test asserts what the real server answered.
 //!

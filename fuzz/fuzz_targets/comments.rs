@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = airlock_core::fuzzing::comments(data);
+    let _ = airlock_testkit::core::comments(data);
 });

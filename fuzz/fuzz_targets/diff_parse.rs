@@ -3,5 +3,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = airlock_core::fuzzing::diff_parse(data);
+    let _ = airlock_testkit::core::diff_parse(data);
 });

@@ -4,5 +4,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    airlock_core::fuzzing::text(data);
+    airlock_testkit::core::text(data);
 });

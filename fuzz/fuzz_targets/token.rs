@@ -3,5 +3,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = airlock_core::fuzzing::token(data);
+    let _ = airlock_testkit::core::token(data);
 });

@@ -1897,7 +1897,7 @@ pub fn default_rules() -> Vec<Rule> {
 
 /// The built-in rules as a scan runs them: [`default_rules`] without their test templates
 /// (examples, false positives, corpus samples: ~1,100 strings that only tests, benchmarks
-/// and `docs/RULES.md` read, copied by every `airlock gate` and `pack` otherwise).
+/// and `scan/RULES.md` read, copied by every `airlock gate` and `pack` otherwise).
 pub fn default_detectors() -> Vec<Rule> {
     DEFS.iter().map(|d| to_rule(d, false)).collect()
 }

@@ -227,7 +227,7 @@ fn rule_example_path(rule: &Rule) -> String {
     let Some(p) = &rule.path else {
         return "example.txt".into();
     };
-    let Ok(re) = crate::engine::compile_regex(&rule.id, "path", p) else {
+    let Ok(re) = crate::lazy_regex::compile_regex(&rule.id, "path", p) else {
         return "example.txt".into();
     };
     const CANDIDATES: &[&str] = &[
@@ -358,7 +358,7 @@ mod tests {
         let re = globs_to_regex("r", &["**/*.env".into(), "docs/**".into()])
             .unwrap()
             .unwrap();
-        let re = crate::engine::compile_regex("r", "path", &re).unwrap();
+        let re = crate::lazy_regex::compile_regex("r", "path", &re).unwrap();
         assert!(re.is_match(b"app/prod.env"));
         assert!(re.is_match(b"docs/a/b.md"));
         assert!(!re.is_match(b"src/main.rs"));

@@ -26,9 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind as AcMatchKind};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use regex_automata::meta::{self, Regex};
-use regex_automata::util::syntax;
-use regex_automata::{Input, MatchKind};
+use regex_automata::Input;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -42,10 +40,6 @@ pub const WINDOW_BACK: usize = 1024;
 /// Bytes after a keyword hit that a window reaches forward (still cut at the line end for
 /// [`Span::Line`]).
 pub const WINDOW_FORWARD: usize = 64 * 1024;
-/// Compiled size cap of one regex (as `regex`'s default).
-pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
-/// Longest accepted regex source, in bytes.
-pub const MAX_REGEX_LEN: usize = 16 * 1024;
 /// Default cap on one file's size in [`Scanner::scan_files_parallel`].
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 << 20;
 /// How much of a file [`is_binary`] looks at.
@@ -207,48 +201,6 @@ impl fmt::Debug for Scanner {
             .field("inline_allow", &self.inline_allow)
             .finish_non_exhaustive()
     }
-}
-
-/// The scanner's regex syntax: byte-oriented (`utf8(false)`), ASCII or Unicode classes,
-/// nesting capped at 64.
-pub(crate) fn syntax_config(unicode: bool) -> syntax::Config {
-    syntax::Config::new()
-        .utf8(false)
-        .unicode(unicode)
-        .nest_limit(64)
-}
-
-/// Compiles one regex with the scanner's settings: byte-oriented (matches any bytes),
-/// ASCII classes (`\w`, `\b`, `(?i)` as in Go's RE2, which gitleaks uses), size-capped.
-/// Falls back to Unicode classes if the pattern needs them (`\pL`).
-pub(crate) fn compile_regex(rule_id: &str, what: &str, pattern: &str) -> Result<Regex, ScanError> {
-    if pattern.len() > MAX_REGEX_LEN {
-        return Err(ScanError::RuleRegex {
-            rule_id: rule_id.to_string(),
-            what: what.to_string(),
-            reason: format!("{} bytes long, at most {MAX_REGEX_LEN}", pattern.len()),
-        });
-    }
-    let build = |unicode: bool| {
-        meta::Builder::new()
-            .syntax(syntax_config(unicode))
-            .configure(
-                meta::Config::new()
-                    .match_kind(MatchKind::LeftmostFirst)
-                    .utf8_empty(false)
-                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                    .hybrid_cache_capacity(2 << 20),
-            )
-            .build(pattern)
-            .map_err(|e| e.to_string())
-    };
-    build(false)
-        .or_else(|_| build(true))
-        .map_err(|reason| ScanError::RuleRegex {
-            rule_id: rule_id.to_string(),
-            what: what.to_string(),
-            reason,
-        })
 }
 
 fn compile_globs(context: &str, globs: &[String]) -> Result<Option<GlobSet>, ScanError> {
@@ -499,7 +451,7 @@ impl Scanner {
     }
 
     /// [`Scanner::with_default_rules`] without the rules' test templates
-    /// ([`crate::builtin::default_detectors`]): the same findings, for callers that only scan.
+    /// (`builtin::default_detectors`): the same findings, for callers that only scan.
     pub fn with_default_detectors() -> Result<Scanner, ScanError> {
         Scanner::build(
             crate::builtin::default_detectors(),

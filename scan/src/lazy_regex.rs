@@ -17,12 +17,58 @@
 
 use std::sync::OnceLock;
 
-use regex_automata::meta::Regex;
+use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;
+use regex_automata::MatchKind;
 
-use crate::engine::{compile_regex, syntax_config};
 use crate::error::ScanError;
-use crate::MAX_REGEX_LEN;
+
+/// Compiled size cap of one regex (as `regex`'s default).
+pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
+/// Longest accepted regex source, in bytes.
+pub const MAX_REGEX_LEN: usize = 16 * 1024;
+
+/// The scanner's regex syntax: byte-oriented (`utf8(false)`), ASCII or Unicode classes,
+/// nesting capped at 64.
+pub(crate) fn syntax_config(unicode: bool) -> syntax::Config {
+    syntax::Config::new()
+        .utf8(false)
+        .unicode(unicode)
+        .nest_limit(64)
+}
+
+/// Compiles one regex with the scanner's settings: byte-oriented (matches any bytes),
+/// ASCII classes (`\w`, `\b`, `(?i)` as in Go's RE2, which gitleaks uses), size-capped.
+/// Falls back to Unicode classes if the pattern needs them (`\pL`).
+pub(crate) fn compile_regex(rule_id: &str, what: &str, pattern: &str) -> Result<Regex, ScanError> {
+    if pattern.len() > MAX_REGEX_LEN {
+        return Err(ScanError::RuleRegex {
+            rule_id: rule_id.to_string(),
+            what: what.to_string(),
+            reason: format!("{} bytes long, at most {MAX_REGEX_LEN}", pattern.len()),
+        });
+    }
+    let build = |unicode: bool| {
+        meta::Builder::new()
+            .syntax(syntax_config(unicode))
+            .configure(
+                meta::Config::new()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .utf8_empty(false)
+                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                    .hybrid_cache_capacity(2 << 20),
+            )
+            .build(pattern)
+            .map_err(|e| e.to_string())
+    };
+    build(false)
+        .or_else(|_| build(true))
+        .map_err(|reason| ScanError::RuleRegex {
+            rule_id: rule_id.to_string(),
+            what: what.to_string(),
+            reason,
+        })
+}
 
 /// How much a rule set is checked when it loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

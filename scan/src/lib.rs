@@ -77,10 +77,10 @@ pub use content::Form;
 pub use deep::Scanned;
 pub use engine::{
     is_binary, Finding, ScanReport, Scanner, SkipReason, SkippedFile, BINARY_SNIFF_BYTES,
-    DEFAULT_MAX_FILE_BYTES, INLINE_ALLOW, MAX_REGEX_LEN, REGEX_SIZE_LIMIT, WINDOW_BACK,
-    WINDOW_FORWARD,
+    DEFAULT_MAX_FILE_BYTES, INLINE_ALLOW, WINDOW_BACK, WINDOW_FORWARD,
 };
 pub use error::{ConfigWarning, ScanError};
+pub use lazy_regex::{MAX_REGEX_LEN, REGEX_SIZE_LIMIT};
 pub use redact::{marker, redact};
 pub use rule::{Allowlist, Check, Condition, Rule, RuleSource, Span, Target};
 

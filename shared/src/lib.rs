@@ -8,7 +8,7 @@
 //! - Signed metadata is DSSE over in-toto Statement v1, ed25519 only; verification takes
 //!   pinned keys and never trusts a key carried inside the envelope ([`dsse`]).
 //! - Every untrusted input is parsed with an explicit size limit before allocation
-//!   ([`limits`]), with `deny_unknown_fields` on every JSON format ([`format`]).
+//!   ([`limits`]), with `deny_unknown_fields` on every JSON format ([`format`](mod@format)).
 //! - The tar reader never creates links, devices or FIFOs, never writes outside its
 //!   destination and refuses bombs ([`tar`]).
 //! - Values that passed verification are typed [`Verified<T>`]; only this crate can make one.
@@ -21,17 +21,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod clock;
 pub mod diff;
 pub mod digest;
 pub mod dsse;
 pub mod error;
 pub mod fileurl;
 pub mod format;
-/// Fuzz-target helpers: built for `cargo fuzz` (`cfg(fuzzing)`) and for this crate's unit
-/// tests, which run them on the fixtures; never in the libraries the binaries link.
-#[cfg(any(fuzzing, test))]
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod jobid;
 pub mod keys;
 pub mod limits;

@@ -3,17 +3,6 @@
 
 use super::*;
 
-/// Hostile strings every output of airlock must neutralise alike (shared with the end-to-end
-/// test in `tests/suite/untrusted_text.rs`, which feeds them through the binaries).
-const HOSTILE: &[&str] = &[
-    "\u{1b}]0;pwned\u{7}\u{1b}[2K\rqueue: ok",
-    "gpt\u{202e}txt.exe",
-    "// tidy helper\u{e0041}\u{e0070}\u{e0070}\u{e0072}\u{e006f}\u{e0076}\u{e0065}",
-    "a|b`c``d` <img src=x onerror=alert(1)> [x](https://evil)",
-    "soft\u{ad}hy\u{180e}phen\u{2061}\u{fff9}x\u{fffb}\u{3164}\u{115f}\u{34f}\u{fe0f}\u{2028}",
-    "csi\u{9b}31m\u{7f}",
-];
-
 #[test]
 fn every_listed_range_is_hidden() {
     for c in [
@@ -73,10 +62,10 @@ fn every_listed_range_is_hidden() {
 #[test]
 fn terminal_marks_escape_sequences_and_bidi() {
     assert_eq!(
-        line(HOSTILE[0]),
+        line("\u{1b}]0;pwned\u{7}\u{1b}[2K\rqueue: ok"),
         "<U+001B>]0;pwned<U+0007><U+001B>[2K<U+000D>queue: ok"
     );
-    assert_eq!(line(HOSTILE[1]), "gpt<U+202E>txt.exe");
+    assert_eq!(line("gpt\u{202e}txt.exe"), "gpt<U+202E>txt.exe");
     assert_eq!(line("csi\u{9b}31m"), "csi<U+009B>31m");
     assert_eq!(terminal_block("a\r\nb\tc", 100), "a<U+000D>\nb<U+0009>c");
 }
@@ -117,13 +106,6 @@ fn html_escapes_and_marks() {
         "&lt;a href=&#39;x&#39;&gt;&amp;<mark class=\"ctl\" title=\"invisible or control character\">&lt;U+202E&gt;</mark>"
     );
     assert_eq!(html_block("a\nb", 50), "a\nb");
-}
-
-#[test]
-fn hostile_strings_hold_every_invariant() {
-    for s in HOSTILE {
-        crate::fuzzing::text(s.as_bytes());
-    }
 }
 
 /// Deterministic generator (xorshift) so a failure names a reproducible seed.
@@ -173,16 +155,6 @@ impl Gen {
             1 => char::from_u32((self.next() % 0x3000) as u32).unwrap_or('x'),
             _ => PICK[(self.next() % PICK.len() as u64) as usize],
         }
-    }
-}
-
-#[test]
-fn arbitrary_strings_hold_every_invariant() {
-    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
-    for _ in 0..4000 {
-        let len = (g.next() % 40) as usize;
-        let s: String = (0..len).map(|_| g.char()).collect();
-        crate::fuzzing::text(s.as_bytes());
     }
 }
 

@@ -89,10 +89,7 @@ impl World {
         assert!(out.status.success(), "submit: {}", show(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let token = v["token"].as_str().unwrap();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
+        let now = airlock_core::clock::now_unix();
         let claims = verify_token(token, &self.trusted, now)
             .unwrap()
             .into_inner();

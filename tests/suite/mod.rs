@@ -29,6 +29,8 @@ mod faults;
 mod gate;
 /// Hostile worker: crafted artifacts signed with a real job key; `gate` must reject each (exit 4).
 mod hostile_worker;
+/// The source tree's shape: no import circle in any crate, no long file on the trusted side.
+mod layout;
 /// `airlock init` and `airlock pack`: selection, scanning, redaction, determinism, bad input.
 mod pack;
 /// The scanner's evaluation corpus through `airlock pack`: refused with a line per secret,

@@ -300,12 +300,10 @@ fn bundle_envelope_verifies_with_securesystemslib() {
         .output()
         .expect("python3");
     if res.status.code() == Some(77) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but securesystemslib is missing: {}",
+        airlock_tests::skip(&format!(
+            "securesystemslib not installed (pip install securesystemslib): {}",
             show(&res)
-        );
-        println!("SKIPPED: securesystemslib not installed (pip install securesystemslib)");
+        ));
         return;
     }
     assert!(

@@ -191,10 +191,7 @@ impl S3Env {
     /// The token's claims, verified with the pinned trusted key (what the worker sees).
     fn claims(&self, job: &Job) -> JobClaims {
         let trusted = airlock_core::keys::load_public_key(&self.home.join("trusted.pub")).unwrap();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
+        let now = airlock_core::clock::now_unix();
         (*verify_token(&job.token(), &trusted, now).unwrap()).clone()
     }
 
@@ -202,10 +199,7 @@ impl S3Env {
     /// doctored, as if an attacker could forge the signature; only the store stops it now.
     fn forged_token(&self, claims: &JobClaims, name: &str) -> Job {
         let key = airlock_core::keys::load_private_key(&self.home.join("trusted.key")).unwrap();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
+        let now = airlock_core::clock::now_unix();
         let token = mint_token(&key, claims, now, 600).unwrap();
         let token_file = self.root.join(name);
         std::fs::write(&token_file, token.expose()).unwrap();
@@ -226,13 +220,6 @@ impl S3Env {
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", show(out)))
-}
-
-fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -731,7 +718,7 @@ fn every_url_is_refused_after_the_token_expires() {
     // Before expiry the bundle URL works (so what follows is the clock, not a bad URL).
     assert_eq!(raw_request("GET", &claims.bundle.url, &[], &[]).status, 200);
 
-    while now_unix() <= expires_at + 1 {
+    while airlock_core::clock::now_unix() <= expires_at + 1 {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let before = env.s3().contents();
@@ -991,7 +978,7 @@ fn gc_removes_exactly_the_objects_it_reports_and_never_a_job_in_flight() {
         raw_request("PUT", &c.drop.checkpoint_envelope, &[], b"cp").status,
         200
     );
-    let expires_at = now_unix() + 2;
+    let expires_at = airlock_core::clock::now_unix() + 2;
     // A job in flight: unexpired, checkpointing.
     let running = env.submit("20m");
     let c = env.claims(&running);
@@ -1010,7 +997,7 @@ fn gc_removes_exactly_the_objects_it_reports_and_never_a_job_in_flight() {
         return;
     }
     assert_eq!(env.gate(&gated.id).status.code(), Some(0));
-    while now_unix() <= expires_at + 1 {
+    while airlock_core::clock::now_unix() <= expires_at + 1 {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let out = run(env.airlock().args(["status", "--json"]));
@@ -1374,7 +1361,7 @@ fn large_upload_shows_a_progress_bar_on_a_terminal_and_nowhere_else() {
         .output()
         .is_err()
     {
-        eprintln!("SKIP: no `script` (util-linux) to give airlock a terminal");
+        airlock_tests::skip("no `script` (util-linux) to give airlock a terminal");
         return;
     }
     let env = S3Env::new();

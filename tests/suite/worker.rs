@@ -919,7 +919,7 @@ fn kill_9_mid_run_leaves_a_verifiable_partial_checkpoint() {
 
     // The last checkpoint pair verifies with this job's key.
     let trusted = load_public_key(&env.home.join("trusted.pub")).unwrap();
-    let claims = verify_token(&job.token, &trusted, now_unix()).unwrap();
+    let claims = verify_token(&job.token, &trusted, airlock_core::clock::now_unix()).unwrap();
     let job_pub = claims.job_key.public().unwrap();
     // The kill may have torn the slot being written; the other slot's pair then verifies.
     let verified: Vec<_> = [
@@ -1061,13 +1061,6 @@ fn token_on_the_command_line_is_never_run_beside_a_shared_proc() {
         env.artifact(&job).packet["sandbox"],
         "namespaces+landlock+seccomp"
     );
-}
-
-fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
 }
 
 #[test]

@@ -35,13 +35,7 @@ fn is_root() -> bool {
 }
 
 /// Prints why a test is skipped; a skip fails when `CI` is set.
-fn skip(why: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "SKIPPED in CI (a skip is a failure here): {why}"
-    );
-    println!("SKIPPED: {why}");
-}
+use airlock_tests::skip;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -203,6 +203,8 @@ pub fn decide(
 /// What `airlock approve` / `airlock decline` is asked to do.
 #[derive(Debug, Clone)]
 pub struct DecideOptions {
+    /// Approve or decline.
+    pub decision: Decision,
     /// The job id.
     pub job: String,
     /// Why (required for decline; recorded in the ledger).
@@ -214,11 +216,8 @@ pub struct DecideOptions {
 }
 
 /// `airlock approve` / `airlock decline`.
-pub fn run(
-    global: &crate::config::GlobalOptions,
-    args: &DecideOptions,
-    decision: Decision,
-) -> Result<Outcome> {
+pub fn run(global: &crate::config::GlobalOptions, args: &DecideOptions) -> Result<Outcome> {
+    let decision = args.decision;
     let home = crate::config::Home::load(&global.home)?;
     let job = JobId::parse(&args.job)?;
     let note = args.note.as_deref().unwrap_or("");
@@ -228,7 +227,7 @@ pub fn run(
         decision,
         args.by.as_deref(),
         note,
-        crate::submit::now_unix(),
+        airlock_core::clock::now_unix(),
     )?;
     if args.json {
         crate::output::print_json(&r)?;

@@ -39,7 +39,8 @@ pub enum AuditOptions {
 }
 
 /// `airlock audit …`.
-pub fn run(global: &GlobalOptions, cmd: AuditOptions) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions, cmd: &AuditOptions) -> Result<Outcome> {
+    let cmd = cmd.clone();
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;
     let store = home.open_store()?;

@@ -2,13 +2,13 @@
 //! ([`args`]) into its options type in the library, and dispatches.
 
 mod args;
+mod egress_arg;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use airlock::audit::AuditOptions;
 use airlock::config::GlobalOptions;
 use airlock::exit::Outcome;
 use args::*;
@@ -132,182 +132,28 @@ impl GlobalArgs {
     }
 }
 
-impl PackInputs {
-    fn options(self) -> airlock::pack::PackInputs {
-        airlock::pack::PackInputs {
-            limits: self.limits.to_job_limits(),
-            repo: self.repo,
-            rev: self.rev,
-            prompt_file: self.prompt_file,
-            model: self.model,
-            repo_name: self.repo_name,
-            include: self.include,
-            exclude: self.exclude,
-            redact: self.redact,
-            max_file_bytes: self.max_file_bytes,
-            egress: self.egress,
-        }
-    }
-}
-
-/// Runs the chosen command: each one's arguments become its own options type.
+/// Runs the chosen command: one line each, its arguments converted into its options type.
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
-    let global = cli.global.options();
+    use airlock::approve::Decision;
+    let g = cli.global.options();
     match cli.command {
-        Command::Init(a) => airlock::config::init(
-            &global,
-            &airlock::config::InitOptions {
-                store: a.store,
-                json: a.json,
-            },
-        ),
-        Command::Pack(a) => airlock::pack::run(
-            &global,
-            &airlock::pack::PackCommandOptions {
-                pack: a.pack.options(),
-                out: a.out,
-                json: a.json,
-            },
-        ),
-        Command::Submit(a) => airlock::submit::run(
-            &global,
-            &airlock::submit::SubmitOptions {
-                pack: a.pack.options(),
-                ttl: a.ttl,
-                token_out: a.token_out,
-                print_token: a.print_token,
-                json: a.json,
-                kind: a.kind,
-            },
-        ),
-        Command::Resubmit(a) => airlock::resubmit::run(
-            &global,
-            &airlock::resubmit::ResubmitOptions {
-                job: a.job,
-                ttl: a.ttl,
-                token_out: a.token_out,
-                print_token: a.print_token,
-                json: a.json,
-            },
-        ),
-        Command::Fetch(a) => airlock::fetch::run(
-            &global,
-            &airlock::fetch::FetchOptions {
-                job: a.job,
-                checkpoint: a.checkpoint,
-                json: a.json,
-            },
-        ),
-        Command::Gate(a) => airlock::gate::command(
-            &global,
-            &airlock::gate::GateCommandOptions {
-                job: a.job,
-                repo: a.repo,
-                policy: a.policy,
-                review_branch: a.review_branch,
-                json: a.json,
-                md: a.md,
-                html: a.html,
-                sarif: a.sarif,
-                github_review: a.github_review,
-            },
-        ),
-        Command::Scan(a) => airlock::scan_cmd::run(
-            &airlock::scan_cmd::ScanOptions {
-                path: a.path,
-                rev: a.rev,
-                config: a.config,
-                gitleaks_config: a.gitleaks_config,
-                json: a.json,
-                sarif: a.sarif,
-                print_regex: a.print_regex,
-            },
-            global.quiet,
-        ),
-        Command::Classify(a) => {
-            airlock::classify::run_classify(
-                a.paths,
-                a.json,
-                a.policy.as_deref(),
-                a.repo
-                    .as_deref()
-                    .map(|r| (r, a.rev.as_deref().unwrap_or("HEAD"))),
-            )?;
-            Ok(Outcome::Ok)
-        }
-        Command::Status(a) => airlock::status::run(
-            &global,
-            &airlock::status::StatusOptions {
-                job: a.job,
-                json: a.json,
-            },
-        ),
-        Command::Gc(a) => airlock::gc::run(
-            &global,
-            &airlock::gc::GcOptions {
-                older_than: a.older_than,
-                dry_run: a.dry_run,
-                json: a.json,
-            },
-        ),
-        Command::Watch(a) => airlock::watch::run(
-            &global,
-            &airlock::watch::WatchOptions {
-                jobs: a.jobs,
-                once: a.once,
-                max_jobs: a.max_jobs,
-                poll_max: a.poll_max,
-                repo: a.repo,
-                policy: a.policy,
-                review_branch: a.review_branch,
-                json: a.json,
-            },
-        ),
-        Command::Audit(cmd) => airlock::audit::run(
-            &global,
-            match cmd {
-                AuditCommand::Verify { head, json } => AuditOptions::Verify { head, json },
-                AuditCommand::Show { job, json } => AuditOptions::Show { job, json },
-                AuditCommand::Export { since, out, json } => {
-                    AuditOptions::Export { since, out, json }
-                }
-            },
-        ),
-        Command::Demo => airlock::demo::run(&global),
-        Command::Approve(a) => {
-            airlock::approve::run(&global, &a.options(), airlock::approve::Decision::Approve)
-        }
-        Command::Decline(a) => {
-            airlock::approve::run(&global, &a.options(), airlock::approve::Decision::Decline)
-        }
-        Command::Show(a) => airlock::show::run(
-            &global,
-            &airlock::show::ShowOptions {
-                job: a.job,
-                html: a.html,
-                md: a.md,
-                json: a.json,
-            },
-        ),
-        Command::Compare(a) => airlock::compare::run(
-            &global,
-            &airlock::compare::CompareOptions {
-                job_a: a.job_a,
-                job_b: a.job_b,
-                json: a.json,
-            },
-        ),
-    }
-}
-
-impl DecideArgs {
-    fn options(self) -> airlock::approve::DecideOptions {
-        airlock::approve::DecideOptions {
-            job: self.job,
-            note: self.note,
-            by: self.by,
-            json: self.json,
-        }
+        Command::Init(a) => airlock::init::run(&g, &a.into()),
+        Command::Pack(a) => airlock::pack::run(&g, &a.into()),
+        Command::Submit(a) => airlock::submit::run(&g, &a.into()),
+        Command::Resubmit(a) => airlock::resubmit::run(&g, &a.into()),
+        Command::Fetch(a) => airlock::fetch::run(&g, &a.into()),
+        Command::Gate(a) => airlock::gate::run(&g, &a.into()),
+        Command::Scan(a) => airlock::scan_cmd::run(&g, &a.into()),
+        Command::Classify(a) => airlock::classify_cmd::run(&g, &a.into()),
+        Command::Status(a) => airlock::status::run(&g, &a.into()),
+        Command::Gc(a) => airlock::gc::run(&g, &a.into()),
+        Command::Watch(a) => airlock::watch::run(&g, &a.into()),
+        Command::Audit(a) => airlock::audit::run(&g, &a.into()),
+        Command::Demo => airlock::demo::run(&g),
+        Command::Approve(a) => airlock::approve::run(&g, &a.decide(Decision::Approve)),
+        Command::Decline(a) => airlock::approve::run(&g, &a.decide(Decision::Decline)),
+        Command::Show(a) => airlock::show::run(&g, &a.into()),
+        Command::Compare(a) => airlock::compare::run(&g, &a.into()),
     }
 }
 

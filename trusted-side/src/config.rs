@@ -10,7 +10,7 @@ use airlock_core::keys::{self, PublicKey, SigningKey};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::exit::Outcome;
+use crate::store::{check_store_url, file_store_dir};
 
 /// File names inside the home directory.
 pub const CONFIG_FILE: &str = "config.toml";
@@ -23,7 +23,7 @@ pub const TRUSTED_PUB_FILE: &str = "trusted.pub";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Object store URL (see [`check_store_url`]).
+    /// Object store URL (checked by `store::check_store_url`).
     pub store: String,
     /// How to mint each job's scoped model key (`[model_key]`); absent: no key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,48 +73,10 @@ impl Home {
     }
 
     /// Loads the trusted public key.
-    #[allow(dead_code)] // used by fetch (next hop)
     pub fn public_key(&self) -> Result<PublicKey> {
         let path = self.dir.join(TRUSTED_PUB_FILE);
         keys::load_public_key(&path).with_context(|| "trusted public key".to_string())
     }
-}
-
-/// Checks a store URL's shape: scheme `file`, `s3`, `gs`, `az`, `abfs` or `memory`, with an
-/// absolute path for `file://` and a bucket for the clouds.
-pub fn check_store_url(raw: &str) -> Result<url::Url> {
-    let parsed = url::Url::parse(raw).map_err(|e| {
-        anyhow::anyhow!(
-            "store URL {raw:?} is malformed ({e}): expected file:///abs/dir, s3://bucket/prefix, gs://bucket, az://container or memory://"
-        )
-    })?;
-    match parsed.scheme() {
-        "file" => {
-            if parsed.path().len() <= 1 {
-                bail!("store URL {raw:?}: file:// needs an absolute directory");
-            }
-            // The raw text, not `parsed`: the URL parser folds `a/../x` into `x`, while every
-            // later command reads the raw text and refuses it (`fileurl.dot`).
-            file_store_dir(raw)?;
-        }
-        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" => {
-            if parsed.host_str().is_none_or(str::is_empty) {
-                bail!("store URL {raw:?}: no bucket or container");
-            }
-        }
-        "memory" => {}
-        other => {
-            bail!("store URL {raw:?}: unsupported scheme {other:?} (file, s3, gs, az, memory)")
-        }
-    }
-    Ok(parsed)
-}
-
-/// The directory of a `file://` store URL, decoded as the store itself decodes it.
-fn file_store_dir(raw: &str) -> Result<PathBuf> {
-    airlock_core::fileurl::file_url_to_path(raw.trim_end_matches('/')).with_context(|| {
-        format!("store URL {raw:?}: use file:///abs/dir, with no host and no . or .. component")
-    })
 }
 
 /// What every command is given besides its own options.
@@ -126,53 +88,6 @@ pub struct GlobalOptions {
     pub verbose: u8,
     /// Only errors on stderr; no progress bars.
     pub quiet: bool,
-}
-
-/// What `airlock init` is asked to do.
-#[derive(Debug, Clone)]
-pub struct InitOptions {
-    /// Object store URL; `None`: a store directory inside the home directory.
-    pub store: Option<String>,
-    /// Print the result as JSON.
-    pub json: bool,
-}
-
-/// `airlock init`: writes config.toml and a fresh trusted keypair.
-pub fn init(global: &GlobalOptions, args: &InitOptions) -> Result<Outcome> {
-    let created = create_home(&global.home, args.store.as_deref())?;
-    let (abs_home, store, key_id) = (&created.dir, &created.store, &created.key_id);
-    let excluded = exclude_from_git(abs_home)?;
-    if args.json {
-        crate::output::print_json(&serde_json::json!({
-            "home": abs_home,
-            "store": store,
-            "trusted_pub": abs_home.join(TRUSTED_PUB_FILE),
-            "key_id": key_id,
-            "git_exclude": excluded.as_ref().map(|(file, line)| serde_json::json!({
-                "file": file,
-                "pattern": line,
-            })),
-        }))?;
-    } else {
-        println!("initialised {}", abs_home.display());
-        println!("  store        {store}");
-        println!(
-            "  trusted key  {} (0600, never leaves this host)",
-            abs_home.join(TRUSTED_KEY_FILE).display()
-        );
-        println!(
-            "  public key   {} (give this to workers)",
-            abs_home.join(TRUSTED_PUB_FILE).display()
-        );
-        println!("  key id       {key_id}");
-        if let Some((file, line)) = &excluded {
-            println!(
-                "  git          {line} added to {} (never committed)",
-                file.display()
-            );
-        }
-    }
-    Ok(Outcome::Ok)
 }
 
 /// If `home` lies inside a git work tree, adds it (as `/<path from the top>/`) to that

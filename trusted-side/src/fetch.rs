@@ -132,7 +132,7 @@ pub struct Fetched {
     /// `patch.diff`, read in the pass that read the packet, when the caller asked for it:
     /// `None` if the artifact has none, at most [`MAX_PATCH_BYTES`] + 1 bytes.
     pub patch: Option<Vec<u8>>,
-    /// The last bytes of `generator.log` (at most [`crate::run_account::MAX_TAIL_BYTES`]),
+    /// The last bytes of `generator.log` (at most `run_account::MAX_TAIL_BYTES`),
     /// read in the same pass; `None` if the artifact has none.
     pub log_tail: Option<Vec<u8>>,
     /// Secret findings in `generator.log` and `review.md` (member, line, rule; never the

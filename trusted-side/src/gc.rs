@@ -107,7 +107,7 @@ pub fn run(
         &trusted,
         older,
         args.dry_run,
-        crate::submit::now_unix(),
+        airlock_core::clock::now_unix(),
     )?;
     if args.json {
         crate::output::print_json(&report)?;

@@ -182,7 +182,8 @@ pub struct ScanOptions {
 }
 
 /// `airlock scan`.
-pub fn run(args: &ScanOptions, quiet: bool) -> Result<Outcome> {
+pub fn run(global: &crate::config::GlobalOptions, args: &ScanOptions) -> Result<Outcome> {
+    let quiet = global.quiet;
     let scanner = scanner(args.config.as_deref(), args.gitleaks_config.as_deref())?;
     if args.print_regex {
         for pattern in scanner.regex_patterns() {

@@ -158,7 +158,7 @@ pub fn run(
     let home = crate::config::Home::load(&global.home)?;
     let trusted = home.public_key()?;
     let store = home.open_store()?;
-    let now = crate::submit::now_unix();
+    let now = airlock_core::clock::now_unix();
     let decisions = crate::ledger::decisions(&store, &trusted)?;
     let jobs = match &args.job {
         Some(j) => vec![JobId::parse(j)?],

@@ -13,6 +13,7 @@
 //! cannot cap the size of what is written: the capped reads here are the guard.
 //! Uploads above 8 MiB show a progress bar on a terminal (hidden when piped or with `-q`).
 
+mod address;
 pub mod beneath;
 mod local;
 pub mod retry;
@@ -25,6 +26,9 @@ use std::time::Duration;
 use airlock_core::digest::{HashingWriter, Sha256Digest};
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
+
+pub use address::check_store_url;
+pub(crate) use address::file_store_dir;
 use object_store::path::Path as ObjPath;
 use object_store::signer::Signer;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
@@ -88,7 +92,7 @@ fn install_tls_provider() {
 impl Store {
     /// Opens a store URL (credentials for clouds come from the standard environment).
     pub fn open(url: &str) -> Result<Store> {
-        let parsed = crate::config::check_store_url(url)?;
+        let parsed = check_store_url(url)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -171,7 +175,6 @@ impl Store {
     }
 
     /// Wraps an already-built store (tests: an S3 client pointed at an in-process server).
-    #[allow(dead_code)] // used by the S3 tests (issue 5)
     pub fn from_parts(
         inner: Arc<dyn ObjectStore>,
         signer: Option<Arc<dyn Signer>>,
@@ -202,7 +205,6 @@ impl Store {
     }
 
     /// Hides upload progress bars (they are already hidden when stderr is not a terminal).
-    #[allow(dead_code)] // for callers with --quiet/--json; bars are hidden off a TTY anyway
     pub fn set_quiet(&mut self, quiet: bool) {
         self.quiet = quiet;
     }

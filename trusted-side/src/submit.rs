@@ -6,7 +6,7 @@
 //! objects, expiring with the token; never a store credential), and a fetcher on another host
 //! not knowing which key must sign the artifact (the job record, trusted-signed, names it),
 //! an `--egress` destination the worker's proxy would always refuse being accepted silently
-//! ([`check_egress_reachable`]), and a model key landing anywhere but the token (the bundle's
+//! (`egress_check`), and a model key landing anywhere but the token (the bundle's
 //! request names its variable, the ledger its fingerprint).
 
 use std::path::{Path, PathBuf};
@@ -14,9 +14,7 @@ use std::time::Duration;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
-use airlock_core::format::{
-    EgressRule, JobRecord, Request, JOB_RECORD_FORMAT, PREDICATE_JOB_RECORD,
-};
+use airlock_core::format::{JobRecord, Request, JOB_RECORD_FORMAT, PREDICATE_JOB_RECORD};
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::store_layout as layout;
@@ -26,6 +24,7 @@ use serde::Serialize;
 
 use crate::config::GlobalOptions;
 use crate::config::Home;
+use crate::egress_check::check_egress_reachable;
 use crate::exit::Outcome;
 use crate::model_key::ModelKeyConfig;
 use crate::pack::PackInputs;
@@ -71,13 +70,6 @@ pub fn parse_duration(s: &str) -> Result<u64> {
         .with_context(|| format!("duration {s:?}: expected e.g. 90s, 20m, 1h, 7d"))?;
     n.checked_mul(mult)
         .with_context(|| format!("duration {s:?} is too long"))
-}
-
-/// The current time in unix seconds.
-pub fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// What `airlock submit` is asked to do.
@@ -327,63 +319,6 @@ pub fn check_ttl(ttl: &str) -> Result<u64> {
     Ok(ttl)
 }
 
-/// Names that always resolve to where the worker's egress proxy never connects: loopback
-/// (RFC 6761 `localhost`) and the cloud metadata services' names (link-local addresses).
-const UNREACHABLE_NAMES: &[(&str, &str)] = &[
-    ("localhost", "egress.address.loopback"),
-    ("metadata.google.internal", "egress.address.link-local"),
-    ("metadata.goog", "egress.address.link-local"),
-];
-
-/// Refuses an `--egress` destination the worker's egress proxy can never reach (rule
-/// `submit.egress-unreachable`): an IPv4 literal the proxy's address rules refuse
-/// (loopback, private, shared, link-local and metadata, unspecified, multicast, reserved),
-/// a numeric host that is not a canonical dotted quad (resolvers read `127.1` or
-/// `2130706433` as loopback), `localhost` or a name under it, and the metadata services'
-/// names. The error points at the worker operator's grant, `--allow-local`.
-pub fn check_egress_reachable(rule: &EgressRule) -> Result<()> {
-    let host = rule.host.as_str();
-    let last = host.rsplit('.').next().unwrap_or(host);
-    let numeric =
-        !last.is_empty() && (last.bytes().all(|c| c.is_ascii_digit()) || last.starts_with("0x"));
-    let why = if numeric {
-        match host.parse::<std::net::Ipv4Addr>() {
-            Ok(ip) if ip.to_string() == host => {
-                airlock_sandbox::egress::address_refusal(std::net::IpAddr::V4(ip))
-            }
-            _ => Some("egress.address.non-canonical"),
-        }
-    } else {
-        UNREACHABLE_NAMES
-            .iter()
-            .find(|(name, _)| {
-                host == *name || host.strip_suffix(name).is_some_and(|p| p.ends_with('.'))
-            })
-            .map(|(_, rule)| *rule)
-    };
-    let Some(why) = why else {
-        return Ok(());
-    };
-    let dest = format!("{host}:{}", rule.port);
-    Err(crate::exit::Refused(unreachable_line(&dest, why)).into())
-}
-
-/// The one line of `submit.egress-unreachable` for `dest` (refused by the proxy's rule
-/// `why`): it points at the worker's `--allow-local` only when the worker would take that
-/// grant (loopback, private and shared addresses, `localhost`); a metadata or link-local
-/// address, or a name that only resolves there, no grant reaches.
-pub fn unreachable_line(dest: &str, why: &str) -> String {
-    if airlock_sandbox::LocalGrant::parse(dest).is_ok() {
-        format!(
-            "--egress {dest} refused (submit.egress-unreachable): the worker's egress proxy never connects there ({why}); a model server on the worker host or its network is granted by the worker's operator: airlock-worker run --allow-local {dest}"
-        )
-    } else {
-        format!(
-            "--egress {dest} refused (submit.egress-unreachable): the worker's egress proxy never connects there ({why}), and no grant reaches it (the worker's --allow-local takes loopback, private and shared addresses and localhost only)"
-        )
-    }
-}
-
 /// A packed bundle on local disk, as `dispatch` needs it.
 pub struct Bundle {
     /// Where `bundle.tar.gz` is.
@@ -434,7 +369,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         token_slot,
         home,
     } = d;
-    let issued_at = now_unix();
+    let issued_at = airlock_core::clock::now_unix();
     let expires_at = issued_at + ttl;
     // The model key first: a minting command that fails leaves nothing behind.
     let model_key = match (&request.model_key_env, model_key) {

@@ -4,21 +4,12 @@
 use std::path::Path;
 use std::process::Command;
 
+use airlock_testkit::fuzz::{corpus, Lcg};
+
 use super::*;
 
 fn seeds() -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/gitignore");
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .filter(|(name, _)| name.starts_with("seed-"))
-        .collect();
-    out.sort();
-    out
+    corpus("gitignore", "seed-")
 }
 
 #[test]
@@ -94,19 +85,6 @@ fn seeds_agree_with_git() {
                 "{name}: {path:?} (dir: {is_dir}): git says ignored = {expected}"
             );
         }
-    }
-}
-
-/// A fixed-seed generator, so failures reproduce.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as usize) % n.max(1)
     }
 }
 

@@ -205,7 +205,7 @@ fn signal_name(s: i32) -> Option<&'static str> {
     })
 }
 
-/// The last lines of `log` (at most [`TAIL_LINES`] from its last [`TAIL_BYTES`]), made safe
+/// The last lines of `log` (at most `TAIL_LINES` from its last `TAIL_BYTES`), made safe
 /// to print: invalid UTF-8 replaced, control characters but tab dropped, long lines cut.
 pub fn log_tail(log: &Path) -> Vec<String> {
     let Ok(mut f) = std::fs::File::open(log) else {

@@ -27,8 +27,9 @@
 
 use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
+use airlock_core::clock::{now_unix, now_unix_ms as now_ms};
 use airlock_core::diff::{write_tree_diff, DiffOptions, DiffStats};
 use airlock_core::digest::{HashingWriter, Sha256Digest};
 use airlock_core::dsse::verify_envelope;
@@ -127,18 +128,6 @@ pub fn read_token(flag: Option<&str>, file: Option<&Path>) -> Result<String> {
         bail!("no job token: pass --token-file FILE, --token T, or set AIRLOCK_JOB_TOKEN");
     };
     Ok(raw.trim().to_owned())
-}
-
-fn now_unix() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn new_run_id() -> Result<String> {

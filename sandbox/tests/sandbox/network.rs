@@ -284,7 +284,7 @@ fn blocks_curl_and_wget(net: &Net) {
         ),
     ] {
         if !std::path::Path::new(tool).exists() {
-            println!("SKIPPED: {tool} not installed");
+            skip(&format!("{tool} not installed (apt-get install curl wget)"));
             continue;
         }
         let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -306,6 +306,7 @@ fn blocks_curl_and_wget(net: &Net) {
     }
     listener.set_nonblocking(true).unwrap();
     assert!(matches!(listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
+    assert!(ran > 0, "no curl/wget probe ran");
     println!("{ran} curl/wget probes ran");
 }
 

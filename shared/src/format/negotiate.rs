@@ -95,8 +95,8 @@ pub fn reads_comments(formats: Option<&[String]>) -> bool {
     formats.is_some_and(|f| f.iter().any(|v| v == COMMENTS_FORMAT))
 }
 
-/// Whether `formats` is a claim of an acceptable shape: at most [`MAX_FORMATS`] entries of
-/// 1..=[`MAX_FORMAT_BYTES`] printable ASCII bytes without spaces.
+/// Whether `formats` is a claim of an acceptable shape: at most `MAX_FORMATS` entries of
+/// 1..=`MAX_FORMAT_BYTES` printable ASCII bytes without spaces.
 pub fn formats_claim_well_formed(formats: &[String]) -> bool {
     formats.len() <= MAX_FORMATS
         && formats.iter().all(|f| {

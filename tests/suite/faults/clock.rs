@@ -11,7 +11,6 @@
 //! 5 s of a boundary count as `boundary`, either answer being right.
 
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::lab::Lab;
 use super::{Rng, Tally};
@@ -35,10 +34,7 @@ fn libfaketime() -> Option<PathBuf> {
 }
 
 fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
+    i64::try_from(airlock_core::clock::now_unix()).unwrap()
 }
 
 pub fn scenario(rng: &mut Rng, n: u32, tally: &mut Tally) {

@@ -1,7 +1,7 @@
 //! `airlock classify`: what the gate would say about some paths under a policy, without a job.
 //!
 //! Guards against: a hostile path or file name garbling the terminal (printed escaped), an
-//! unbounded stdin (capped at [`MAX_STDIN_BYTES`]), and a dry run that disagrees with the
+//! unbounded stdin (capped at `MAX_STDIN_BYTES`), and a dry run that disagrees with the
 //! gate (the same classifier, layers and policy).
 
 use std::io::{self, Read};

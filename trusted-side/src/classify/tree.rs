@@ -2,7 +2,7 @@
 //! for tests and callers that hold the bytes) and [`GitTree`], a committed revision of a local
 //! repository: the listing comes from the signed bundle's manifest (the gate already holds it) or
 //! from `git ls-tree` (`airlock classify --repo`), contents from one `git cat-file --batch`
-//! process per read ([`crate::git::Git::cat_file`]), `<commit>:<path>` requests on stdin.
+//! process per read (`git::Git::cat_file`), `<commit>:<path>` requests on stdin.
 //!
 //! Guards against: reading the working tree instead of the committed revision, option injection
 //! through the revision or a path (both go in on stdin, never as arguments), a path that names

@@ -1,9 +1,12 @@
 //! Each command's arguments as clap parses them (plain comments, not doc comments: clap
 //! would read those as help; each command's help is its `Command` variant's doc comment).
-//! `cli.rs` turns them into the commands' options types.
+//! Beside each, its conversion into the command's options type in the library
+//! (`From<XArgs> for XOptions`), so adding a flag is one field here, one there, one line in
+//! the conversion; `cli.rs` dispatches one line per command.
 
 use std::path::PathBuf;
 
+use airlock::approve::Decision;
 use clap::{Args, Subcommand};
 
 // `airlock approve` / `airlock decline` (a plain comment: see `Command`)
@@ -23,6 +26,19 @@ pub struct DecideArgs {
     pub json: bool,
 }
 
+impl DecideArgs {
+    /// The options of `approve` (`Decision::Approve`) or `decline`.
+    pub fn decide(self, decision: Decision) -> airlock::approve::DecideOptions {
+        airlock::approve::DecideOptions {
+            decision,
+            job: self.job,
+            note: self.note,
+            by: self.by,
+            json: self.json,
+        }
+    }
+}
+
 // `airlock show` (a plain comment: see `Command`)
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -39,6 +55,17 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
+impl From<ShowArgs> for airlock::show::ShowOptions {
+    fn from(a: ShowArgs) -> Self {
+        Self {
+            job: a.job,
+            html: a.html,
+            md: a.md,
+            json: a.json,
+        }
+    }
+}
+
 // `airlock compare` (a plain comment: see `Command`)
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -49,6 +76,16 @@ pub struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl From<CompareArgs> for airlock::compare::CompareOptions {
+    fn from(a: CompareArgs) -> Self {
+        Self {
+            job_a: a.job_a,
+            job_b: a.job_b,
+            json: a.json,
+        }
+    }
 }
 
 // `airlock gate` (a plain comment, as on every command's arguments: see `Command`)
@@ -77,14 +114,28 @@ pub struct GateArgs {
     /// load) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Also write the job's review comments as SARIF 2.1.0 to FILE (for GitHub code scanning;
-    /// an empty run when there are none).
+    /// Also write the job's review comments as SARIF 2.1.0 to FILE (GitHub code scanning).
     #[arg(long, value_name = "FILE")]
     pub sarif: Option<PathBuf>,
-    /// Also write the comments as the payload of a GitHub pull-request review (line comments,
-    /// bodies fenced) to FILE; examples/github/post-review.sh posts it.
+    /// Also write the comments as a GitHub pull-request review payload to FILE (post-review.sh).
     #[arg(long, value_name = "FILE")]
     pub github_review: Option<PathBuf>,
+}
+
+impl From<GateArgs> for airlock::gate::GateCommandOptions {
+    fn from(a: GateArgs) -> Self {
+        Self {
+            job: a.job,
+            repo: a.repo,
+            policy: a.policy,
+            review_branch: a.review_branch,
+            json: a.json,
+            md: a.md,
+            html: a.html,
+            sarif: a.sarif,
+            github_review: a.github_review,
+        }
+    }
 }
 
 // `airlock scan` (a plain comment, as on every command's arguments: see `Command`)
@@ -113,6 +164,20 @@ pub struct ScanArgs {
     pub print_regex: bool,
 }
 
+impl From<ScanArgs> for airlock::scan_cmd::ScanOptions {
+    fn from(a: ScanArgs) -> Self {
+        Self {
+            path: a.path,
+            rev: a.rev,
+            config: a.config,
+            gitleaks_config: a.gitleaks_config,
+            json: a.json,
+            sarif: a.sarif,
+            print_regex: a.print_regex,
+        }
+    }
+}
+
 // `airlock classify` (a plain comment, as on every command's arguments: see `Command`)
 #[derive(Debug, Args)]
 pub struct ClassifyArgs {
@@ -134,6 +199,18 @@ pub struct ClassifyArgs {
     pub rev: Option<String>,
 }
 
+impl From<ClassifyArgs> for airlock::classify_cmd::ClassifyOptions {
+    fn from(a: ClassifyArgs) -> Self {
+        Self {
+            paths: a.paths,
+            policy: a.policy,
+            json: a.json,
+            repo: a.repo,
+            rev: a.rev,
+        }
+    }
+}
+
 // `airlock status` (a plain comment, as on every command's arguments: see `Command`)
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -142,6 +219,15 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl From<StatusArgs> for airlock::status::StatusOptions {
+    fn from(a: StatusArgs) -> Self {
+        Self {
+            job: a.job,
+            json: a.json,
+        }
+    }
 }
 
 // `airlock gc` (a plain comment, as on every command's arguments: see `Command`)
@@ -156,6 +242,16 @@ pub struct GcArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl From<GcArgs> for airlock::gc::GcOptions {
+    fn from(a: GcArgs) -> Self {
+        Self {
+            older_than: a.older_than,
+            dry_run: a.dry_run,
+            json: a.json,
+        }
+    }
 }
 
 // `airlock watch` (a plain comment, as on every command's arguments: see `Command`)
@@ -186,6 +282,21 @@ pub struct WatchArgs {
     /// Print each report as JSON (one document per job).
     #[arg(long)]
     pub json: bool,
+}
+
+impl From<WatchArgs> for airlock::watch::WatchOptions {
+    fn from(a: WatchArgs) -> Self {
+        Self {
+            jobs: a.jobs,
+            once: a.once,
+            max_jobs: a.max_jobs,
+            poll_max: a.poll_max,
+            repo: a.repo,
+            policy: a.policy,
+            review_branch: a.review_branch,
+            json: a.json,
+        }
+    }
 }
 
 /// `airlock audit …`.
@@ -229,6 +340,16 @@ pub enum AuditCommand {
     },
 }
 
+impl From<AuditCommand> for airlock::audit::AuditOptions {
+    fn from(a: AuditCommand) -> Self {
+        match a {
+            AuditCommand::Verify { head, json } => Self::Verify { head, json },
+            AuditCommand::Show { job, json } => Self::Show { job, json },
+            AuditCommand::Export { since, out, json } => Self::Export { since, out, json },
+        }
+    }
+}
+
 // `airlock init` (a plain comment, as on every command's arguments: see `Command`)
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -239,6 +360,15 @@ pub struct InitArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl From<InitArgs> for airlock::init::InitOptions {
+    fn from(a: InitArgs) -> Self {
+        Self {
+            store: a.store,
+            json: a.json,
+        }
+    }
 }
 
 // What to pack: shared by `pack` and `submit` (a plain comment: see `Command`)
@@ -275,71 +405,28 @@ pub struct PackInputs {
     /// Let the generator reach HOST:PORT through the worker's egress proxy (repeatable), e.g.
     /// `--egress api.openai.com:443`. Recorded in the signed request; the worker logs every
     /// attempt into the packet. Default: no network at all.
-    #[arg(long = "egress", value_name = "HOST:PORT", value_parser = parse_egress)]
+    #[arg(long = "egress", value_name = "HOST:PORT", value_parser = super::egress_arg::parse_egress)]
     pub egress: Vec<airlock_core::format::EgressRule>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
 
-/// `HOST:PORT` -> an egress rule: the host lowercased, then held to `request.egress` (a DNS
-/// name of `a-z 0-9 . -`, at most 253 bytes, no wildcard) and a port from 1 to 65535. A URL
-/// is taken as its host and port (`https://h/...` is `h:443`, `http://h` is `h:80`); an IPv6
-/// literal (`[::1]:18080`) is no rule: a local one points at the worker's `--allow-local`.
-pub(crate) fn parse_egress(s: &str) -> Result<airlock_core::format::EgressRule, String> {
-    let (authority, default_port) = match s.split_once("://") {
-        Some((scheme, rest)) => {
-            let port = match scheme.to_ascii_lowercase().as_str() {
-                "https" => 443,
-                "http" => 80,
-                _ => {
-                    return Err(format!(
-                        "{s:?}: expected HOST:PORT or an http(s):// URL (request.egress)"
-                    ))
-                }
-            };
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            (&rest[..end], Some(port))
+impl From<PackInputs> for airlock::pack::PackInputs {
+    fn from(a: PackInputs) -> Self {
+        Self {
+            limits: a.limits.into(),
+            repo: a.repo,
+            rev: a.rev,
+            prompt_file: a.prompt_file,
+            model: a.model,
+            repo_name: a.repo_name,
+            include: a.include,
+            exclude: a.exclude,
+            redact: a.redact,
+            max_file_bytes: a.max_file_bytes,
+            egress: a.egress,
         }
-        None => (s, None),
-    };
-    if let Some(v6) = authority.strip_prefix('[') {
-        let (addr, port) = v6.split_once(']').unwrap_or((v6, ""));
-        let port = port.strip_prefix(':').unwrap_or("443");
-        if addr.parse::<std::net::Ipv6Addr>().is_err() {
-            return Err(format!(
-                "{s:?}: not an IPv6 address in brackets (request.egress)"
-            ));
-        }
-        let dest = format!("[{addr}]:{port}");
-        return Err(if airlock_sandbox::LocalGrant::parse(&dest).is_ok() {
-            format!("{s:?}: an address on the worker's host or network, which a request never grants (request.egress); the worker's operator does: airlock-worker run --allow-local {dest}")
-        } else {
-            format!("{s:?}: egress rules name hosts, not IPv6 addresses (request.egress): give the host's DNS name")
-        });
     }
-    let (host, port) = match (authority.rsplit_once(':'), default_port) {
-        (Some((h, p)), _) => (h, p.to_owned()),
-        (None, Some(p)) => (authority, p.to_string()),
-        (None, None) => return Err(format!("{s:?}: expected HOST:PORT (request.egress)")),
-    };
-    let host = host.to_ascii_lowercase();
-    let port: u16 = port
-        .parse()
-        .ok()
-        .filter(|p| *p != 0)
-        .ok_or_else(|| format!("{s:?}: port must be 1 to 65535 (request.egress)"))?;
-    let ok = !host.is_empty()
-        && host.len() <= 253
-        && host
-            .bytes()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-');
-    if !ok {
-        return Err(format!(
-            "{s:?}: host must be a DNS name of a-z 0-9 . - (no wildcard, at most 253 bytes) \
-             (request.egress)"
-        ));
-    }
-    Ok(airlock_core::format::EgressRule { host, port })
 }
 
 // `airlock pack` (a plain comment, as on every command's arguments: see `Command`)
@@ -353,6 +440,16 @@ pub struct PackArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl From<PackArgs> for airlock::pack::PackCommandOptions {
+    fn from(a: PackArgs) -> Self {
+        Self {
+            pack: a.pack.into(),
+            out: a.out,
+            json: a.json,
+        }
+    }
 }
 
 // `airlock submit` (a plain comment, as on every command's arguments: see `Command`)
@@ -374,11 +471,22 @@ pub struct SubmitArgs {
     /// Print the result as JSON (the token only with --print-token).
     #[arg(long)]
     pub json: bool,
-    /// What the job may return: `change` (a diff; the generator may also comment) or
-    /// `review` (comments only, written to $AIRLOCK_COMMENTS; a job that edits a file is
-    /// rejected). See docs/GENERATORS.md.
+    /// `change` (a diff; may also comment) or `review` (comments only: docs/GENERATORS.md).
     #[arg(long, default_value = "change", value_name = "KIND")]
     pub kind: airlock_core::format::JobKind,
+}
+
+impl From<SubmitArgs> for airlock::submit::SubmitOptions {
+    fn from(a: SubmitArgs) -> Self {
+        Self {
+            pack: a.pack.into(),
+            ttl: a.ttl,
+            token_out: a.token_out,
+            print_token: a.print_token,
+            json: a.json,
+            kind: a.kind,
+        }
+    }
 }
 
 // `airlock resubmit` (a plain comment, as on every command's arguments: see `Command`)
@@ -401,6 +509,18 @@ pub struct ResubmitArgs {
     pub json: bool,
 }
 
+impl From<ResubmitArgs> for airlock::resubmit::ResubmitOptions {
+    fn from(a: ResubmitArgs) -> Self {
+        Self {
+            job: a.job,
+            ttl: a.ttl,
+            token_out: a.token_out,
+            print_token: a.print_token,
+            json: a.json,
+        }
+    }
+}
+
 // `airlock fetch` (a plain comment, as on every command's arguments: see `Command`)
 #[derive(Debug, Args)]
 pub struct FetchArgs {
@@ -412,6 +532,16 @@ pub struct FetchArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl From<FetchArgs> for airlock::fetch::FetchOptions {
+    fn from(a: FetchArgs) -> Self {
+        Self {
+            job: a.job,
+            checkpoint: a.checkpoint,
+            json: a.json,
+        }
+    }
 }
 
 // The job's limits, recorded in the signed request; the worker and the gate enforce them.
@@ -449,71 +579,20 @@ pub struct LimitArgs {
     pub max_memory_bytes: u64,
 }
 
-impl LimitArgs {
+impl From<LimitArgs> for airlock_core::limits::JobLimits {
     /// The limits as recorded in the request.
-    pub fn to_job_limits(&self) -> airlock_core::limits::JobLimits {
-        airlock_core::limits::JobLimits {
-            wall_clock_secs: self.wall_clock_secs,
-            checkpoint_every_secs: self.checkpoint_secs,
-            max_changed_files: self.max_changed_files,
-            max_changed_lines: self.max_changed_lines,
-            max_artifact_bytes: self.max_artifact_bytes,
-            max_log_bytes: self.max_log_bytes,
-            max_tokens: self.max_tokens,
+    fn from(a: LimitArgs) -> Self {
+        Self {
+            wall_clock_secs: a.wall_clock_secs,
+            checkpoint_every_secs: a.checkpoint_secs,
+            max_changed_files: a.max_changed_files,
+            max_changed_lines: a.max_changed_lines,
+            max_artifact_bytes: a.max_artifact_bytes,
+            max_log_bytes: a.max_log_bytes,
+            max_tokens: a.max_tokens,
             allow_binary: false,
-            max_disk_bytes: self.max_disk_bytes,
-            max_memory_bytes: self.max_memory_bytes,
+            max_disk_bytes: a.max_disk_bytes,
+            max_memory_bytes: a.max_memory_bytes,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_egress;
-
-    fn rule(s: &str) -> (String, u16) {
-        let r = parse_egress(s).unwrap();
-        (r.host, r.port)
-    }
-
-    #[test]
-    fn an_egress_url_is_its_host_and_port() {
-        assert_eq!(
-            rule("https://api.anthropic.com"),
-            ("api.anthropic.com".into(), 443)
-        );
-        assert_eq!(
-            rule("HTTPS://API.example.com/v1/x?y#z"),
-            ("api.example.com".into(), 443)
-        );
-        assert_eq!(
-            rule("http://api.example.com"),
-            ("api.example.com".into(), 80)
-        );
-        assert_eq!(
-            rule("https://api.example.com:8443/v1"),
-            ("api.example.com".into(), 8443)
-        );
-        assert_eq!(rule("api.example.com:443"), ("api.example.com".into(), 443));
-        for bad in ["ftp://h", "https://", "https://h:0", "https://*.h", "h"] {
-            let e = parse_egress(bad).unwrap_err();
-            assert!(e.contains("request.egress"), "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn an_ipv6_literal_is_named_as_such_and_a_local_one_points_at_allow_local() {
-        let e = parse_egress("[::1]:18080").unwrap_err();
-        assert!(
-            e.contains("airlock-worker run --allow-local [::1]:18080") && !e.contains("DNS name"),
-            "{e}"
-        );
-        let e = parse_egress("[2001:db8::1]:443").unwrap_err();
-        assert!(
-            e.contains("not IPv6 addresses") && !e.contains("--allow-local"),
-            "{e}"
-        );
-        let e = parse_egress("[nope]:443").unwrap_err();
-        assert!(e.contains("not an IPv6 address"), "{e}");
     }
 }

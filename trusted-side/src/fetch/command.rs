@@ -34,7 +34,7 @@ pub fn run(
     let key = home.signing_key()?;
     let store = home.open_store()?;
     let job = JobId::parse(&args.job)?;
-    let now = crate::submit::now_unix();
+    let now = airlock_core::clock::now_unix();
     if args.checkpoint {
         return run_checkpoint(&store, &key, &home.dir, &job, args.json);
     }

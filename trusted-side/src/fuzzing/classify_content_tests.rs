@@ -2,7 +2,7 @@
 //! mutations of them, and on the shapes its invariants are about.
 
 use super::*;
-use crate::fuzzing::{corpus, mutate, Lcg};
+use airlock_testkit::fuzz::{corpus, mutate_with as mutate, Lcg};
 
 const TARGET: &str = "classify_content";
 

@@ -2,7 +2,7 @@
 //! and on the renderer's hostile cases.
 
 use super::*;
-use crate::fuzzing::{corpus, mutate, Lcg};
+use airlock_testkit::fuzz::{corpus, mutate_with as mutate, Lcg};
 
 const TARGET: &str = "report";
 

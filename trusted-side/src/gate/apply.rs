@@ -2,7 +2,7 @@
 //! scratch directory, and cross-checks git's result with the core's exact applier. Nothing is
 //! written into the repository or the user's checkout.
 //!
-//! How: one `git cat-file --batch` (through [`crate::git::Git`]) checks that the revision is a
+//! How: one `git cat-file --batch` (through `git::Git`) checks that the revision is a
 //! commit here (an absent revision is an error: fetch it first), reads the revision's side of
 //! every path the patch changes, and looks up what each added path would land on. The files the
 //! patch modifies or deletes are written to a scratch directory in the job directory with their

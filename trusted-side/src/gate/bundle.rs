@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 
 use super::checks::RedactedLines;
 use super::policy::Verdict;
-use super::run::Stop;
+use super::Stop;
 use crate::classify::reach::{TreeReach, MAX_READ_BYTES};
 use crate::classify::tree::Listing;
 use crate::reasons::ReasonCode;
@@ -58,14 +58,14 @@ pub struct BundleView {
     pub warnings: Vec<String>,
 }
 
-/// Reads the bundle of `record`'s job, or hashes it and reads `submit`'s index of it from
-/// `home`. A refused bundle stops the checks with a reject; a missing one, or a store or disk
-/// failure, is an error (exit 1).
+/// Reads the bundle of `record`'s job, or hashes it and uses `index`, what reading `submit`'s
+/// index of it gave ([`super::index::read`]). A refused bundle stops the checks with a reject;
+/// a missing one, or a store or disk failure, is an error (exit 1).
 pub fn read_bundle(
-    home: &Path,
     store: &Store,
     job_dir: &Path,
     record: &JobRecord,
+    index: Result<Option<BundleView>>,
 ) -> Result<BundleView, Stop> {
     let cap = cap();
     let (path, _scratch) = locate(store, job_dir, record, cap)?;
@@ -79,7 +79,7 @@ pub fn read_bundle(
         }
     };
     let mut warnings = Vec::new();
-    let index = super::index::read(home, record).unwrap_or_else(|e| {
+    let index = index.unwrap_or_else(|e| {
         warnings.push(format!("{e:#}; the gate read the bundle instead"));
         None
     });

@@ -73,8 +73,8 @@ pub fn write(
     let hashed = super::bundle::hash_and_read(file, true)?;
     let read = hashed.read.context("the bundle was not read")?;
     let (view, manifest) = read.map_err(|stop| match stop {
-        super::run::Stop::Reject(r) => anyhow::anyhow!("{}", r.detail),
-        super::run::Stop::Error(e) => e,
+        super::Stop::Reject(r) => anyhow::anyhow!("{}", r.detail),
+        super::Stop::Error(e) => e,
     })?;
     anyhow::ensure!(
         hashed.digest == *sha256 && manifest.source.revision == revision,

@@ -1,5 +1,5 @@
 //! The gate hop: judges a worker's artifact after fetch and decides `queue`, `human` or
-//! `reject`, with reasons. Entry points: [`run_gate`] and [`print`]; the steps are listed in
+//! `reject`, with reasons. Entry points: [`run_gate`] and [`print`](fn@print); the steps are listed in
 //! `run.rs`, one module per step.
 pub mod apply;
 pub mod bundle;
@@ -16,7 +16,6 @@ pub mod review;
 pub mod run;
 pub mod scan;
 
-#[allow(unused_imports)] // `GateReport` is API for callers that name the type
 pub use crate::report::{print, GateReport};
 pub use run::{run_gate, GateOptions};
 
@@ -26,6 +25,22 @@ use anyhow::{Context, Result};
 
 use crate::config::GlobalOptions;
 use crate::exit::Outcome;
+use crate::report::Reason;
+
+/// Why the checks stopped before the end.
+#[derive(Debug)]
+pub enum Stop {
+    /// A reject that ends the checks (steps 2–4).
+    Reject(Reason),
+    /// The gate could not decide (exit 1).
+    Error(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Stop {
+    fn from(e: anyhow::Error) -> Stop {
+        Stop::Error(e)
+    }
+}
 
 /// What `airlock gate` is asked to do.
 #[derive(Debug, Clone)]
@@ -51,7 +66,7 @@ pub struct GateCommandOptions {
 }
 
 /// `airlock gate JOB`: exit 0 queue, 3 human, 4 reject.
-pub fn command(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outcome> {
+pub fn run(global: &GlobalOptions, args: &GateCommandOptions) -> Result<Outcome> {
     use policy::Verdict;
     let home = crate::config::Home::load(&global.home)?;
     let key = home.signing_key()?;

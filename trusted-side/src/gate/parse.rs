@@ -11,7 +11,7 @@ use airlock_core::diff::{self, parse_patch, DiffError, DiffLimits, ParsedPatch};
 use airlock_core::digest::Sha256Digest;
 
 use super::policy::Verdict;
-use super::run::Stop;
+use super::Stop;
 use crate::fetch::MAX_PATCH_BYTES;
 use crate::reasons::ReasonCode;
 use crate::report::Reason;

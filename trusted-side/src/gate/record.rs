@@ -3,7 +3,7 @@
 //! Entries, in order: `fetch` when the fetch verified an artifact; `gate` when a patch was
 //! read (naming the artifact's and the diff's sha256 and every reason); `reject` for a
 //! rejection, naming the first rejecting reason's code and its stage (`fetch` for a fetch
-//! refusal, `gate` otherwise). All go in one [`ledger::append_all`], consecutive unless
+//! refusal, `gate` otherwise). All go in one `ledger::append_all`, consecutive unless
 //! another host appends in between.
 //!
 //! Guards against: a verdict without a record. An error after the fetch still records the

@@ -1,7 +1,7 @@
 //! Step 13: writes the optional review branch `airlock/<job>`, without touching the user's
 //! checkout, HEAD, index or other branches.
 //!
-//! How (plumbing, through [`crate::git::Git`]): the apply is repeated with `git apply
+//! How (plumbing, through `git::Git`): the apply is repeated with `git apply
 //! --cached` in a temporary index read from the revision, into the repository's own object
 //! store; `git diff-index` must show exactly the checked paths, each with the content and mode
 //! the check produced (`apply.rs`); then `git write-tree`, `git commit-tree` (fixed identity,

@@ -46,13 +46,13 @@ use super::bundle;
 use super::checks;
 use super::comments;
 use super::decide::{self, from_policy};
-#[allow(unused_imports, reason = "named in the module doc")]
 use super::index;
 use super::parse;
 use super::policy::{Policy, Verdict};
 use super::record::{self, Ledger};
 use super::review;
 use super::scan;
+use super::Stop;
 use crate::classify::tree::{GitTree, PackedTree, Tree};
 use crate::fetch::{self, FetchError, FetchRefused, Fetched};
 use crate::pack::select::Selector;
@@ -91,21 +91,6 @@ impl GateOptions {
     }
 }
 
-/// Why the checks stopped before the end.
-#[derive(Debug)]
-pub enum Stop {
-    /// A reject that ends the checks (steps 2–4).
-    Reject(Reason),
-    /// The gate could not decide (exit 1).
-    Error(anyhow::Error),
-}
-
-impl From<anyhow::Error> for Stop {
-    fn from(e: anyhow::Error) -> Stop {
-        Stop::Error(e)
-    }
-}
-
 /// Runs the gate on `job`. See the module doc for the steps. `Err` means the gate could not
 /// decide (exit 1: unknown job, no artifact yet, bundle gone, revision missing locally, I/O);
 /// every verdict, rejects included, is `Ok` with the report, and is in the ledger.
@@ -134,7 +119,7 @@ fn gate_job(
         store,
         key,
         job,
-        now: crate::submit::now_unix(),
+        now: airlock_core::clock::now_unix(),
     };
     let mut report = GateReport::new(job);
     report.bom.policy_sha256 = Some(opts.policy.digest());
@@ -263,7 +248,7 @@ fn judge(
         return Ok(None);
     }
     // 4. the bundle's listing and redacted lines
-    let bundle = bundle::read_bundle(home, store, job_dir, record)?;
+    let bundle = bundle::read_bundle(store, job_dir, record, index::read(home, record))?;
     report.warnings.extend(bundle.warnings);
     // 5. paths (the deny-list judges added paths)
     let deny = Selector::new(&[], &[])?;
@@ -334,7 +319,9 @@ fn comments_step(
 ) -> Result<(), Stop> {
     let record = &fetched.record;
     let listing = match &fetched.comments {
-        Some(_) => Some(bundle::read_bundle(home, store, job_dir, record)?.listing),
+        Some(_) => {
+            Some(bundle::read_bundle(store, job_dir, record, index::read(home, record))?.listing)
+        }
         None => None,
     };
     let git = crate::git::Git::new(&opts.repo);

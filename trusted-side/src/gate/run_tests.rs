@@ -13,10 +13,11 @@ use airlock_core::store_layout as layout;
 use airlock_core::token::{verify_token, JobClaims};
 
 use super::*;
+use crate::config::GlobalOptions;
 use crate::config::Home;
-use crate::config::{GlobalOptions, InitOptions};
 use crate::gate::policy::Verdict;
 use crate::gate::test_git::git;
+use crate::init::InitOptions;
 use crate::pack::PackInputs;
 use crate::submit::SubmitOptions;
 use airlock_core::limits::JobLimits;
@@ -65,7 +66,7 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
         verbose: 0,
         quiet: true,
     };
-    crate::config::init(
+    crate::init::run(
         &global,
         &InitOptions {
             store: None,
@@ -115,9 +116,13 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
     let key = home.signing_key().unwrap();
     let store = Store::open(&home.config.store).unwrap();
     let token = std::fs::read_to_string(&token_file).unwrap();
-    let claims = verify_token(token.trim_end(), &key.public(), crate::submit::now_unix())
-        .unwrap()
-        .into_inner();
+    let claims = verify_token(
+        token.trim_end(),
+        &key.public(),
+        airlock_core::clock::now_unix(),
+    )
+    .unwrap()
+    .into_inner();
     (
         Fixture {
             _tmp: tmp,

@@ -158,10 +158,10 @@ pub fn read_prompt(path: &Path) -> Result<String> {
 /// A fresh job id from the clock and the OS's random source.
 pub fn new_job_id() -> Result<JobId> {
     use rand_core::RngCore;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .context("clock before 1970")?
-        .as_secs();
+    let now = airlock_core::clock::now_unix();
+    if now == 0 {
+        anyhow::bail!("the system clock reads before 1970: set the clock, then submit again");
+    }
     let mut random = [0u8; airlock_core::jobid::RANDOM_BYTES];
     rand_core::OsRng
         .try_fill_bytes(&mut random)
