@@ -1,7 +1,8 @@
 use super::*;
-use crate::classify::{classify_change, Layer};
+use crate::tree::Listing;
+use crate::{classify_change, Layer};
 
-const FIXTURES: &str = include_str!("../../tests/data/classify/trees.txt");
+const FIXTURES: &str = include_str!("../tests/data/classify/trees.txt");
 
 /// A fixture tree and its expectations: (path, bucket, rule, evidence).
 struct Fixture {
@@ -200,15 +201,15 @@ fn hostile_cd_targets_and_package_json_are_read_within_limits() {
     let many: String = (0..10_000)
         .map(|i| format!("cd d{i}\ncd ../..\n"))
         .collect();
-    let dirs = crate::classify::entry::changed_into(&many);
-    assert_eq!(dirs.len(), crate::classify::entry::MAX_DIRS);
+    let dirs = crate::entry::changed_into(&many);
+    assert_eq!(dirs.len(), crate::entry::MAX_DIRS);
     for text in [
         "cd /etc\ncd ~\ncd -\ncd $HOME\ncd \"${{ secrets.X }}\"\ncd ../../..\ncd a/*",
         "run: cd ${{ unclosed",
         "cd ${{ }}}}}}/x/${{",
         "working-directory: ${{ matrix.a }}/${{ matrix.b }}",
     ] {
-        let dirs = crate::classify::entry::changed_into(text);
+        let dirs = crate::entry::changed_into(text);
         assert!(
             dirs.iter()
                 .all(|d| !d.starts_with(['/', '.']) && !d.contains(['$', '*', '~'])),
@@ -217,11 +218,8 @@ fn hostile_cd_targets_and_package_json_are_read_within_limits() {
     }
     // A package.json nested past serde_json's limit, or not JSON at all, is read whole.
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-    assert_eq!(crate::classify::entry::without_product_fields(&deep), None);
-    assert_eq!(
-        crate::classify::entry::without_product_fields("{\"main\": "),
-        None
-    );
+    assert_eq!(crate::entry::without_product_fields(&deep), None);
+    assert_eq!(crate::entry::without_product_fields("{\"main\": "), None);
 }
 
 #[test]

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::reach::{dir_of, Change, Paths, Raised};
-use super::Bucket;
+use crate::tree::{dir_of, Change, Paths, Raised};
+use crate::Bucket;
 
 /// Helm templates and deploy templates, by where they sit in the tree.
 pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<String, Raised> {

@@ -21,30 +21,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use super::entry::entry_point;
-use super::entry::without_product_fields;
-use super::entry::{changed_into, config_reference, normalise, runnable, tokens};
-use super::tree::Listing;
-pub use super::tree::{MemTree, Tree};
-use super::Bucket;
+pub use crate::entry::entry_point;
+use crate::entry::without_product_fields;
+use crate::entry::{changed_into, config_reference, normalise, runnable, tokens};
+use crate::tree::{dir_of, Paths};
+pub use crate::tree::{Change, MemTree, Raised, Tree, TreeReach, MAX_READ_BYTES};
+use crate::Bucket;
 
 /// Largest number of entry points read.
 pub const MAX_ENTRY_POINTS: usize = 4096;
-/// Bytes of each entry point or named script that are read.
-pub const MAX_READ_BYTES: usize = 256 * 1024;
-
-/// What the tree says about one changed path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Raised {
-    /// The bucket.
-    pub bucket: Bucket,
-    /// Rule id: `ci.reached`, `build.reached`, `iac.helm-template`, `iac.deploy-template`.
-    pub rule: &'static str,
-    /// The evidence: `run by .github/workflows/test.yml`.
-    pub because: String,
-    /// Placement only: applies to `src` and `other` like content, not to `tests` or `docs`.
-    pub weak: bool,
-}
 
 /// Rule ids of the tree layers, with what each means (for the documentation test).
 #[cfg_attr(
@@ -59,119 +44,10 @@ pub const RULES: &[(&str, &str)] = &[
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
 
-/// A changed file: its path and new content (`None` when deleted or unknown).
-#[derive(Clone, Copy, Debug)]
-pub struct Change<'a> {
-    /// Repository-relative path.
-    pub path: &'a str,
-    /// Content after the change.
-    pub new: Option<&'a [u8]>,
-    /// Executable after the change.
-    pub executable: bool,
-}
-
-/// The directory of `path` (`""` at the root).
-pub(crate) fn dir_of(path: &str) -> &str {
-    path.rsplit_once('/').map_or("", |(d, _)| d)
-}
-
-/// The tree's paths with a change's added files and executable bits: what names resolve
-/// against. Lookups are binary searches in the tree's listing, so nothing here costs the size
-/// of the tree.
-pub(crate) struct Paths<'a> {
-    listing: &'a Listing,
-    added: BTreeSet<&'a str>,
-    made_executable: BTreeSet<&'a str>,
-}
-
-impl<'a> Paths<'a> {
-    /// The paths of `tree` with `changes` applied (a deleted file stays: what ran it still names it).
-    pub(crate) fn new(tree: &'a dyn Tree, changes: &[Change<'a>]) -> Paths<'a> {
-        Paths {
-            listing: tree.files(),
-            added: changes
-                .iter()
-                .filter(|c| c.new.is_some())
-                .map(|c| c.path)
-                .collect(),
-            made_executable: changes
-                .iter()
-                .filter(|c| c.executable)
-                .map(|c| c.path)
-                .collect(),
-        }
-    }
-
-    pub(crate) fn contains(&self, path: &str) -> bool {
-        self.listing.get(path).is_some() || self.added.contains(path)
-    }
-
-    /// The paths starting with `prefix`, sorted.
-    pub(crate) fn starting_with(&self, prefix: &str) -> Vec<&'a str> {
-        let mut out: Vec<&'a str> = self
-            .listing
-            .starting_with(prefix)
-            .iter()
-            .map(|f| f.path.as_str())
-            .collect();
-        let from = (
-            std::ops::Bound::Included(prefix),
-            std::ops::Bound::Unbounded,
-        );
-        out.extend(
-            self.added
-                .range::<str, _>(from)
-                .take_while(|p| p.starts_with(prefix)),
-        );
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-
-    fn executable(&self, path: &str) -> bool {
-        self.made_executable.contains(path) || self.listing.get(path).is_some_and(|f| f.executable)
-    }
-
-    /// Every path, sorted.
-    fn all(&self) -> Vec<&'a str> {
-        self.starting_with("")
-    }
-}
-
-/// What the tree layers found in a tree: the files its entry points name and the files those
-/// name, each with the entry point, and every path a read text named (found or not). A change
-/// that touches none of those paths, and adds or edits no entry point, leaves all of it as it
-/// is ([`TreeReach::holds_for`]): so it can be worked out once per packed revision, at submit,
-/// and the gate costs the size of the change.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TreeReach {
-    /// Files an entry point names: the bucket and the entry point.
-    level1: BTreeMap<String, (Bucket, String)>,
-    /// Files a level-1 file names: the bucket and why.
-    level2: BTreeMap<String, (Bucket, String)>,
-    /// Every path a read text named, found in the tree or not.
-    watched: BTreeSet<String>,
-    /// Directories a `uses:` line named (it runs every file under them).
-    watched_dirs: BTreeSet<String>,
-}
-
 impl TreeReach {
     /// What the entry points of `tree` reach, with no change.
     pub fn of_tree(tree: &dyn Tree) -> TreeReach {
         TreeReach::find(&[], tree, &Paths::new(tree, &[]))
-    }
-
-    /// Whether `changes` leave this as it is: no change adds, edits or deletes an entry point,
-    /// a path a read text named, or a file under a directory a `uses:` line named.
-    pub fn holds_for(&self, changes: &[Change<'_>]) -> bool {
-        changes.iter().all(|c| {
-            let mut dirs =
-                std::iter::successors(Some(c.path), |p| p.rsplit_once('/').map(|(d, _)| d));
-            entry_point(c.path).is_none()
-                && !self.watched.contains(c.path)
-                && !dirs.any(|d| self.watched_dirs.contains(d))
-        })
     }
 
     /// Reads the entry points (the changed ones as changed) and what they name.
@@ -333,7 +209,7 @@ impl TreeReach {
 /// [`TreeReach`] when it has one the change leaves as it is, else worked out here.
 pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String, Raised> {
     let all = Paths::new(tree, changes);
-    let mut out = super::placement::placement(changes, &all);
+    let mut out = crate::placement::placement(changes, &all);
     let found;
     let reach = match tree.reach() {
         Some(r) if r.holds_for(changes) => r,
