@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 mod compiled;
 pub mod content;
 mod entry;
+mod follow;
 mod placement;
 pub mod reach;
 mod table;
@@ -361,8 +362,11 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
             let executable = c.executable || executable_in_tree(c.path);
             let with_content = classify_content(c.path, name, c.new, executable);
             let may = |r: &&reach::Raised| {
-                // CI runs with the repository's secrets: a build script a workflow runs is `ci`.
-                if with_content.bucket == Bucket::Build && r.bucket == Bucket::Ci {
+                // CI runs with the repository's secrets: a build script a workflow runs is `ci`;
+                // one a dev container or an editor runs on open is `agent`.
+                if with_content.bucket == Bucket::Build
+                    && matches!(r.bucket, Bucket::Ci | Bucket::Agent)
+                {
                     return true;
                 }
                 if r.weak {

@@ -26,7 +26,7 @@ use crate::entry::without_product_fields;
 use crate::entry::{changed_into, config_reference, normalise, runnable, tokens};
 use crate::tree::{dir_of, Paths};
 pub use crate::tree::{Change, MemTree, Raised, Tree, TreeReach, MAX_READ_BYTES};
-use crate::Bucket;
+use crate::{follow, Bucket};
 
 /// Largest number of entry points read.
 pub const MAX_ENTRY_POINTS: usize = 4096;
@@ -38,11 +38,20 @@ pub const MAX_ENTRY_POINTS: usize = 4096;
 )]
 pub const RULES: &[(&str, &str)] = &[
     ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
-    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`), or by a file such an entry point runs"),
+    ("agent.reached", "read or run by an agent or an editor: imported or named by agent instructions (`CLAUDE.md` `@docs/x.md`, `AGENTS.md`, a Cursor or other `.<tool>/rules/` file), run by a dev container (`initializeCommand`, `postCreateCommand`, …) or by a VS Code task that runs on `folderOpen`, or by a file those run"),
+    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN`, CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
+
+/// Most steps a chain of files is followed from its entry point (`ci.yml` runs `a.sh`, which
+/// sources `b.sh`, which runs `c.py`, …).
+pub const MAX_DEPTH: usize = 8;
+/// Most files read beyond the entry points, over all steps.
+pub const MAX_FOLLOWED: usize = 4096;
+/// Most names with a glob or variable resolved in one tree.
+pub const MAX_PATTERNS: usize = 256;
 
 impl TreeReach {
     /// What the entry points of `tree` reach, with no change.
@@ -50,17 +59,19 @@ impl TreeReach {
         TreeReach::find(&[], tree, &Paths::new(tree, &[]))
     }
 
-    /// Reads the entry points (the changed ones as changed) and what they name.
+    /// Reads the entry points (the changed ones as changed) and what they name, then what those
+    /// name, up to [`MAX_DEPTH`] steps and [`MAX_FOLLOWED`] files.
     fn find(changes: &[Change<'_>], tree: &dyn Tree, all: &Paths<'_>) -> TreeReach {
         let mut found = TreeReach::default();
+        let mut budget = Budget::default();
         let changed: BTreeMap<&str, &Change<'_>> = changes.iter().map(|c| (c.path, c)).collect();
-        // Entry points, CI first so a file reached by both is `ci`.
+        // Entry points, CI first so a file reached by both is `ci`, then agents and editors.
         let mut entries: Vec<(Bucket, &str)> = all
             .all()
             .into_iter()
             .filter_map(|p| entry_point(p).map(|b| (b, p)))
             .collect();
-        entries.sort_by_key(|(b, _)| usize::from(*b != Bucket::Ci));
+        entries.sort_by_key(|(b, _)| rank(*b));
         entries.truncate(MAX_ENTRY_POINTS);
         let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
             let from_tree: Vec<&str> = paths
@@ -84,47 +95,86 @@ impl TreeReach {
         let entry_paths: Vec<&str> = entries.iter().map(|(_, p)| *p).collect();
         // Also read a changed entry point's old content (a deletion keeps what it ran in view).
         let texts = read(&entry_paths);
+        // How each reached file was reached: its entry point and the files between.
+        let mut chains: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
         for ((bucket, from), text) in entries.iter().zip(&texts) {
             let Some(text) = text else { continue };
-            for p in found.named_by(from, text, all, true) {
-                found
-                    .level1
-                    .entry(p)
-                    .or_insert((*bucket, (*from).to_owned()));
+            let bucket = editor_task_bucket(from, text, *bucket);
+            for p in found.named_by(from, text, all, true, bucket, &mut budget) {
+                if let std::collections::btree_map::Entry::Vacant(e) = found.level1.entry(p) {
+                    chains.insert(e.key().clone(), ((*from).to_owned(), Vec::new()));
+                    e.insert((bucket, (*from).to_owned()));
+                }
             }
         }
-        let scripts: Vec<String> = found
+        let mut frontier: Vec<String> = found
             .level1
             .keys()
             .filter(|p| entry_point(p).is_none())
             .cloned()
             .collect();
-        let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
-        let texts = read(&scripts);
-        for (script, text) in scripts.iter().zip(&texts) {
-            let Some(text) = text else { continue };
-            let Some((bucket, entry)) = found.level1.get(*script).cloned() else {
-                continue;
-            };
-            for p in found.named_by(script, text, all, false) {
-                // A file CI runs is `ci`, whatever build definition also names it.
-                let ci_already = |m: &BTreeMap<String, (Bucket, String)>| {
-                    m.get(&p).is_some_and(|(b, _)| *b == Bucket::Ci)
-                };
-                if ci_already(&found.level1) || ci_already(&found.level2) {
+        let mut followed = 0;
+        for _ in 1..MAX_DEPTH {
+            frontier.truncate(MAX_FOLLOWED.saturating_sub(followed));
+            if frontier.is_empty() {
+                break;
+            }
+            followed += frontier.len();
+            // CI's files first, so a file both reach is `ci`.
+            let reached_as = |p: &str| found.level1.get(p).or_else(|| found.level2.get(p)).cloned();
+            let mut step: Vec<(String, (Bucket, String))> = frontier
+                .iter()
+                .filter_map(|p| reached_as(p).map(|r| (p.clone(), r)))
+                .collect();
+            step.sort_by_key(|(_, (b, _))| rank(*b));
+            let paths: Vec<&str> = step.iter().map(|(p, _)| p.as_str()).collect();
+            let texts = read(&paths);
+            let mut next = Vec::new();
+            for ((script, (bucket, _)), text) in step.iter().zip(&texts) {
+                let Some(text) = text else { continue };
+                let Some((entry, between)) = chains.get(script).cloned() else {
                     continue;
-                }
-                if bucket == Bucket::Ci || !found.level2.contains_key(&p) {
-                    let why = format!("run by {script}, which {entry} runs");
-                    found.level2.insert(p, (bucket, why));
+                };
+                for p in found.named_by(script, text, all, false, *bucket, &mut budget) {
+                    // A file CI runs is `ci`, whatever else also names it.
+                    let ci_already = |m: &BTreeMap<String, (Bucket, String)>| {
+                        m.get(&p).is_some_and(|(b, _)| *b == Bucket::Ci)
+                    };
+                    if ci_already(&found.level1) || ci_already(&found.level2) {
+                        continue;
+                    }
+                    let seen = found.level1.contains_key(&p) || found.level2.contains_key(&p);
+                    if *bucket == Bucket::Ci || !found.level2.contains_key(&p) {
+                        let mut why = format!("run by {script}, which {entry} runs");
+                        if !between.is_empty() {
+                            why.push_str(&format!(" (through {})", between.join(" > ")));
+                        }
+                        found.level2.insert(p.clone(), (*bucket, why));
+                        let mut through = between.clone();
+                        through.push(script.clone());
+                        chains.entry(p.clone()).or_insert((entry.clone(), through));
+                    }
+                    if !seen && entry_point(&p).is_none() {
+                        next.push(p);
+                    }
                 }
             }
+            frontier = next;
         }
         found
     }
 
-    /// Files named by `text` (the content of `from`) that can run there.
-    fn named_by(&mut self, from: &str, text: &[u8], all: &Paths<'_>, level1: bool) -> Vec<String> {
+    /// Files named by `text` (the content of `from`, reached in `bucket`'s chain) that can run
+    /// there, or that an agent reads there.
+    fn named_by(
+        &mut self,
+        from: &str,
+        text: &[u8],
+        all: &Paths<'_>,
+        level1: bool,
+        bucket: Bucket,
+        budget: &mut Budget,
+    ) -> Vec<String> {
         let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
         let text = if from.rsplit('/').next() == Some("package.json") {
             without_product_fields(&text).map_or(text, Into::into)
@@ -134,23 +184,23 @@ impl TreeReach {
         let base = dir_of(from);
         let dirs = changed_into(&text);
         let mut out = BTreeSet::new();
-        for line in text.lines() {
-            let code = line.trim_start();
-            if code.starts_with("paths:") || code.starts_with("paths-ignore:") {
-                continue;
+        for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {
+            for p in self.nx(&line, all, budget) {
+                out.insert(p);
             }
-            for t in tokens(line) {
-                for p in self.resolve(&t, base, &dirs, line, all) {
+            for t in tokens(&line) {
+                for p in self.resolve(&t, base, &dirs, &line, all, budget) {
                     if p == from {
                         continue;
                     }
                     let data = [".yml", ".yaml", ".json", ".jsonnet", ".libsonnet"]
                         .iter()
                         .any(|e| p.to_ascii_lowercase().ends_with(e));
-                    let ok = if data {
-                        level1 && config_reference(line)
-                    } else {
-                        runnable(&p, all.executable(&p))
+                    let ok = match accept {
+                        follow::Accept::AnyFile => true,
+                        follow::Accept::Document => follow::document(&p),
+                        follow::Accept::Runnable if data => level1 && config_reference(&line),
+                        follow::Accept::Runnable => runnable(&p, all.executable(&p)),
                     };
                     if ok {
                         out.insert(p);
@@ -158,12 +208,45 @@ impl TreeReach {
                 }
             }
         }
+        // What a reached script imports from the repository runs with it.
+        if !level1 {
+            for p in follow::imports(from, &text) {
+                let Some(p) = normalise(&p) else { continue };
+                if all.contains(&p) && p != from {
+                    out.insert(p.clone());
+                }
+                self.watched.insert(p);
+            }
+        }
         out.into_iter().collect()
     }
 
+    /// The `project.json` files of the Nx projects `line` runs.
+    fn nx(&mut self, line: &str, all: &Paths<'_>, budget: &mut Budget) -> Vec<String> {
+        let Some(projects) = follow::nx_projects(line) else {
+            return Vec::new();
+        };
+        if !budget.take() {
+            return Vec::new();
+        }
+        // Which projects exist can change with any added file.
+        self.watched_dirs.insert(String::new());
+        all.all()
+            .into_iter()
+            .filter(|p| {
+                let dir = dir_of(p);
+                let name = dir.rsplit('/').next().unwrap_or(dir);
+                p.rsplit('/').next() == Some("project.json")
+                    && (projects.is_empty() || projects.iter().any(|n| n == name))
+            })
+            .take(follow::MAX_MATCHES)
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Files of `all` a token names from a file in `base`: the file itself (root-, `base`- or
-    /// `dirs`-relative), or every file under a directory a `uses:` line names. Each path tried
-    /// is watched.
+    /// `dirs`-relative), every file under a directory a `uses:` line names, or every file a
+    /// name with a glob or variable could match. Each path tried is watched.
     fn resolve(
         &mut self,
         token: &str,
@@ -171,6 +254,7 @@ impl TreeReach {
         dirs: &[String],
         line: &str,
         all: &Paths<'_>,
+        budget: &mut Budget,
     ) -> Vec<String> {
         let mut out = Vec::new();
         // The directories changed into only for what looks like a file (`./gen.ps1`,
@@ -182,6 +266,37 @@ impl TreeReach {
         };
         let bases = std::iter::once(base).chain(dirs.iter().map(String::as_str));
         let cands = std::iter::once(token.to_owned()).chain(bases.map(|b| format!("{b}/{token}")));
+        if let Some(pattern) = follow::pattern(token) {
+            for cand in cands {
+                let Some(pattern) = follow::pattern(&cand).or(Some(pattern.clone())) else {
+                    continue;
+                };
+                let Some(pattern) = normalise(&pattern) else {
+                    continue;
+                };
+                if !budget.take() {
+                    break;
+                }
+                let dir = follow::literal_dir(&pattern);
+                let prefix = if dir.is_empty() {
+                    dir.clone()
+                } else {
+                    format!("{dir}/")
+                };
+                out.extend(
+                    all.starting_with(&prefix)
+                        .into_iter()
+                        .filter(|p| follow::matches(&pattern, p))
+                        .take(follow::MAX_MATCHES)
+                        .map(str::to_owned),
+                );
+                self.watched_dirs.insert(dir);
+                if !out.is_empty() {
+                    break;
+                }
+            }
+            return out;
+        }
         for cand in cands {
             let Some(p) = normalise(&cand) else { continue };
             if all.contains(&p) {
@@ -200,6 +315,46 @@ impl TreeReach {
             }
         }
         out
+    }
+}
+
+/// Order in which entry points and reached files are read: CI, then agents and editors, then
+/// builds (the first to reach a file gives its bucket).
+fn rank(bucket: Bucket) -> usize {
+    match bucket {
+        Bucket::Ci => 0,
+        Bucket::Agent => 1,
+        _ => 2,
+    }
+}
+
+/// A VS Code `tasks.json` runs a task when the folder opens only with `"runOn": "folderOpen"`;
+/// its other tasks run when someone asks, like a Makefile's.
+fn editor_task_bucket(from: &str, text: &[u8], bucket: Bucket) -> Bucket {
+    let tasks = from.to_ascii_lowercase().ends_with("tasks.json");
+    let on_open = text.windows(10).any(|w| w == b"folderOpen");
+    if tasks && !on_open {
+        Bucket::Build
+    } else {
+        bucket
+    }
+}
+
+/// How many names with a glob or variable (and Nx commands) one tree may still resolve: each
+/// costs a scan of part of the listing.
+struct Budget(usize);
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget(MAX_PATTERNS)
+    }
+}
+
+impl Budget {
+    fn take(&mut self) -> bool {
+        let ok = self.0 > 0;
+        self.0 = self.0.saturating_sub(1);
+        ok
     }
 }
 
@@ -230,10 +385,10 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
             (None, i) => i,
         };
         if let Some((bucket, because)) = hit {
-            let rule = if bucket == Bucket::Ci {
-                "ci.reached"
-            } else {
-                "build.reached"
+            let rule = match bucket {
+                Bucket::Ci => "ci.reached",
+                Bucket::Agent => "agent.reached",
+                _ => "build.reached",
             };
             out.insert(
                 c.path.to_owned(),

@@ -175,21 +175,32 @@ fn a_change_that_adds_a_workflow_makes_the_script_it_runs_ci() {
 }
 
 #[test]
-fn tokens_read_paths_not_globs_variables_or_urls() {
+fn tokens_read_paths_and_patterns_not_filters_or_urls() {
     let mut tree = MemTree::new();
     for p in ["a/b.sh", "c.py", "x/y/z.sh"] {
         tree.add(p, false, b"");
     }
     let all = Paths::new(&tree, &[]);
     let named = |text: &str| {
-        TreeReach::default().named_by(".github/workflows/w.yml", text.as_bytes(), &all, true)
+        TreeReach::default().named_by(
+            ".github/workflows/w.yml",
+            text.as_bytes(),
+            &all,
+            true,
+            Bucket::Ci,
+            &mut Budget::default(),
+        )
     };
     assert_eq!(
         named("run: ./a/b.sh && ${{ github.workspace }}/c.py"),
         ["a/b.sh", "c.py"]
     );
     assert_eq!(named("run: $ROOT/x/y/z.sh"), ["x/y/z.sh"]);
-    assert!(named("paths: ['a/b.sh']\nrun: curl https://a/b.sh\nrun: a/*.sh").is_empty());
+    assert!(named("paths: ['a/b.sh']\nrun: curl https://a/b.sh").is_empty());
+    // A glob or a variable inside a name stands for every file it could match.
+    assert_eq!(named("run: a/*.sh"), ["a/b.sh"]);
+    assert_eq!(named("run: x/${DIR}/z.sh"), ["x/y/z.sh"]);
+    assert!(named("run: a/*.md").is_empty());
     assert_eq!(named("run: ../../a/b.sh"), ["a/b.sh"]);
     assert!(named("run: ../../../a/b.sh").is_empty());
     assert_eq!(normalise("a/../../b"), None);

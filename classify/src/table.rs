@@ -193,6 +193,12 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "agent.rules-dir",
+        Bucket::Agent,
+        "Rule and guideline directories of any agent, known or not (`.augment/rules/`, `.trae/rules/`, `.kilocode/rules/`, `.tabnine/guidelines/`, any `.<tool>/rules/` or `.<tool>/guidelines/`): agents read them as instructions",
+        &["**/.*/rules/**", "**/.*/guidelines/**"],
+    ),
+    rule(
         "docs.forge-media",
         Bucket::Docs,
         "Images under a forge's or an IDE's directory (logos, README and sponsor images, project icons): nothing reads them as settings (before the editor and forge rules)",

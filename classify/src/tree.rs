@@ -242,6 +242,10 @@ impl TreeReach {
     /// Whether `changes` leave this as it is: no change adds, edits or deletes an entry point,
     /// a path a read text named, or a file under a directory a `uses:` line named.
     pub fn holds_for(&self, changes: &[Change<'_>]) -> bool {
+        // A pattern at the root (`*.sh`) or an Nx command: any change may alter what it names.
+        if self.watched_dirs.contains("") && !changes.is_empty() {
+            return false;
+        }
         changes.iter().all(|c| {
             let mut dirs =
                 std::iter::successors(Some(c.path), |p| p.rsplit_once('/').map(|(d, _)| d));
