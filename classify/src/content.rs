@@ -42,6 +42,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("ci.groovy-pipeline-content", "Groovy pipelines: `pipeline {`, `node {`, `node(`, `stage(`, `@Library(`"),
     ("build.starlark-content", "Starlark: `load(\"…\")` at column 0 and a rule call or `def`"),
     ("build.codegen-directive", "code-generation directives (`//go:generate`) that `go generate` runs"),
+    ("build.tool-settings-code", "settings of a formatter, linter or editor (`other.tool-settings`) with a key that names code to load or run: a plugin, parser, hook, command, `require`, `extends`, `load-plugins`, `init-hook`, …"),
     ("build.tooling-script", "a script (shebang or executable bit) in a tooling directory: `scripts/`, `script/`, `tools/`, `hack/`, `build/`, `bin/`, `release/`, `dev/`, `utils/`, `misc/`, `contrib/`, `packaging/`, `infra/`, `ops/`"),
 ];
 

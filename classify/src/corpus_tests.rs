@@ -20,6 +20,7 @@ fn content_of(facts: &[&str]) -> Vec<u8> {
             "compose" => "services:\n  web:\n    image: nginx:1\n",
             "systemd" => "[Unit]\nDescription=app\n[Service]\nExecStart=/usr/bin/app\n",
             "dockerfile" => "FROM debian:12\nRUN apt-get update\n",
+            "code" => "plugins:\n  - ./tools/local-plugin.js\n",
             _ => "",
         });
     }
@@ -45,6 +46,15 @@ fn classify_row(path: &str, facts: &[&str]) -> Classification {
                 tree.add(chain, false, format!("run: ./{path}\n").as_bytes());
             }
         }
+    }
+    // A script in the same directory that CI runs (it builds what is beside it).
+    if let Some((entry, script)) = facts
+        .iter()
+        .find_map(|f| f.strip_prefix("dir-run-by="))
+        .and_then(|c| c.split_once('>'))
+    {
+        tree.add(entry, false, format!("run: ./{script}\n").as_bytes());
+        tree.add(script, true, b"#!/bin/sh\ngo build ./...\n");
     }
     if let Some(pkg) = facts.iter().find_map(|f| f.strip_prefix("pkg=")) {
         let dir = pkg.rsplit_once('/').map_or("", |(d, _)| d);

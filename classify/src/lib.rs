@@ -33,6 +33,7 @@ mod entry;
 mod follow;
 mod placement;
 pub mod reach;
+mod settings;
 mod table;
 pub mod tree;
 
@@ -259,11 +260,20 @@ fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification
             rule: ROOT_EXECUTABLE_RULE,
         };
     }
+    if root_pin(path) {
+        return Classification {
+            bucket: Bucket::Build,
+            rule: "build.version-pin",
+        };
+    }
     Classification {
         bucket: Bucket::Other,
         rule: table::OTHER_RULE,
     }
 }
+
+/// Rule id of data-only tool settings (see `settings.rs`).
+const TOOL_SETTINGS_RULE: &str = "other.tool-settings";
 
 /// Rule id of extensionless lowercase files at the root (`configure`-like scripts: `artisan`,
 /// `bootstrap`, `runtests`), which no glob can express.
@@ -278,6 +288,19 @@ fn root_executable(path: &str) -> bool {
         && norm
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// An extension-less upper-case name with an underscore at the root (`NGINX_BASE`,
+/// `BASE_IMAGE`, `GO_VERSION`): by convention a pin CI and builds read (`$(cat NGINX_BASE)`),
+/// not a document (`README`, `LICENSE` have no underscore).
+fn root_pin(path: &str) -> bool {
+    let norm = normalize_path(path);
+    !norm.contains('/')
+        && norm.contains('_')
+        && norm.starts_with(|c: char| c.is_ascii_uppercase())
+        && norm
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// Whether the content could change `path`'s classification: some content rule matches the
@@ -375,6 +398,16 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
                     tree_may_raise(with_content.bucket)
                 }
             };
+            // Example projects and generator templates: only reachability raises them, to the
+            // bucket of what reaches them, and only when their name would be risky elsewhere.
+            let quiet = QUIET_OTHER_RULES.contains(&with_content.rule);
+            let may = |r: &&reach::Raised| {
+                if quiet {
+                    !r.weak && (!r.by_dir || risky_outside(c.path, with_content.rule, c.new))
+                } else {
+                    !r.by_dir && may(r)
+                }
+            };
             if let Some(r) = raised.get(c.path).filter(may) {
                 return Classified {
                     class: Classification {
@@ -398,6 +431,37 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
         .collect()
 }
 
+/// Name rules whose `other` is final for the content layer and placement: only reachability
+/// raises what they match (`docs/CLASSIFY.md`, "Risk follows what runs").
+const QUIET_OTHER_RULES: &[&str] = &[
+    "other.example-project",
+    "other.generator-template",
+    "other.service-catalog",
+];
+
+/// Whether `path`, matched by the quiet rule `quiet`, would be in a risky bucket were it not an
+/// example or a template (a `Makefile`, a `package.json`, a Dockerfile): a directory an entry
+/// point names then makes it run.
+fn risky_outside(path: &str, quiet: &str, content: Option<&[u8]>) -> bool {
+    let Some(hits) = compiled::glob_hits(path) else {
+        return true;
+    };
+    let outside = hits
+        .into_iter()
+        .filter_map(|i| table::RULES.get(i))
+        .find(|r| r.id != quiet && !QUIET_OTHER_RULES.contains(&r.id) && r.content.is_none())
+        .map(|r| r.bucket);
+    let by_content = content.and_then(|h| {
+        content::detect(path, &h[..h.len().min(CONTENT_HINT_MAX_BYTES)], false).map(|h| h.bucket)
+    });
+    outside.into_iter().chain(by_content).any(|b| {
+        !matches!(
+            b,
+            Bucket::Src | Bucket::Tests | Bucket::Docs | Bucket::Other
+        )
+    })
+}
+
 /// The content layer on top of a name classification.
 fn classify_content(
     path: &str,
@@ -413,8 +477,17 @@ fn classify_content(
     } else {
         name
     };
-    if !content_may_raise(named.bucket) {
+    if !content_may_raise(named.bucket) || QUIET_OTHER_RULES.contains(&named.rule) {
         return named;
+    }
+    if named.rule == TOOL_SETTINGS_RULE {
+        return match settings::names_code(head) {
+            true => Classification {
+                bucket: Bucket::Build,
+                rule: settings::SETTINGS_CODE_RULE,
+            },
+            false => named,
+        };
     }
     match content::detect(path, head, executable) {
         Some(hit) => Classification {

@@ -69,6 +69,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                         rule: "iac.helm-template",
                         because: format!("a template of the chart {at}"),
                         weak: false,
+                        by_dir: false,
                     },
                 );
                 continue;
@@ -94,6 +95,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     rule: "iac.package-file",
                     because: format!("inside the deploy package {root}/"),
                     weak: true,
+                    by_dir: false,
                 },
             );
         }
@@ -115,6 +117,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                             if dir.is_empty() { "." } else { dir }
                         ),
                         weak: false,
+                        by_dir: false,
                     },
                 );
             }

@@ -161,6 +161,28 @@ impl TreeReach {
             }
             frontier = next;
         }
+        // A reached script runs in its own directory too (`go build ./...` beside it).
+        let reached: Vec<(String, Bucket, String)> = found
+            .level1
+            .iter()
+            .map(|(p, (b, e))| (p.clone(), *b, format!("run by {e}")))
+            .chain(
+                found
+                    .level2
+                    .iter()
+                    .map(|(p, (b, w))| (p.clone(), *b, w.clone())),
+            )
+            .collect();
+        for (p, bucket, why) in reached {
+            let dir = dir_of(&p);
+            if !dir.is_empty() && entry_point(&p).is_none() {
+                let why = format!("beside {p}, {why}");
+                found
+                    .named_dirs
+                    .entry(dir.to_owned())
+                    .or_insert((bucket, why));
+            }
+        }
         found
     }
 
@@ -184,11 +206,15 @@ impl TreeReach {
         let base = dir_of(from);
         let dirs = changed_into(&text);
         let mut out = BTreeSet::new();
+        for d in &dirs {
+            self.name_dir(d, "", all, bucket, from);
+        }
         for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {
             for p in self.nx(&line, all, budget) {
                 out.insert(p);
             }
             for t in tokens(&line) {
+                self.name_dir(&t, base, all, bucket, from);
                 for p in self.resolve(&t, base, &dirs, &line, all, budget) {
                     if p == from {
                         continue;
@@ -219,6 +245,21 @@ impl TreeReach {
             }
         }
         out.into_iter().collect()
+    }
+
+    /// Records `token` (read from the root or from `base`) when it names an existing directory
+    /// (`make -C examples/x`, `cd examples/x`): what is in it may run there.
+    fn name_dir(&mut self, token: &str, base: &str, all: &Paths<'_>, bucket: Bucket, from: &str) {
+        for cand in [token.to_owned(), format!("{base}/{token}")] {
+            let Some(dir) = normalise(cand.trim_end_matches('/')) else {
+                continue;
+            };
+            if !all.contains(&dir) && all.has_under(&dir) {
+                let why = format!("in {dir}, which {from} names");
+                self.named_dirs.entry(dir).or_insert((bucket, why));
+                return;
+            }
+        }
     }
 
     /// The `project.json` files of the Nx projects `line` runs.
@@ -384,6 +425,13 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
             (Some(d), _) => Some(d),
             (None, i) => i,
         };
+        // A file under a directory a reached text names (an example project CI builds).
+        let by_dir = hit.is_none();
+        let hit = hit.or_else(|| {
+            let mut dirs =
+                std::iter::successors(Some(c.path), |p| p.rsplit_once('/').map(|(d, _)| d));
+            dirs.find_map(|d| reach.named_dirs.get(d).map(|(b, why)| (*b, why.clone())))
+        });
         if let Some((bucket, because)) = hit {
             let rule = match bucket {
                 Bucket::Ci => "ci.reached",
@@ -397,6 +445,7 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
                     rule,
                     because,
                     weak: false,
+                    by_dir,
                 },
             );
         }

@@ -139,6 +139,9 @@ pub struct Raised {
     pub because: String,
     /// Placement only: applies to `src` and `other` like content, not to `tests` or `docs`.
     pub weak: bool,
+    /// Reached only as a file under a directory an entry point names (`make -C examples/x`,
+    /// `cd examples/x`): applies to example projects and generator templates only.
+    pub by_dir: bool,
 }
 
 /// A changed file: its path and new content (`None` when deleted or unknown).
@@ -189,6 +192,13 @@ impl<'a> Paths<'a> {
     }
 
     /// The paths starting with `prefix`, sorted.
+    /// Whether some path lies under the directory `dir`.
+    pub(crate) fn has_under(&self, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        !self.listing.starting_with(&prefix).is_empty()
+            || self.added.iter().any(|p| p.starts_with(&prefix))
+    }
+
     pub(crate) fn starting_with(&self, prefix: &str) -> Vec<&'a str> {
         let mut out: Vec<&'a str> = self
             .listing
@@ -236,6 +246,9 @@ pub struct TreeReach {
     pub(crate) watched: BTreeSet<String>,
     /// Directories a `uses:` line named (it runs every file under them).
     pub(crate) watched_dirs: BTreeSet<String>,
+    /// Existing directories a reached text names or changes into: the bucket and the file.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) named_dirs: BTreeMap<String, (Bucket, String)>,
 }
 
 impl TreeReach {

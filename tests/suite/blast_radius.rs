@@ -421,3 +421,30 @@ fn script_a_variable_in_a_run_line_could_name_goes_to_a_human() {
     let entry = Some("run by .github/workflows/ci.yml");
     evasion(&ci_tree(), "lang/build-go.sh", "ci", "ci.reached", entry);
 }
+
+#[test]
+fn when_the_patch_does_not_apply_the_report_classifies_with_the_packed_content() {
+    let w = World::new();
+    let manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n";
+    write_files(&w.repo, &[("config/web.yaml", manifest.as_bytes())]);
+    git(&w.repo, &["add", "-A"]);
+    git(&w.repo, &["commit", "-qm", "manifest"]);
+    // The context line does not match the packed file: the apply check fails.
+    let patch = "diff --git a/config/web.yaml b/config/web.yaml\n--- a/config/web.yaml\n+++ b/config/web.yaml\n@@ -4 +4,2 @@\n   name: not-web\n+  namespace: kube-system\n";
+    let (code, r) = gate_patch(&w, patch);
+    assert_eq!(
+        (code, r["decision"].as_str()),
+        (Some(4), Some("reject")),
+        "{r:#}"
+    );
+    assert!(
+        reason_codes(&r).contains(&"apply-failed".to_owned()),
+        "{r:#}"
+    );
+    let f = file(&r, "config/web.yaml");
+    assert_eq!(
+        (f["bucket"].as_str(), f["class_rule"].as_str()),
+        (Some("iac"), Some("iac.k8s-content")),
+        "{r:#}"
+    );
+}
