@@ -121,7 +121,8 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
 }
 
 /// Build files that name what the build runs: Cargo's `build =`, Dockerfiles, CMake, Meson,
-/// Gradle, Bazel, `setup.py` (read as `follow.rs` says for each).
+/// Gradle, Bazel, `setup.py`, MSBuild projects (`<Exec Command=…>`) (read as `follow.rs` says
+/// for each).
 fn build_file(name: &str) -> bool {
     matches!(
         name,
@@ -136,6 +137,9 @@ fn build_file(name: &str) -> bool {
             | "build.bazel"
             | "setup.py"
     ) || name.ends_with(".cmake")
+        || [".csproj", ".fsproj", ".vbproj", ".props", ".targets"]
+            .iter()
+            .any(|e| name.ends_with(e))
         || name.ends_with(".bzl")
         || name == "dockerfile"
         || name.starts_with("dockerfile.")

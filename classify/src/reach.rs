@@ -213,8 +213,10 @@ impl TreeReach {
             for p in self.nx(&line, all, budget) {
                 out.insert(p);
             }
-            for t in tokens(&line) {
+            for t in dir_arguments(&line) {
                 self.name_dir(&t, base, all, bucket, from);
+            }
+            for t in tokens(&line) {
                 for p in self.resolve(&t, base, &dirs, &line, all, budget) {
                     if p == from {
                         continue;
@@ -357,6 +359,37 @@ impl TreeReach {
         }
         out
     }
+}
+
+/// The directories a command on `line` runs in by option (`make -C dir`, `npm --prefix dir`,
+/// `devcontainer up --workspace-folder dir`, `cargo --manifest-path dir/Cargo.toml`).
+fn dir_arguments(line: &str) -> Vec<String> {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ';' | '&' | '|'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let (flag, inline) = w.split_once('=').map_or((*w, None), |(f, v)| (f, Some(v)));
+        let dir = matches!(
+            flag,
+            "-C" | "--directory"
+                | "--prefix"
+                | "--cwd"
+                | "--workspace-folder"
+                | "--project-dir"
+                | "--manifest-path"
+                | "--project"
+                | "--chdir"
+        );
+        if dir {
+            if let Some(v) = inline.or_else(|| words.get(i + 1).copied()) {
+                let v = v.strip_suffix("/Cargo.toml").unwrap_or(v);
+                out.push(v.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// Order in which entry points and reached files are read: CI, then agents and editors, then

@@ -24,17 +24,13 @@ const LOADERS: &[&str] = &[
     "preset",
     "custom",
     "script",
-    "import",
-    "module",
-    "path",
-    "source",
     "rulesdir",
-    "rules_dir",
     "formatter",
     "reporter",
     "processor",
     "resolver",
     "transform",
+    "initializer",
 ];
 
 /// Whether `head` (a settings file's start) names something the tool would load or run.
@@ -53,7 +49,13 @@ pub fn names_code(head: &[u8]) -> bool {
             .next()
             .unwrap_or("")
             .to_ascii_lowercase();
-        LOADERS.iter().any(|l| key.contains(l))
+        // Whole words of the key (`load-plugins`, `init-hook`, `"plugins"`), so that
+        // `ij_kotlin_imports_layout` is not `import`.
+        key.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+            LOADERS
+                .iter()
+                .any(|l| w == *l || w.strip_suffix('s') == Some(l))
+        })
     })
 }
 
@@ -68,6 +70,7 @@ mod tests {
             b"{\n  \"singleQuote\": true\n}\n",
             b"[flake8]\nmax-line-length = 80\n# plugins are not used here\n",
             b"BasedOnStyle: Google\nColumnLimit: 100\n",
+            b"[*.kt]\nij_kotlin_imports_layout = *\nij_kotlin_allow_trailing_comma = true\n",
         ] {
             assert!(!names_code(plain), "{}", String::from_utf8_lossy(plain));
         }

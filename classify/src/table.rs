@@ -928,6 +928,7 @@ pub(crate) static RULES: &[Rule] = &[
             "build.cake",
             "psakefile.ps1",
             "dodo.py",
+            "guardfile",
         ],
     ),
     rule(
@@ -1366,6 +1367,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".codespellrc",
             "{.,}cspell.json",
             ".yardopts",
+            ".document",
             ".prettierrc{,.json,.yaml,.yml,.toml}",
             ".stylelintrc{,.json,.yaml,.yml}",
             ".eslintrc{,.json,.yaml,.yml}",
@@ -1439,6 +1441,12 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "build.msbuild-props",
+        Bucket::Build,
+        "Other MSBuild props files (`Directory.Version.props`, `common.props`): projects import them (after the dependency rules, so `Directory.Packages.props` stays `deps`)",
+        &["*.props"],
+    ),
+    rule(
         "build.docs-build",
         Bucket::Build,
         "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, VitePress, VuePress, Docusaurus, Hugo, Sphinx `conf.py` (`build.python`)",
@@ -1483,6 +1491,12 @@ pub(crate) static RULES: &[Rule] = &[
             "hook.{sh,bash}",
             "{docker-,}entrypoint.sh",
         ],
+    ),
+    rule(
+        "build.dev-script",
+        Bucket::Build,
+        "Shell, PowerShell and batch scripts in benchmark and extras directories (`bench/`, `benchmarks/`, `extras/`, `extra/`): developers run them",
+        &["**/{bench,benchmark,benchmarks,extras,extra}/**/*.{sh,bash,zsh,ps1,psm1,bat,cmd}"],
     ),
     rule(
         "build.root-script",
