@@ -281,6 +281,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
             "{license,licence}[-_]*",
+            "{license,licence,copying}.{apache,bsd,mit,gpl,lgpl,python,psf,lib,isc,mpl,zlib,boost,ofl,html}",
             "*[-_]{license,licence}",
             "*[-_]{license,licence}.{md,txt,rst}",
             "dco",
@@ -888,6 +889,18 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "deps.requirements",
+        Bucket::Deps,
+        "pip requirements and constraints files",
+        &[
+            "requirements*.{txt,in}",
+            "*-requirements.{txt,in}",
+            "*_requirements.{txt,in}",
+            "**/requirements/*.{txt,in}",
+            "constraints*.txt",
+        ],
+    ),
+    rule(
         "build.other-system",
         Bucket::Build,
         "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake",
@@ -901,6 +914,7 @@ pub(crate) static RULES: &[Rule] = &[
             "wscript",
             "xmake.lua",
             "premake*.lua",
+            "*.{gyp,gypi}",
             "emakefile",
             "*.in",
             "**/patches/**/*.{patch,diff}",
@@ -1178,6 +1192,8 @@ pub(crate) static RULES: &[Rule] = &[
             "pixi.toml",
             "go.mod",
             "go.work",
+            "go.*.mod",
+            "go.*.sum",
             "{gemfile,gems.rb}",
             "*.gemspec",
             "pom.xml",
@@ -1225,18 +1241,6 @@ pub(crate) static RULES: &[Rule] = &[
             "jsonnetfile.json",
             "cgmanifest.json",
             "**/subprojects/*.wrap",
-        ],
-    ),
-    rule(
-        "deps.requirements",
-        Bucket::Deps,
-        "pip requirements and constraints files",
-        &[
-            "requirements*.{txt,in}",
-            "*-requirements.{txt,in}",
-            "*_requirements.{txt,in}",
-            "**/requirements/*.{txt,in}",
-            "constraints*.txt",
         ],
     ),
     rule(
@@ -1383,6 +1387,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".textlintrc{,.json}",
             ".htmlhintrc",
             ".rubocop.yml",
+            ".rubocop_todo.yml",
             ".coveragerc",
             "{.,}ruff.toml",
             ".sqlfluff",
@@ -1553,6 +1558,12 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     // ---------------------------------------------------------------- src
+    rule(
+        "build.shell-script",
+        Bucket::Build,
+        "Shell, PowerShell and batch scripts anywhere else (outside tests, docs and examples): in a repository they are the developers', builds' and releases' tooling, not the product",
+        &["*.{sh,bash,zsh,ksh,ps1,psm1,bat,cmd}"],
+    ),
     rule(
         "src.code",
         Bucket::Src,

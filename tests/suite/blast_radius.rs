@@ -206,13 +206,13 @@ fn script_meson_run_command_runs_goes_to_a_human() {
 
 #[test]
 fn script_a_gradle_exec_task_runs_goes_to_a_human() {
-    let gradle = "tasks.register<Exec>(\"protoc\") {\n    commandLine(\"sh\", \"../codegen/protoc.sh\")\n}\n";
+    let gradle = "tasks.register<Exec>(\"protoc\") {\n    commandLine(\"python3\", \"../codegen/protoc.py\")\n}\n";
     evasion(
         &[
             ("app/build.gradle.kts", gradle),
-            ("codegen/protoc.sh", "protoc --version\n"),
+            ("codegen/protoc.py", "print('protoc')\n"),
         ],
-        "codegen/protoc.sh",
+        "codegen/protoc.py",
         "build",
         "build.reached",
         Some("run by app/build.gradle.kts"),
