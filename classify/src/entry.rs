@@ -136,6 +136,7 @@ fn build_file(name: &str) -> bool {
             | "build"
             | "build.bazel"
             | "setup.py"
+            | "conf.py"
     ) || name.ends_with(".cmake")
         || [".csproj", ".fsproj", ".vbproj", ".props", ".targets"]
             .iter()

@@ -330,6 +330,50 @@ pub(crate) fn imports(from: &str, text: &str) -> Vec<String> {
     out
 }
 
+/// The local Sphinx extensions a `conf.py` loads: each quoted name of its `extensions` list as a
+/// module under the configuration's directory or a directory it adds to `sys.path`
+/// (`sys.path.insert(0, os.path.abspath("_ext"))`).
+pub(crate) fn sphinx_extensions(from: &str, text: &str) -> Vec<String> {
+    if from.rsplit('/').next() != Some("conf.py") {
+        return Vec::new();
+    }
+    let base = from.rsplit_once('/').map_or("", |(d, _)| d);
+    let join = |d: &str, p: &str| match (d.is_empty(), p.is_empty()) {
+        (true, _) => p.to_owned(),
+        (_, true) => d.to_owned(),
+        _ => format!("{d}/{p}"),
+    };
+    let quoted = |l: &str| -> Vec<String> {
+        l.split(['"', '\''])
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut dirs = vec![base.to_owned()];
+    for line in text.lines().filter(|l| l.contains("sys.path")) {
+        dirs.extend(
+            quoted(line)
+                .iter()
+                .map(|q| join(base, q.trim_start_matches("./"))),
+        );
+    }
+    let Some(start) = text.find("extensions") else {
+        return Vec::new();
+    };
+    let list = &text[start..];
+    let list = &list[..list.find(']').unwrap_or(list.len()).min(16 * 1024)];
+    let mut out = Vec::new();
+    for name in quoted(list).into_iter().take(64) {
+        let module = name.replace('.', "/");
+        for d in dirs.iter().take(8) {
+            out.push(join(d, &format!("{module}.py")));
+            out.push(join(d, &format!("{module}/__init__.py")));
+        }
+    }
+    out
+}
+
 /// The Nx projects `line` runs (`nx run web:build`, `nx build web`, `nx run-many`,
 /// `nx affected`): `Some(names)`, where an empty list means every project; `None` when the line
 /// runs no Nx command.

@@ -42,6 +42,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN`, CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
+    ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
 
@@ -236,9 +237,14 @@ impl TreeReach {
                 }
             }
         }
-        // What a reached script imports from the repository runs with it.
-        if !level1 {
-            for p in follow::imports(from, &text) {
+        // What a reached script imports from the repository runs with it, and the local
+        // extensions a Sphinx configuration loads.
+        {
+            let imported = follow::imports(from, &text);
+            for p in imported
+                .into_iter()
+                .chain(follow::sphinx_extensions(from, &text))
+            {
                 let Some(p) = normalise(&p) else { continue };
                 if all.contains(&p) && p != from {
                     out.insert(p.clone());

@@ -274,6 +274,48 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "deps.vendored",
+        Bucket::Deps,
+        "Vendored or installed third-party code, whatever its inner path says (`vendor/x/testdata/y`, `third_party/z/examples/Makefile` are dependencies; before the test, example and CI rules)",
+        &[
+            "**/{vendor,vendored,_vendor,third_party,third-party,thirdparty,3rdparty,bundled}/**",
+            "**/{node_modules,bower_components,jspm_packages,godeps}/**",
+            "**/.yarn/**",
+        ],
+    ),
+    rule(
+        "tests.fixture-dir",
+        Bucket::Tests,
+        "Test fixture directories (`testdata/`, `fixtures/`, `__fixtures__/`, `test-fixtures/`, `test_resources/`): manifests, lockfiles and scripts there are inputs of tests; only reachability (a CI or build entry point running them) raises them",
+        &[
+            "**/{testdata,test_data,test-data,__fixtures__,fixtures,fixture,test-fixtures,test_fixtures,test_resources,test-resources,__snapshots__,__snapshot__}/**",
+            "**/{test,tests,spec,__tests__}/{data,resources,assets,samples,cases,inputs,snapshots}/**",
+            "**/src/test/resources/**",
+        ],
+    ),
+    rule(
+        "other.example-project",
+        Bucket::Other,
+        "Example and sample projects (`examples/`, `_examples/`, `samples/` at any depth, `example/` and `sample/` at the root; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
+        &["**/{examples,_examples,samples}/**", "{example,sample}/**"],
+    ),
+    rule(
+        "other.generator-template",
+        Bucket::Other,
+        "Templates a generator copies into new projects (Rails/Yeoman `generators/*/templates/`, Angular/Nx `schematics/*/files/`, cookiecutter `{{cookiecutter.*}}/`, Maven `archetype-resources/`, Django `project_template/`, Phoenix `priv/templates/`, Hygen `_templates/`, Ember `blueprints/*/files/`): not risky unless an entry point reaches them",
+        &[
+            "**/generators/**/templates/**",
+            "**/generators/*/files/**",
+            "**/schematics/**/files/**",
+            "**/*cookiecutter.*/**",
+            "**/archetype-resources/**",
+            "**/{project_template,app_template}/**",
+            "**/priv/templates/**",
+            "**/_templates/**",
+            "**/blueprints/*/files/**",
+        ],
+    ),
+    rule(
         "governance.license",
         Bucket::Governance,
         "License and notice files, by name or by SPDX id (`GPL-2.0-or-later`), third-party notices, `licensed`'s cache",
@@ -416,48 +458,6 @@ pub(crate) static RULES: &[Rule] = &[
         &["**/.airlock/**"],
     ),
     // ---------------------------------------------------------------- ci
-    rule(
-        "deps.vendored",
-        Bucket::Deps,
-        "Vendored or installed third-party code, whatever its inner path says (`vendor/x/testdata/y`, `third_party/z/examples/Makefile` are dependencies; before the test, example and CI rules)",
-        &[
-            "**/{vendor,vendored,_vendor,third_party,third-party,thirdparty,3rdparty,bundled}/**",
-            "**/{node_modules,bower_components,jspm_packages,godeps}/**",
-            "**/.yarn/**",
-        ],
-    ),
-    rule(
-        "tests.fixture-dir",
-        Bucket::Tests,
-        "Test fixture directories (`testdata/`, `fixtures/`, `__fixtures__/`, `test-fixtures/`, `test_resources/`): manifests, lockfiles and scripts there are inputs of tests; only reachability (a CI or build entry point running them) raises them",
-        &[
-            "**/{testdata,test_data,test-data,__fixtures__,fixtures,fixture,test-fixtures,test_fixtures,test_resources,test-resources,__snapshots__,__snapshot__}/**",
-            "**/{test,tests,spec,__tests__}/{data,resources,assets,samples,cases,inputs,snapshots}/**",
-            "**/src/test/resources/**",
-        ],
-    ),
-    rule(
-        "other.example-project",
-        Bucket::Other,
-        "Example and sample projects (`examples/`, `_examples/`, `samples/` at any depth, `example/` and `sample/` at the root; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
-        &["**/{examples,_examples,samples}/**", "{example,sample}/**"],
-    ),
-    rule(
-        "other.generator-template",
-        Bucket::Other,
-        "Templates a generator copies into new projects (Rails/Yeoman `generators/*/templates/`, Angular/Nx `schematics/*/files/`, cookiecutter `{{cookiecutter.*}}/`, Maven `archetype-resources/`, Django `project_template/`, Phoenix `priv/templates/`, Hygen `_templates/`, Ember `blueprints/*/files/`): not risky unless an entry point reaches them",
-        &[
-            "**/generators/**/templates/**",
-            "**/generators/*/files/**",
-            "**/schematics/**/files/**",
-            "**/*cookiecutter.*/**",
-            "**/archetype-resources/**",
-            "**/{project_template,app_template}/**",
-            "**/priv/templates/**",
-            "**/_templates/**",
-            "**/blueprints/*/files/**",
-        ],
-    ),
     rule(
         "ci.github-workflow",
         Bucket::Ci,
