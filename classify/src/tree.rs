@@ -133,7 +133,7 @@ pub const MAX_READ_BYTES: usize = 256 * 1024;
 pub struct Raised {
     /// The bucket.
     pub bucket: Bucket,
-    /// Rule id: `ci.reached`, `build.reached`, `iac.helm-template`, `iac.deploy-template`.
+    /// Rule id: `ci.reached`, `build.reached`, `agent.reached`, `iac.helm-template`, …
     pub rule: &'static str,
     /// The evidence: `run by .github/workflows/test.yml`.
     pub because: String,
