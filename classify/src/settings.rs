@@ -33,6 +33,18 @@ const LOADERS: &[&str] = &[
     "initializer",
 ];
 
+/// Whether the settings at `path` are in a format that can name code at all: an
+/// `.editorconfig`, an ignore list or a clang-format style cannot, whatever their keys say
+/// (`dotnet_style_…`, a pattern with `plugin` in it).
+pub fn format_can_load_code(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    !(name == ".editorconfig"
+        || name.ends_with("ignore")
+        || name.ends_with("clang-format")
+        || name == ".clang-tidy"
+        || name == ".vsconfig")
+}
+
 /// Whether `head` (a settings file's start) names something the tool would load or run.
 pub fn names_code(head: &[u8]) -> bool {
     String::from_utf8_lossy(head).lines().any(|line| {
@@ -62,6 +74,14 @@ pub fn names_code(head: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_that_cannot_name_code_are_not_read_for_it() {
+        assert!(!format_can_load_code(".editorconfig"));
+        assert!(!format_can_load_code("web/.prettierignore"));
+        assert!(format_can_load_code(".prettierrc"));
+        assert!(format_can_load_code("pylintrc"));
+    }
 
     #[test]
     fn settings_that_name_code_are_told_from_plain_settings() {

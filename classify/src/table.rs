@@ -621,9 +621,10 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "tests.iac-under-test-dir",
         Bucket::Tests,
-        "Deployment descriptors inside test directories (`test/`, `tests/`, `e2e/`): what the tests apply to a test cluster or an emulator",
+        "Deployment descriptors and server configurations inside test directories (`test/`, `tests/`, `e2e/`): what the tests apply to a test cluster, an emulator or a test server",
         &[
             "**/{test,tests,e2e,__tests__,testing}/**/*.{yaml,yml,json,tf,tfvars,hcl,tpl,j2}",
+            "**/{test,tests,e2e,__tests__,testing}/**/{nginx,httpd,apache2,haproxy,redis,my}.conf",
         ],
     ),
     rule(
@@ -1372,6 +1373,9 @@ pub(crate) static RULES: &[Rule] = &[
             "{.,}cspell.json",
             ".yardopts",
             ".document",
+            ".vsconfig",
+            ".linkcheckerrc",
+            ".commitlintrc{,.json,.yml,.yaml}",
             ".prettierrc{,.json,.yaml,.yml,.toml}",
             ".stylelintrc{,.json,.yaml,.yml}",
             ".eslintrc{,.json,.yaml,.yml}",
