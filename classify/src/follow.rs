@@ -35,6 +35,8 @@ pub(crate) enum Kind {
     Cargo,
     /// Agent instructions: the documents they import or name (`@docs/x.md`).
     Instructions,
+    /// An Nx `project.json`: its commands, not the product files its options name (`main`).
+    NxProject,
 }
 
 /// What a name on a counted line must be to count.
@@ -63,6 +65,8 @@ pub(crate) fn kind_of(path: &str, bucket: Bucket) -> Kind {
         Kind::SetupPy
     } else if name == "cargo.toml" {
         Kind::Cargo
+    } else if name == "project.json" {
+        Kind::NxProject
     } else if bucket == Bucket::Agent && document(&name) {
         Kind::Instructions
     } else {
@@ -118,6 +122,15 @@ pub(crate) fn counted_lines(kind: Kind, text: &str) -> Vec<(Cow<'_, str>, Accept
                 ]
                 .iter()
                 .any(|k| l.contains(k))
+            })
+            .map(|l| (Cow::Borrowed(l), Accept::Runnable))
+            .collect(),
+        Kind::NxProject => text
+            .lines()
+            .filter(|l| {
+                ["\"command", "\"script", "\"args", "\"cwd"]
+                    .iter()
+                    .any(|k| l.contains(k))
             })
             .map(|l| (Cow::Borrowed(l), Accept::Runnable))
             .collect(),

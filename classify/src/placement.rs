@@ -162,6 +162,15 @@ const INFRA_DIRS: &[&str] = &[
 /// The project file `path` is a program of: one in its own directory, or in the parent of an
 /// [`INFRA_DIRS`] directory holding it (at most two levels down).
 fn infra_project(path: &str, all: &Paths<'_>) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let program = [
+        ".ts", ".js", ".mjs", ".py", ".go", ".cs", ".fs", ".java", ".kt", ".yaml", ".yml",
+    ]
+    .iter()
+    .any(|e| name.ends_with(e));
+    if !program {
+        return None;
+    }
     let dir = dir_of(path);
     let project = |d: &str| {
         INFRA_PROJECTS.iter().find_map(|n| {

@@ -246,7 +246,8 @@ impl TreeReach {
                 .chain(follow::sphinx_extensions(from, &text))
             {
                 let Some(p) = normalise(&p) else { continue };
-                if all.contains(&p) && p != from {
+                // A module, not a stylesheet or data file an import statement also names.
+                if all.contains(&p) && p != from && runnable(&p, false) {
                     out.insert(p.clone());
                 }
                 self.watched.insert(p);
