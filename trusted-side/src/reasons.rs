@@ -66,7 +66,7 @@ reason_codes! {
     TestsPathChanged = "tests-path-changed", Gate, "A `tests` path changed.";
     DocsPathChanged = "docs-path-changed", Gate, "A `docs` path changed.";
     OtherPathChanged = "other-path-changed", Gate, "An `other` path changed.";
-    EntryPointReachesPath = "entry-point-reaches-path", Gate, "A path a CI or build entry point of the packed tree runs changed (`ci.reached`, `build.reached`); the detail names the entry point.";
+    EntryPointReachesPath = "entry-point-reaches-path", Gate, "A path a CI, build, editor or agent entry point of the packed tree runs or reads changed (`ci.reached`, `build.reached`, `agent.reached`); the detail names the entry point.";
     ExecutableConfigChanged = "executable-config-changed", Gate, "Configuration that runs code or drives a tool, claimed by no named rule, changed (`build.executable-config`, `build.tool-dotfile`, `build.root-executable`).";
     PolicyPathRule = "policy-path-rule", Gate, "A `[[paths]]` rule of the policy decided.";
     ChangedFilesOverLimit = "changed-files-over-limit", Gate, "More files changed than the effective limit.";

@@ -10,8 +10,10 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use super::{classify_change, needs_content, reach, Bucket, Layer, CONTENT_HINT_MAX_BYTES};
 use crate::gate::policy::{Policy, Verdict};
+use airlock_classify::{
+    classify_change, needs_content, reach, Bucket, Layer, CONTENT_HINT_MAX_BYTES,
+};
 
 /// Largest list of paths `airlock classify` reads from stdin.
 const MAX_STDIN_BYTES: u64 = 64 * 1024 * 1024;
@@ -85,7 +87,7 @@ pub fn run_classify(
     }
     let rows = match repo {
         Some((dir, rev)) => {
-            let tree = super::tree::GitTree::list(dir, rev)
+            let tree = super::git_tree::GitTree::list(dir, rev)
                 .with_context(|| format!("--repo {}: reading revision {rev:?}", dir.display()))?;
             // The file as a change would bring it: the working copy when there is one, else the
             // revision's.

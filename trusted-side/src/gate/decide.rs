@@ -23,7 +23,8 @@ use crate::report::{ChangedFile, GateReport, Reason};
 /// One policy reason per changed path, the changed-file table, new dependencies. Each path is
 /// classified by its name, its content (the new content for added and modified files, the old
 /// one for deleted files, when the apply step produced them; an added file's can also be read
-/// from the patch) and the packed `tree` (what its CI and build entry points run).
+/// from the patch; when the apply check failed, the packed file with the patch applied in
+/// memory, or as packed) and the packed `tree` (what its entry points run).
 pub fn decide_paths(
     patch: &ParsedPatch,
     files: &BTreeMap<String, AppliedFile>,
@@ -31,6 +32,20 @@ pub fn decide_paths(
     tree: &dyn Tree,
     report: &mut GateReport,
 ) {
+    // When the apply check failed there is no applied file: the packed content (the file as
+    // the worker received it) with the patch applied in memory, or as packed when the patch
+    // does not apply to it, still says what the file is.
+    let unapplied: Vec<&str> = patch
+        .files
+        .iter()
+        .filter(|fp| fp.kind != FileKind::Added && !files.contains_key(&fp.path))
+        .map(|fp| fp.path.as_str())
+        .collect();
+    let mut packed: BTreeMap<&str, Option<Vec<u8>>> = unapplied
+        .iter()
+        .copied()
+        .zip(tree.read(&unapplied))
+        .collect();
     let hints: Vec<Option<Vec<u8>>> = patch
         .files
         .iter()
@@ -38,7 +53,14 @@ pub fn decide_paths(
             (FileKind::Deleted, Some(a)) => a.old.clone(),
             (_, Some(a)) => a.new.clone(),
             (FileKind::Added, None) => airlock_core::diff::apply_file(None, fp).ok().flatten(),
-            _ => None,
+            (FileKind::Deleted, None) => packed.remove(fp.path.as_str()).flatten(),
+            (_, None) => {
+                let old = packed.remove(fp.path.as_str()).flatten();
+                let new = old
+                    .as_deref()
+                    .and_then(|o| airlock_core::diff::apply_file(Some(o), fp).ok().flatten());
+                new.or(old)
+            }
         })
         .collect();
     let changes: Vec<Change<'_>> = patch

@@ -128,7 +128,7 @@ impl fmt::Display for Verdict {
 /// codes of their own so that a report says why.
 pub fn code_for_class(class: &Classification) -> ReasonCode {
     match class.rule {
-        "ci.reached" | "build.reached" => ReasonCode::EntryPointReachesPath,
+        "ci.reached" | "build.reached" | "agent.reached" => ReasonCode::EntryPointReachesPath,
         "build.executable-config" | "build.tool-dotfile" | "build.root-executable" => {
             ReasonCode::ExecutableConfigChanged
         }

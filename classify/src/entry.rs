@@ -8,13 +8,13 @@
 //! [`MAX_DIRS`] directories are kept per text, and a `package.json` is parsed by serde_json
 //! with its recursion limit (on any error the text is read whole, as any other entry point).
 
-use super::Bucket;
+use crate::Bucket;
 
 /// Most directories one file's `cd`s are followed into.
 pub const MAX_DIRS: usize = 16;
 
-/// The kind of entry point `path` is, if any: CI definitions are `ci`, build definitions
-/// `build`.
+/// The kind of entry point `path` is, if any: CI definitions are `ci`; agent instructions,
+/// dev-container and editor task files `agent`; build definitions `build`.
 pub fn entry_point(path: &str) -> Option<Bucket> {
     let p = path.to_ascii_lowercase();
     let (dirs, name) = match p.rsplit_once('/') {
@@ -65,6 +65,26 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
     if ci {
         return Some(Bucket::Ci);
     }
+    // Editors, dev containers and agents: what they read or run when a folder is opened.
+    let agent = matches!(
+        name,
+        "claude.md"
+            | "claude.local.md"
+            | "agents.md"
+            | "agent.md"
+            | "gemini.md"
+            | ".cursorrules"
+            | ".windsurfrules"
+            | ".clinerules"
+            | "copilot-instructions.md"
+            | ".devcontainer.json"
+    ) || name.ends_with(".instructions.md")
+        || (under(&[".devcontainer"]) && name == "devcontainer.json")
+        || (under(&[".vscode"]) && name == "tasks.json")
+        || agent_rules_dir(&dirs);
+    if agent {
+        return Some(Bucket::Agent);
+    }
     let fixture = [
         "node_modules",
         "vendor",
@@ -95,8 +115,49 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
                 | "mkdocs.yaml"
                 | ".bazelrc"
         ) || name.ends_with(".mk")
-            || under(&[".husky"]));
+            || under(&[".husky"])
+            || build_file(name));
     build.then_some(Bucket::Build)
+}
+
+/// Build files that name what the build runs: Cargo's `build =`, Dockerfiles, CMake, Meson,
+/// Gradle, Bazel, `setup.py`, MSBuild projects (`<Exec Command=…>`) (read as `follow.rs` says
+/// for each).
+fn build_file(name: &str) -> bool {
+    matches!(
+        name,
+        "cargo.toml"
+            | "cmakelists.txt"
+            | "meson.build"
+            | "build.gradle"
+            | "build.gradle.kts"
+            | "settings.gradle"
+            | "settings.gradle.kts"
+            | "build"
+            | "build.bazel"
+            | "setup.py"
+            | "conf.py"
+    ) || name.ends_with(".cmake")
+        || [".csproj", ".fsproj", ".vbproj", ".props", ".targets"]
+            .iter()
+            .any(|e| name.ends_with(e))
+        || name.ends_with(".bzl")
+        || name == "dockerfile"
+        || name.starts_with("dockerfile.")
+        || name.ends_with(".dockerfile")
+        || name.starts_with("containerfile")
+}
+
+/// A rule or guideline directory of an agent (`.cursor/rules/`, `.windsurf/rules/`,
+/// `.trae/rules/`, `.tabnine/guidelines/`, any `.<tool>/rules/`): agents read what is there,
+/// and what it names.
+pub(crate) fn agent_rules_dir(dirs: &[&str]) -> bool {
+    dirs.windows(2).any(|w| {
+        w[0].len() > 1
+            && w[0].starts_with('.')
+            && w[0] != ".github"
+            && matches!(w[1], "rules" | "guidelines")
+    })
 }
 
 /// Whether a file named `path` can run when named by an entry point: executable files and
@@ -173,6 +234,7 @@ pub(crate) fn normalise(path: &str) -> Option<String> {
 /// `a/b.py` too.
 pub(crate) fn tokens(line: &str) -> Vec<String> {
     let mut out = Vec::new();
+    let line = squeeze_expressions(line);
     for raw in line.split(|c: char| {
         c.is_whitespace()
             || matches!(
@@ -180,7 +242,13 @@ pub(crate) fn tokens(line: &str) -> Vec<String> {
                 '\'' | '"' | '`' | '(' | ';' | '|' | '&' | '<' | '>' | ',' | '[' | ']' | '='
             )
     }) {
+        let raw = raw.strip_prefix('@').unwrap_or(raw);
         let t = drop_variable_prefix(raw).trim_end_matches([':', ')', '}', '\\']);
+        // A sentence's full stop is not part of the name (`see @docs/x.md.`).
+        let t = match t.trim_end_matches('.') {
+            "" => t,
+            name => name,
+        };
         if t.is_empty() || t.contains("://") || t.len() > 512 {
             continue;
         }
@@ -199,13 +267,24 @@ pub(crate) fn tokens(line: &str) -> Vec<String> {
 /// `t` without a leading variable prefix: `$VAR/x`, `${VAR}/x`, `${{ github.workspace }}/x`
 /// (whitespace squeezed out first), `$(CURDIR)/x` are read as `x`; `$VAR` alone is `""`.
 fn drop_variable_prefix(t: &str) -> &str {
-    if let Some(i) = t.rfind("}/").or_else(|| t.rfind(")/")) {
-        &t[i + 2..]
-    } else if t.starts_with('$') {
-        t.find('/').map_or("", |i| &t[i + 1..])
-    } else {
-        t
+    if let Some(rest) = t.strip_prefix('{') {
+        // tox's `{toxinidir}/x`
+        return rest.find("}/").map_or(t, |i| &rest[i + 2..]);
     }
+    if !t.starts_with('$') {
+        return t;
+    }
+    // Only the leading variable: one later in the name makes it a pattern (`follow::pattern`).
+    let end = if t.starts_with("${{") {
+        t.find("}}/").map(|i| i + 3)
+    } else if t.starts_with("${") {
+        t.find("}/").map(|i| i + 2)
+    } else if t.starts_with("$(") {
+        t.find(")/").map(|i| i + 2)
+    } else {
+        t.find('/').map(|i| i + 1)
+    };
+    end.map_or("", |i| &t[i..])
 }
 
 /// `line` with the whitespace inside `${{ … }}` expressions removed, so an expression is one

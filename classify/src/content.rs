@@ -42,6 +42,8 @@ pub const RULES: &[(&str, &str)] = &[
     ("ci.groovy-pipeline-content", "Groovy pipelines: `pipeline {`, `node {`, `node(`, `stage(`, `@Library(`"),
     ("build.starlark-content", "Starlark: `load(\"…\")` at column 0 and a rule call or `def`"),
     ("build.codegen-directive", "code-generation directives (`//go:generate`) that `go generate` runs"),
+    ("build.tool-settings-code", "settings of a formatter, linter or editor (`other.tool-settings`) with a key that names code to load or run: a plugin, parser, hook, command, `require`, `extends`, `load-plugins`, `init-hook`, …"),
+    ("governance.signing-key-content", "an armoured PGP public key block (`-----BEGIN PGP PUBLIC KEY BLOCK-----`): a key builds and users trust, whatever the file is called"),
     ("build.tooling-script", "a script (shebang or executable bit) in a tooling directory: `scripts/`, `script/`, `tools/`, `hack/`, `build/`, `bin/`, `release/`, `dev/`, `utils/`, `misc/`, `contrib/`, `packaging/`, `infra/`, `ops/`"),
 ];
 
@@ -101,6 +103,9 @@ pub fn detect(path: &str, head: &[u8], executable: bool) -> Option<Hit> {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let ext = extension(path);
     let hit = |bucket, rule| Some(Hit { bucket, rule });
+    if head.starts_with(b"-----BEGIN PGP PUBLIC KEY BLOCK-----") {
+        return hit(Bucket::Governance, "governance.signing-key-content");
+    }
     let data_like = matches!(
         ext.as_deref(),
         None | Some("yaml" | "yml" | "json" | "template" | "tmpl" | "tpl" | "txt" | "cfg" | "conf")

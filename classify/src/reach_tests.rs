@@ -1,7 +1,8 @@
 use super::*;
-use crate::classify::{classify_change, Layer};
+use crate::tree::Listing;
+use crate::{classify_change, Layer};
 
-const FIXTURES: &str = include_str!("../../tests/data/classify/trees.txt");
+const FIXTURES: &str = include_str!("../tests/data/classify/trees.txt");
 
 /// A fixture tree and its expectations: (path, bucket, rule, evidence).
 struct Fixture {
@@ -174,21 +175,32 @@ fn a_change_that_adds_a_workflow_makes_the_script_it_runs_ci() {
 }
 
 #[test]
-fn tokens_read_paths_not_globs_variables_or_urls() {
+fn tokens_read_paths_and_patterns_not_filters_or_urls() {
     let mut tree = MemTree::new();
     for p in ["a/b.sh", "c.py", "x/y/z.sh"] {
         tree.add(p, false, b"");
     }
     let all = Paths::new(&tree, &[]);
     let named = |text: &str| {
-        TreeReach::default().named_by(".github/workflows/w.yml", text.as_bytes(), &all, true)
+        TreeReach::default().named_by(
+            ".github/workflows/w.yml",
+            text.as_bytes(),
+            &all,
+            true,
+            Bucket::Ci,
+            &mut Budget::default(),
+        )
     };
     assert_eq!(
         named("run: ./a/b.sh && ${{ github.workspace }}/c.py"),
         ["a/b.sh", "c.py"]
     );
     assert_eq!(named("run: $ROOT/x/y/z.sh"), ["x/y/z.sh"]);
-    assert!(named("paths: ['a/b.sh']\nrun: curl https://a/b.sh\nrun: a/*.sh").is_empty());
+    assert!(named("paths: ['a/b.sh']\nrun: curl https://a/b.sh").is_empty());
+    // A glob or a variable inside a name stands for every file it could match.
+    assert_eq!(named("run: a/*.sh"), ["a/b.sh"]);
+    assert_eq!(named("run: x/${DIR}/z.sh"), ["x/y/z.sh"]);
+    assert!(named("run: a/*.md").is_empty());
     assert_eq!(named("run: ../../a/b.sh"), ["a/b.sh"]);
     assert!(named("run: ../../../a/b.sh").is_empty());
     assert_eq!(normalise("a/../../b"), None);
@@ -200,15 +212,15 @@ fn hostile_cd_targets_and_package_json_are_read_within_limits() {
     let many: String = (0..10_000)
         .map(|i| format!("cd d{i}\ncd ../..\n"))
         .collect();
-    let dirs = crate::classify::entry::changed_into(&many);
-    assert_eq!(dirs.len(), crate::classify::entry::MAX_DIRS);
+    let dirs = crate::entry::changed_into(&many);
+    assert_eq!(dirs.len(), crate::entry::MAX_DIRS);
     for text in [
         "cd /etc\ncd ~\ncd -\ncd $HOME\ncd \"${{ secrets.X }}\"\ncd ../../..\ncd a/*",
         "run: cd ${{ unclosed",
         "cd ${{ }}}}}}/x/${{",
         "working-directory: ${{ matrix.a }}/${{ matrix.b }}",
     ] {
-        let dirs = crate::classify::entry::changed_into(text);
+        let dirs = crate::entry::changed_into(text);
         assert!(
             dirs.iter()
                 .all(|d| !d.starts_with(['/', '.']) && !d.contains(['$', '*', '~'])),
@@ -217,11 +229,8 @@ fn hostile_cd_targets_and_package_json_are_read_within_limits() {
     }
     // A package.json nested past serde_json's limit, or not JSON at all, is read whole.
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-    assert_eq!(crate::classify::entry::without_product_fields(&deep), None);
-    assert_eq!(
-        crate::classify::entry::without_product_fields("{\"main\": "),
-        None
-    );
+    assert_eq!(crate::entry::without_product_fields(&deep), None);
+    assert_eq!(crate::entry::without_product_fields("{\"main\": "), None);
 }
 
 #[test]

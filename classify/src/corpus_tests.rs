@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 
 use super::reach::{Change, MemTree};
 use super::*;
-use crate::gate::policy::{Policy, Verdict};
 
 /// Small content of each kind the facts column names (no file of the corpus is copied).
 fn content_of(facts: &[&str]) -> Vec<u8> {
@@ -21,6 +20,7 @@ fn content_of(facts: &[&str]) -> Vec<u8> {
             "compose" => "services:\n  web:\n    image: nginx:1\n",
             "systemd" => "[Unit]\nDescription=app\n[Service]\nExecStart=/usr/bin/app\n",
             "dockerfile" => "FROM debian:12\nRUN apt-get update\n",
+            "code" => "plugins:\n  - ./tools/local-plugin.js\n",
             _ => "",
         });
     }
@@ -47,6 +47,15 @@ fn classify_row(path: &str, facts: &[&str]) -> Classification {
             }
         }
     }
+    // A script in the same directory that CI runs (it builds what is beside it).
+    if let Some((entry, script)) = facts
+        .iter()
+        .find_map(|f| f.strip_prefix("dir-run-by="))
+        .and_then(|c| c.split_once('>'))
+    {
+        tree.add(entry, false, format!("run: ./{script}\n").as_bytes());
+        tree.add(script, true, b"#!/bin/sh\ngo build ./...\n");
+    }
     if let Some(pkg) = facts.iter().find_map(|f| f.strip_prefix("pkg=")) {
         let dir = pkg.rsplit_once('/').map_or("", |(d, _)| d);
         for name in pkg.rsplit('/').next().unwrap_or_default().split('+') {
@@ -63,7 +72,7 @@ fn classify_row(path: &str, facts: &[&str]) -> Classification {
         .map_or(classify_path(path, None), |c| c.class)
 }
 
-const CORPUS: &str = include_str!("../../tests/data/classify-corpus.tsv");
+const CORPUS: &str = include_str!("../tests/data/classify-corpus.tsv");
 const MIN_RECALL: f64 = 0.99;
 const MAX_OVER_FLAG: f64 = 0.05;
 
@@ -81,7 +90,6 @@ fn risky(b: Bucket) -> bool {
 
 #[test]
 fn corpus_recall_and_over_flag_rate() {
-    let policy = Policy::default();
     let (mut risky_n, mut caught, mut harmless_n, mut flagged) = (0usize, 0usize, 0usize, 0usize);
     let (mut misses, mut false_alarms): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     let mut repos = BTreeSet::new();
@@ -100,7 +108,8 @@ fn corpus_recall_and_over_flag_rate() {
         let label: Bucket = label.parse().unwrap();
         repos.insert(repo);
         let class = classify_row(path, &facts);
-        let human = policy.decide_path(path, &class).verdict >= Verdict::Human;
+        // The default policy sends exactly the risky buckets to a human.
+        let human = risky(class.bucket);
         if risky(label) {
             risky_n += 1;
             if human {

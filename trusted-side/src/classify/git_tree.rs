@@ -1,8 +1,8 @@
-//! The tree the classification's tree layers read: the [`Tree`] trait, [`MemTree`] (in memory,
-//! for tests and callers that hold the bytes) and [`GitTree`], a committed revision of a local
-//! repository: the listing comes from the signed bundle's manifest (the gate already holds it) or
-//! from `git ls-tree` (`airlock classify --repo`), contents from one `git cat-file --batch`
-//! process per read (`git::Git::cat_file`), `<commit>:<path>` requests on stdin.
+//! The committed revision of a local repository as the classifier's tree layers read it
+//! ([`airlock_classify::tree::Tree`]): [`GitTree`], listed from the signed bundle's manifest
+//! (the gate already holds it) or from `git ls-tree` (`airlock classify --repo`), contents from
+//! one `git cat-file --batch` process per read (`git::Git::cat_file`),
+//! `<commit>:<path>` requests on stdin; [`PackedTree`], the packed files as the gate kept them.
 //!
 //! Guards against: reading the working tree instead of the committed revision, option injection
 //! through the revision or a path (both go in on stdin, never as arguments), a path that names
@@ -11,127 +11,10 @@
 //! On failure to run git, reads give `None`: the tree layers then see less, and the name and
 //! content layers still decide.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use std::collections::BTreeMap;
-
-use super::reach::MAX_READ_BYTES;
-
-/// One file of a tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TreeFile {
-    /// Repository-relative path, `/`-separated.
-    pub path: String,
-    /// Whether the file is executable.
-    pub executable: bool,
-}
-
-/// The files of a tree, sorted by path (bytewise) and without duplicates: a path is found, and
-/// the files under a directory listed, by binary search.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Listing(Vec<TreeFile>);
-
-impl Listing {
-    /// `files` sorted, the first of each path kept.
-    pub fn new(mut files: Vec<TreeFile>) -> Listing {
-        files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-        files.dedup_by(|b, a| a.path == b.path);
-        Listing(files)
-    }
-
-    /// The files a bundle's manifest lists.
-    pub fn of_manifest(manifest: &airlock_core::format::Manifest) -> Listing {
-        let files = manifest.files.iter().map(|f| TreeFile {
-            path: f.path.clone(),
-            executable: f.executable(),
-        });
-        Listing::new(files.collect())
-    }
-
-    /// The file at `path`.
-    pub fn get(&self, path: &str) -> Option<&TreeFile> {
-        self.0
-            .binary_search_by(|f| f.path.as_bytes().cmp(path.as_bytes()))
-            .ok()
-            .map(|i| &self.0[i])
-    }
-
-    /// The files whose path starts with `prefix`, in order.
-    pub fn starting_with(&self, prefix: &str) -> &[TreeFile] {
-        let from = self
-            .0
-            .partition_point(|f| f.path.as_bytes() < prefix.as_bytes());
-        let len = self.0[from..].partition_point(|f| f.path.starts_with(prefix));
-        &self.0[from..from + len]
-    }
-}
-
-impl std::ops::Deref for Listing {
-    type Target = [TreeFile];
-    fn deref(&self) -> &[TreeFile] {
-        &self.0
-    }
-}
-
-/// A read-only view of the packed revision.
-pub trait Tree {
-    /// Every file of the tree.
-    fn files(&self) -> &Listing;
-    /// The first [`MAX_READ_BYTES`] of each of `paths` (`None`: missing or unreadable).
-    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>>;
-    /// What the tree layers found in this tree unchanged, when it was worked out beforehand
-    /// (the gate's per-bundle index, `gate/index.rs`).
-    fn reach(&self) -> Option<&super::reach::TreeReach> {
-        None
-    }
-}
-
-/// A tree held in memory: for tests and for callers that already have the bytes.
-#[derive(Default, Debug)]
-pub struct MemTree {
-    files: Listing,
-    content: BTreeMap<String, Vec<u8>>,
-}
-
-impl MemTree {
-    /// An empty tree.
-    pub fn new() -> MemTree {
-        MemTree::default()
-    }
-
-    /// Adds a file with its content.
-    #[cfg_attr(
-        not(test),
-        allow(dead_code, reason = "read by tests and the documentation test")
-    )]
-    pub fn add(&mut self, path: &str, executable: bool, content: &[u8]) -> &mut MemTree {
-        let mut files = std::mem::take(&mut self.files).0;
-        files.push(TreeFile {
-            path: path.to_owned(),
-            executable,
-        });
-        self.files = Listing::new(files);
-        self.content.insert(path.to_owned(), content.to_vec());
-        self
-    }
-}
-
-impl Tree for MemTree {
-    fn files(&self) -> &Listing {
-        &self.files
-    }
-
-    fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
-        paths
-            .iter()
-            .map(|p| {
-                self.content
-                    .get(*p)
-                    .map(|c| c[..c.len().min(MAX_READ_BYTES)].to_vec())
-            })
-            .collect()
-    }
-}
+use airlock_classify::tree::{Listing, Tree, TreeFile, TreeReach, MAX_READ_BYTES};
 
 /// A committed revision as the tree layers read it.
 pub struct GitTree {
@@ -176,7 +59,7 @@ pub struct PackedTree {
     kept: std::collections::HashMap<String, Vec<u8>>,
     kept_all: bool,
     rest: GitTree,
-    reach: Option<super::reach::TreeReach>,
+    reach: Option<TreeReach>,
 }
 
 impl PackedTree {
@@ -195,7 +78,7 @@ impl PackedTree {
     }
 
     /// The same tree, with what the tree layers found in it unchanged worked out beforehand.
-    pub fn with_reach(self, reach: Option<super::reach::TreeReach>) -> PackedTree {
+    pub fn with_reach(self, reach: Option<TreeReach>) -> PackedTree {
         PackedTree { reach, ..self }
     }
 }
@@ -205,7 +88,7 @@ impl Tree for PackedTree {
         self.rest.files()
     }
 
-    fn reach(&self) -> Option<&super::reach::TreeReach> {
+    fn reach(&self) -> Option<&TreeReach> {
         self.reach.as_ref()
     }
 

@@ -218,7 +218,7 @@ mod tests {
     /// The labelled paths, generated samples of every glob (each `[...]` filled with each of
     /// its characters) and their near misses.
     fn sample_paths() -> BTreeSet<String> {
-        let corpus = include_str!("../../tests/data/classify-corpus.tsv");
+        let corpus = include_str!("../tests/data/classify-corpus.tsv");
         let mut paths: BTreeSet<String> = corpus
             .lines()
             .filter(|l| !l.starts_with('#'))

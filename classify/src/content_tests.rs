@@ -1,7 +1,7 @@
 use super::*;
-use crate::classify::classify_path;
+use crate::classify_path;
 
-const FIXTURES: &str = include_str!("../../tests/data/classify/content.txt");
+const FIXTURES: &str = include_str!("../tests/data/classify/content.txt");
 
 /// (path, executable, expected rule, content) of each fixture.
 fn fixtures() -> Vec<(String, bool, String, String)> {
@@ -27,13 +27,12 @@ fn fixture_contents_classify_by_what_they_are() {
     let fx = fixtures();
     assert!(fx.len() >= 18);
     for (path, exec, rule, content) in fx {
-        let change = crate::classify::reach::Change {
+        let change = crate::reach::Change {
             path: &path,
             new: Some(content.as_bytes()),
             executable: exec,
         };
-        let got =
-            crate::classify::classify_change(&[change], &crate::classify::reach::MemTree::new());
+        let got = crate::classify_change(&[change], &crate::reach::MemTree::new());
         assert_eq!(got[0].class.rule, rule, "{path}");
     }
 }

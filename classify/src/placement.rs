@@ -1,7 +1,8 @@
 //! The placement rules of the tree layer: where a changed file sits in the packed tree. A file
 //! under `templates/` beside a `Chart.yaml` is a Helm template, a `.tpl`/`.tmpl` beside a deploy
 //! descriptor is `iac`, any other file inside a deploy package (a Helm chart, a Nomad Pack)
-//! below the root is `iac` (weakly: only out of `src` and `other`).
+//! below the root is `iac` (weakly: only out of `src` and `other`); a program beside an
+//! infrastructure-as-code project file (Pulumi, AWS CDK, CDK for Terraform) is `iac` too.
 //!
 //! Guards against: a chart's template or value file hidden under a directory name no path rule
 //! knows. Reads only the tree's listing (no content), in time linear in the changed paths times
@@ -9,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use super::reach::{dir_of, Change, Paths, Raised};
-use super::Bucket;
+use crate::tree::{dir_of, Change, Paths, Raised};
+use crate::Bucket;
 
 /// Helm templates and deploy templates, by where they sit in the tree.
 pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<String, Raised> {
@@ -69,6 +70,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                         rule: "iac.helm-template",
                         because: format!("a template of the chart {at}"),
                         weak: false,
+                        by_dir: false,
                     },
                 );
                 continue;
@@ -94,6 +96,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     rule: "iac.package-file",
                     because: format!("inside the deploy package {root}/"),
                     weak: true,
+                    by_dir: false,
                 },
             );
         }
@@ -115,10 +118,81 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                             if dir.is_empty() { "." } else { dir }
                         ),
                         weak: false,
+                        by_dir: false,
                     },
                 );
             }
         }
     }
+    for c in changes {
+        if out.contains_key(c.path) {
+            continue;
+        }
+        if let Some(project) = infra_project(c.path, all) {
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Iac,
+                    rule: "iac.infra-program",
+                    because: format!("a program of the infrastructure project {project}"),
+                    weak: true,
+                    by_dir: false,
+                },
+            );
+        }
+    }
     out
+}
+
+/// Project files of infrastructure written in a general-purpose language.
+const INFRA_PROJECTS: &[&str] = &["Pulumi.yaml", "Pulumi.yml", "cdk.json", "cdktf.json"];
+
+/// Directories of such a project whose code is the infrastructure program (CDK's `bin/` and
+/// `lib/`, `stacks/`, …); the project's own directory counts too.
+const INFRA_DIRS: &[&str] = &[
+    "bin",
+    "lib",
+    "stacks",
+    "stack",
+    "constructs",
+    "infra",
+    "src",
+];
+
+/// The project file `path` is a program of: one in its own directory, or in the parent of an
+/// [`INFRA_DIRS`] directory holding it (at most two levels down).
+fn infra_project(path: &str, all: &Paths<'_>) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let program = [
+        ".ts", ".js", ".mjs", ".py", ".go", ".cs", ".fs", ".java", ".kt", ".yaml", ".yml",
+    ]
+    .iter()
+    .any(|e| name.ends_with(e));
+    if !program {
+        return None;
+    }
+    let dir = dir_of(path);
+    let project = |d: &str| {
+        INFRA_PROJECTS.iter().find_map(|n| {
+            let p = if d.is_empty() {
+                (*n).to_owned()
+            } else {
+                format!("{d}/{n}")
+            };
+            all.contains(&p).then_some(p)
+        })
+    };
+    if let Some(p) = project(dir) {
+        return Some(p);
+    }
+    let comps: Vec<&str> = dir.split('/').collect();
+    for up in 1..=2.min(comps.len()) {
+        let (root, below) = comps.split_at(comps.len() - up);
+        if INFRA_DIRS.contains(&below[0]) {
+            if let Some(p) = project(&root.join("/")) {
+                return Some(p);
+            }
+        }
+    }
+    None
 }

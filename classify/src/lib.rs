@@ -1,0 +1,504 @@
+//! airlock-classify: classifies changed paths into review buckets (`ci`, `iac`, `deps`, `build`, `governance`,
+//! `agent`, `src`, `tests`, `docs`, `other`) so the gate policy can decide who must look.
+//!
+//! Every path gets exactly one bucket and the id of the rule that put it there
+//! (`ci.github-workflow`, `deps.lockfile`, …). Rules are tried in the order of
+//! [`table::RULES`] and the first match wins; `docs/CLASSIFY.md` lists them all and explains
+//! the precedence.
+//!
+//! Guards against: naive-classifier gaps a hostile generator would use to slip a sensitive edit
+//! into an unreviewed bucket: CI systems beyond GitHub (Jenkinsfile, `.circleci/`, Azure,
+//! Buildkite, composite actions), lockfiles of every ecosystem, build scripts and git hooks,
+//! agent instruction and editor files, Kubernetes manifests outside `k8s/` (found by content);
+//! spellings that name the same file on a case-insensitive or normalising file system
+//! (`.GitHub/Workflows/`, `Makefile` vs `makefile`, Unicode case and normalisation, Windows'
+//! trailing dots and spaces, `\` separators); substring false positives (`src/k8sclient.go`
+//! is source, not infrastructure).
+//! On return: one bucket and one stable rule id. Content can only move a path *into* a rule's
+//! bucket (Kubernetes or CloudFormation YAML into `iac`, a shebang script into `src`); it can
+//! never move a path out of a bucket its name already decided.
+//! Does not check: whether the path is acceptable at all (`airlock_core::paths` and the diff
+//! parser do that first); 8.3 short names (`GITHUB~1`) and NTFS streams, which Git itself
+//! refuses; what a file in `src` does when run.
+
+use std::fmt;
+use std::str::FromStr;
+
+use globset::GlobBuilder;
+use serde::{Deserialize, Serialize};
+
+mod compiled;
+pub mod content;
+mod entry;
+mod follow;
+mod placement;
+pub mod reach;
+mod settings;
+mod table;
+pub mod tree;
+
+/// Rule id given to every path if the built-in table failed to compile (fail closed).
+pub const TABLE_BROKEN_RULE: &str = "governance.table-broken";
+
+/// Bytes of a file's start that content rules look at; the rest is ignored.
+pub const CONTENT_HINT_MAX_BYTES: usize = 64 * 1024;
+
+/// A review bucket. Exactly one per changed path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bucket {
+    /// Continuous integration and release pipelines.
+    Ci,
+    /// Infrastructure as code and deployment descriptors.
+    Iac,
+    /// Dependency manifests, lockfiles and vendored code.
+    Deps,
+    /// Build scripts, build-system files, git hooks, toolchain pins.
+    Build,
+    /// Repository controls: owners, git attributes, licenses, package-manager and bot config.
+    Governance,
+    /// Agent instructions and editor/agent configuration (a prompt injection can persist here).
+    Agent,
+    /// Source code.
+    Src,
+    /// Tests.
+    Tests,
+    /// Documentation.
+    Docs,
+    /// Anything else.
+    Other,
+}
+
+impl Bucket {
+    /// Every bucket, in the order used for reports and the policy file.
+    pub const ALL: [Bucket; 10] = [
+        Bucket::Ci,
+        Bucket::Iac,
+        Bucket::Deps,
+        Bucket::Build,
+        Bucket::Governance,
+        Bucket::Agent,
+        Bucket::Src,
+        Bucket::Tests,
+        Bucket::Docs,
+        Bucket::Other,
+    ];
+
+    /// The bucket's name as written in policies, reports and JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Bucket::Ci => "ci",
+            Bucket::Iac => "iac",
+            Bucket::Deps => "deps",
+            Bucket::Build => "build",
+            Bucket::Governance => "governance",
+            Bucket::Agent => "agent",
+            Bucket::Src => "src",
+            Bucket::Tests => "tests",
+            Bucket::Docs => "docs",
+            Bucket::Other => "other",
+        }
+    }
+
+    /// Position in [`Bucket::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Bucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Error of [`Bucket::from_str`]: the name is not a bucket.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown bucket {0:?} (expected one of ci, iac, deps, build, governance, agent, src, tests, docs, other)")]
+pub struct UnknownBucket(String);
+
+impl FromStr for Bucket {
+    type Err = UnknownBucket;
+
+    fn from_str(s: &str) -> Result<Bucket, UnknownBucket> {
+        Bucket::ALL
+            .into_iter()
+            .find(|b| b.as_str() == s)
+            .ok_or_else(|| UnknownBucket(s.chars().take(64).collect()))
+    }
+}
+
+/// What the classifier says about one path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Classification {
+    /// The bucket.
+    pub bucket: Bucket,
+    /// Id of the rule that decided, e.g. `ci.github-workflow`; listed in `docs/CLASSIFY.md`.
+    pub rule: &'static str,
+}
+
+/// The path as the classifier and the policy see it: `\` read as `/`, empty and `.` components
+/// dropped, trailing dots and spaces of each component removed (Windows ignores them, so
+/// `.github./workflows` is `.github/workflows` there). Case is kept.
+pub fn normalize_path(path: &str) -> String {
+    let unified = path.replace('\\', "/");
+    let mut out: Vec<&str> = Vec::new();
+    for comp in unified.split('/') {
+        if comp.is_empty() || comp == "." {
+            continue;
+        }
+        let trimmed = comp.trim_end_matches(['.', ' ']);
+        out.push(if trimmed.is_empty() { comp } else { trimmed });
+    }
+    out.join("/")
+}
+
+/// [`normalize_path`], then folded the way case-insensitive file systems fold names: the
+/// project's [`airlock_core::paths::collision_key`] (NFC, lowercase, NFC), plus the few
+/// characters whose case folding is plain ASCII but whose lowercase is not (`ſ` is `s`, the
+/// Latin ligatures `ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ`). Two paths with the same fold classify the same way.
+pub fn fold_path(path: &str) -> String {
+    let key = airlock_core::paths::collision_key(&normalize_path(path));
+    if key.is_ascii() {
+        return key;
+    }
+    let mut out = String::with_capacity(key.len());
+    for c in key.chars() {
+        match c {
+            '\u{17f}' => out.push('s'),
+            '\u{fb00}' => out.push_str("ff"),
+            '\u{fb01}' => out.push_str("fi"),
+            '\u{fb02}' => out.push_str("fl"),
+            '\u{fb03}' => out.push_str("ffi"),
+            '\u{fb04}' => out.push_str("ffl"),
+            '\u{fb05}' | '\u{fb06}' => out.push_str("st"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Reads a glob: no `/` means "this file name at any depth"; a trailing `/**` also matches
+/// the directory's own path, so a file or link put in its place (`.github/workflows` as a
+/// symlink) falls under the same rule as its contents.
+fn anchor(glob: &str) -> String {
+    // A leading `/` anchors a file-name glob at the root (`/*.sh`: scripts at the root only).
+    // (`?*` rather than `*`: globset would read `*.sh` as "any path ending in .sh".)
+    if let Some(root) = glob.strip_prefix('/') {
+        return match root.strip_prefix('*') {
+            Some(rest) => format!("?*{rest}"),
+            None => root.to_owned(),
+        };
+    }
+    let glob = match glob.strip_suffix("/**") {
+        Some(dir) if !dir.is_empty() => format!("{dir}{{,/**}}"),
+        _ => glob.to_owned(),
+    };
+    if glob.contains('/') {
+        glob
+    } else {
+        format!("**/{glob}")
+    }
+}
+
+/// Compiles one glob with the syntax shared by the rule table and policy `[[paths]]` rules.
+pub fn compile_glob(glob: &str, case_insensitive: bool) -> Result<globset::Glob, globset::Error> {
+    build_glob(&anchor(glob), case_insensitive)
+}
+
+/// Compiles a glob already anchored (see [`anchor`]).
+fn build_glob(glob: &str, case_insensitive: bool) -> Result<globset::Glob, globset::Error> {
+    GlobBuilder::new(glob)
+        .literal_separator(true)
+        .empty_alternates(true)
+        .backslash_escape(true)
+        .case_insensitive(case_insensitive)
+        .build()
+}
+
+/// Classifies one repository-relative path. `content_hint` is the file's content after the
+/// change (its start is enough, see [`CONTENT_HINT_MAX_BYTES`]); pass `None` when unknown, e.g.
+/// for a deleted file whose old content is not at hand.
+///
+/// ```
+/// use airlock_classify::{classify_path, Bucket};
+/// assert_eq!(classify_path("src/k8sclient.go", None).bucket, Bucket::Src);
+/// assert_eq!(classify_path(".github/workflows/ci.yml", None).rule, "ci.github-workflow");
+/// ```
+pub fn classify_path(path: &str, content_hint: Option<&[u8]>) -> Classification {
+    let name = classify_path_with(path, None);
+    classify_content(path, name, content_hint, false)
+}
+
+/// The rule table alone (with its own content rule, the shebang of `src.shebang`).
+fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification {
+    let head = content_hint.map(|c| &c[..c.len().min(CONTENT_HINT_MAX_BYTES)]);
+    let Some(hits) = compiled::glob_hits(path) else {
+        return Classification {
+            bucket: Bucket::Governance,
+            rule: TABLE_BROKEN_RULE,
+        };
+    };
+    for i in hits {
+        let Some(rule) = table::RULES.get(i) else {
+            continue;
+        };
+        let content_ok = match rule.content {
+            None => true,
+            Some(test) => head.is_some_and(|h| content_matches(test, h)),
+        };
+        if content_ok {
+            return Classification {
+                bucket: rule.bucket,
+                rule: rule.id,
+            };
+        }
+    }
+    if root_executable(path) {
+        return Classification {
+            bucket: Bucket::Build,
+            rule: ROOT_EXECUTABLE_RULE,
+        };
+    }
+    if root_pin(path) {
+        return Classification {
+            bucket: Bucket::Build,
+            rule: "build.version-pin",
+        };
+    }
+    Classification {
+        bucket: Bucket::Other,
+        rule: table::OTHER_RULE,
+    }
+}
+
+/// Rule id of data-only tool settings (see `settings.rs`).
+const TOOL_SETTINGS_RULE: &str = "other.tool-settings";
+
+/// Rule id of extensionless lowercase files at the root (`configure`-like scripts: `artisan`,
+/// `bootstrap`, `runtests`), which no glob can express.
+pub const ROOT_EXECUTABLE_RULE: &str = "build.root-executable";
+
+/// A file at the repository root whose name has no extension and starts with a lowercase
+/// letter: by convention a program the developers run, not a document (`README`, `LICENSE`).
+fn root_executable(path: &str) -> bool {
+    let norm = normalize_path(path);
+    !norm.contains('/')
+        && norm.starts_with(|c: char| c.is_ascii_lowercase())
+        && norm
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// An extension-less upper-case name with an underscore at the root (`NGINX_BASE`,
+/// `BASE_IMAGE`, `GO_VERSION`): by convention a pin CI and builds read (`$(cat NGINX_BASE)`),
+/// not a document (`README`, `LICENSE` have no underscore).
+fn root_pin(path: &str) -> bool {
+    let norm = normalize_path(path);
+    !norm.contains('/')
+        && norm.contains('_')
+        && norm.starts_with(|c: char| c.is_ascii_uppercase())
+        && norm
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Whether the content could change `path`'s classification: some content rule matches the
+/// name and comes before the rule the name alone reaches. Lets the gate skip building a file's
+/// post-image when it would not matter.
+pub fn needs_content(path: &str) -> bool {
+    let name = classify_path_with(path, None);
+    name.rule == table::OTHER_RULE || content_may_raise(name.bucket)
+}
+
+/// Runs one content test on the start of a file.
+fn content_matches(test: table::ContentTest, head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    match test {
+        table::ContentTest::Shebang => head.starts_with(b"#!"),
+    }
+}
+
+/// Whether the content layer may move a path out of `bucket`: only `src` and `other` (a name
+/// that decided a riskier bucket, or `tests`/`docs`, keeps it; see [`classify_change`]).
+fn content_may_raise(bucket: Bucket) -> bool {
+    matches!(bucket, Bucket::Src | Bucket::Other)
+}
+
+/// Whether the tree layers may move a path out of `bucket`: `src`, `other`, `tests` (a fixture
+/// a workflow runs) and `docs` (a script under `docs/` a build runs).
+fn tree_may_raise(bucket: Bucket) -> bool {
+    matches!(
+        bucket,
+        Bucket::Src | Bucket::Other | Bucket::Tests | Bucket::Docs
+    )
+}
+
+/// Which layer decided a path's bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    /// The path's name (the rule table).
+    Name,
+    /// The file's content.
+    Content,
+    /// The packed tree: a CI or build entry point names the file, or where it sits.
+    Tree,
+}
+
+/// A changed path, classified with the tree in view.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Classified {
+    /// Bucket and rule.
+    #[serde(flatten)]
+    pub class: Classification,
+    /// The layer that decided.
+    pub layer: Layer,
+    /// Evidence from the tree layer (`run by .github/workflows/test.yml`), else `None`.
+    pub because: Option<String>,
+}
+
+/// Classifies a change with the packed tree in view: for each of `changes` (path, content after
+/// the change, executable bit), the name layer, then the content layer, then the tree layers
+/// ([`reach::raise_by_tree`]: reachability from CI and build entry points, Helm placement).
+/// Content and the tree only ever move a path into a riskier bucket: a name rule that decided
+/// `ci`, `iac`, `deps`, `build`, `governance` or `agent` is final. A pure function of its
+/// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
+pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
+    // The tree is read only when it could change an answer (it only raises `src`, `other`,
+    // `tests`, `docs`, and `build` into `ci`).
+    let could_raise = changes.iter().any(|c| {
+        let b = classify_path(c.path, c.new).bucket;
+        tree_may_raise(b) || b == Bucket::Build
+    });
+    let raised = if could_raise {
+        reach::raise_by_tree(changes, tree)
+    } else {
+        Default::default()
+    };
+    // A change that keeps the mode says nothing of it: the tree's bit applies.
+    let executable_in_tree = |path: &str| tree.files().get(path).is_some_and(|f| f.executable);
+    changes
+        .iter()
+        .map(|c| {
+            let name = classify_path(c.path, None);
+            let executable = c.executable || executable_in_tree(c.path);
+            let with_content = classify_content(c.path, name, c.new, executable);
+            let may = |r: &&reach::Raised| {
+                // CI runs with the repository's secrets: a build script a workflow runs is `ci`;
+                // one a dev container or an editor runs on open is `agent`.
+                if with_content.bucket == Bucket::Build
+                    && matches!(r.bucket, Bucket::Ci | Bucket::Agent)
+                {
+                    return true;
+                }
+                if r.weak {
+                    content_may_raise(with_content.bucket)
+                } else {
+                    tree_may_raise(with_content.bucket)
+                }
+            };
+            // Example projects and generator templates: only reachability raises them, to the
+            // bucket of what reaches them, and only when their name would be risky elsewhere.
+            let quiet = QUIET_OTHER_RULES.contains(&with_content.rule);
+            let may = |r: &&reach::Raised| {
+                if quiet {
+                    !r.weak && (!r.by_dir || risky_outside(c.path, with_content.rule, c.new))
+                } else {
+                    !r.by_dir && may(r)
+                }
+            };
+            if let Some(r) = raised.get(c.path).filter(may) {
+                return Classified {
+                    class: Classification {
+                        bucket: r.bucket,
+                        rule: r.rule,
+                    },
+                    layer: Layer::Tree,
+                    because: Some(r.because.clone()),
+                };
+            }
+            Classified {
+                layer: if with_content == name {
+                    Layer::Name
+                } else {
+                    Layer::Content
+                },
+                class: with_content,
+                because: None,
+            }
+        })
+        .collect()
+}
+
+/// Name rules whose `other` is final for the content layer and placement: only reachability
+/// raises what they match (`docs/CLASSIFY.md`, "Risk follows what runs").
+const QUIET_OTHER_RULES: &[&str] = &[
+    "other.example-project",
+    "other.generator-template",
+    "other.service-catalog",
+];
+
+/// Whether `path`, matched by the quiet rule `quiet`, would be in a risky bucket were it not an
+/// example or a template (a `Makefile`, a `package.json`, a Dockerfile): a directory an entry
+/// point names then makes it run.
+fn risky_outside(path: &str, quiet: &str, content: Option<&[u8]>) -> bool {
+    let Some(hits) = compiled::glob_hits(path) else {
+        return true;
+    };
+    let outside = hits
+        .into_iter()
+        .filter_map(|i| table::RULES.get(i))
+        .find(|r| r.id != quiet && !QUIET_OTHER_RULES.contains(&r.id) && r.content.is_none())
+        .map(|r| r.bucket);
+    let by_content = content.and_then(|h| {
+        content::detect(path, &h[..h.len().min(CONTENT_HINT_MAX_BYTES)], false).map(|h| h.bucket)
+    });
+    outside.into_iter().chain(by_content).any(|b| {
+        !matches!(
+            b,
+            Bucket::Src | Bucket::Tests | Bucket::Docs | Bucket::Other
+        )
+    })
+}
+
+/// The content layer on top of a name classification.
+fn classify_content(
+    path: &str,
+    name: Classification,
+    content: Option<&[u8]>,
+    executable: bool,
+) -> Classification {
+    let Some(head) = content else { return name };
+    let head = &head[..head.len().min(CONTENT_HINT_MAX_BYTES)];
+    let named = if name.rule == table::OTHER_RULE || name.rule == "src.code" {
+        // The table's own content rule (a shebang makes an unnamed file a script).
+        classify_path_with(path, Some(head))
+    } else {
+        name
+    };
+    if !content_may_raise(named.bucket) || QUIET_OTHER_RULES.contains(&named.rule) {
+        return named;
+    }
+    if named.rule == TOOL_SETTINGS_RULE {
+        return match settings::format_can_load_code(path) && settings::names_code(head) {
+            true => Classification {
+                bucket: Bucket::Build,
+                rule: settings::SETTINGS_CODE_RULE,
+            },
+            false => named,
+        };
+    }
+    match content::detect(path, head, executable) {
+        Some(hit) => Classification {
+            bucket: hit.bucket,
+            rule: hit.rule,
+        },
+        None => named,
+    }
+}
+
+#[cfg(test)]
+mod corpus_tests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,498 @@
+//! The tree layers of classification: what the packed tree says about a changed file
+//! (placement rules are in `placement.rs`, the tree itself in `tree.rs`, which files are entry
+//! points and what their text names in `entry.rs`). Reachability: the CI and build entry points
+//! of the tree (workflows, GitLab/CircleCI/Azure/Drone/Buildkite/Travis files, Jenkinsfiles,
+//! Makefiles, justfiles, `package.json` scripts, `tox.ini`, `noxfile.py`, `pyproject.toml`,
+//! pre-commit, `mkdocs.yml`, `.bazelrc`) are read, and every repository file they name is
+//! marked `ci` or `build`, with the entry point named; one level of indirection (what such a
+//! file runs or sources) is followed.
+//!
+//! Guards against: a script a workflow runs hiding under a harmless name (`tools/check.sh`,
+//! `src/release.py`), and hostile tree content: at most [`MAX_ENTRY_POINTS`] entry points and
+//! [`MAX_READ_BYTES`] of each are read; only tokens that name an existing file count (so no
+//! glob, variable or shell is evaluated), and nothing is executed. Bounded by the tree's size.
+//! On return: for each changed path the tree raises, the bucket, rule id and the evidence.
+//! What the entry points reach can be worked out once per revision ([`TreeReach`], kept in the
+//! gate's index) and is then used only for a change that touches none of what it rests on.
+//! Paths are read relative to the repository root, the naming file's directory and every
+//! directory the file `cd`s into (`cd dev && pwsh ./gen.ps1`, `working-directory:`). Does not
+//! follow: variables other than a leading `$VAR/` or `${…}/` prefix, a `cd` to a variable,
+//! globs, remote actions and templates, a third level of indirection.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use crate::entry::entry_point;
+use crate::entry::without_product_fields;
+use crate::entry::{changed_into, config_reference, normalise, runnable, tokens};
+use crate::tree::{dir_of, Paths};
+pub use crate::tree::{Change, MemTree, Raised, Tree, TreeReach, MAX_READ_BYTES};
+use crate::{follow, Bucket};
+
+/// Largest number of entry points read.
+pub const MAX_ENTRY_POINTS: usize = 4096;
+
+/// Rule ids of the tree layers, with what each means (for the documentation test).
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "read by tests and the documentation test")
+)]
+pub const RULES: &[(&str, &str)] = &[
+    ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
+    ("agent.reached", "read or run by an agent or an editor: imported or named by agent instructions (`CLAUDE.md` `@docs/x.md`, `AGENTS.md`, a Cursor or other `.<tool>/rules/` file), run by a dev container (`initializeCommand`, `postCreateCommand`, …) or by a VS Code task that runs on `folderOpen`, or by a file those run"),
+    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN`, CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
+    ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
+    ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
+    ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
+    ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
+];
+
+/// Most steps a chain of files is followed from its entry point (`ci.yml` runs `a.sh`, which
+/// sources `b.sh`, which runs `c.py`, …).
+pub const MAX_DEPTH: usize = 8;
+/// Most files read beyond the entry points, over all steps.
+pub const MAX_FOLLOWED: usize = 4096;
+/// Most names with a glob or variable resolved in one tree.
+pub const MAX_PATTERNS: usize = 256;
+
+impl TreeReach {
+    /// What the entry points of `tree` reach, with no change.
+    pub fn of_tree(tree: &dyn Tree) -> TreeReach {
+        TreeReach::find(&[], tree, &Paths::new(tree, &[]))
+    }
+
+    /// Reads the entry points (the changed ones as changed) and what they name, then what those
+    /// name, up to [`MAX_DEPTH`] steps and [`MAX_FOLLOWED`] files.
+    fn find(changes: &[Change<'_>], tree: &dyn Tree, all: &Paths<'_>) -> TreeReach {
+        let mut found = TreeReach::default();
+        let mut budget = Budget::default();
+        let changed: BTreeMap<&str, &Change<'_>> = changes.iter().map(|c| (c.path, c)).collect();
+        // Entry points, CI first so a file reached by both is `ci`, then agents and editors.
+        let mut entries: Vec<(Bucket, &str)> = all
+            .all()
+            .into_iter()
+            .filter_map(|p| entry_point(p).map(|b| (b, p)))
+            .collect();
+        entries.sort_by_key(|(b, _)| rank(*b));
+        entries.truncate(MAX_ENTRY_POINTS);
+        let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
+            let from_tree: Vec<&str> = paths
+                .iter()
+                .copied()
+                .filter(|p| !changed.contains_key(p))
+                .collect();
+            let mut tree_read = from_tree
+                .iter()
+                .copied()
+                .zip(tree.read(&from_tree))
+                .collect::<BTreeMap<_, _>>();
+            paths
+                .iter()
+                .map(|p| match changed.get(p) {
+                    Some(c) => c.new.map(|n| n[..n.len().min(MAX_READ_BYTES)].to_vec()),
+                    None => tree_read.remove(p).flatten(),
+                })
+                .collect()
+        };
+        let entry_paths: Vec<&str> = entries.iter().map(|(_, p)| *p).collect();
+        // Also read a changed entry point's old content (a deletion keeps what it ran in view).
+        let texts = read(&entry_paths);
+        // How each reached file was reached: its entry point and the files between.
+        let mut chains: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+        for ((bucket, from), text) in entries.iter().zip(&texts) {
+            let Some(text) = text else { continue };
+            let bucket = editor_task_bucket(from, text, *bucket);
+            for p in found.named_by(from, text, all, true, bucket, &mut budget) {
+                if let std::collections::btree_map::Entry::Vacant(e) = found.level1.entry(p) {
+                    chains.insert(e.key().clone(), ((*from).to_owned(), Vec::new()));
+                    e.insert((bucket, (*from).to_owned()));
+                }
+            }
+        }
+        let mut frontier: Vec<String> = found
+            .level1
+            .keys()
+            .filter(|p| entry_point(p).is_none())
+            .cloned()
+            .collect();
+        let mut followed = 0;
+        for _ in 1..MAX_DEPTH {
+            frontier.truncate(MAX_FOLLOWED.saturating_sub(followed));
+            if frontier.is_empty() {
+                break;
+            }
+            followed += frontier.len();
+            // CI's files first, so a file both reach is `ci`.
+            let reached_as = |p: &str| found.level1.get(p).or_else(|| found.level2.get(p)).cloned();
+            let mut step: Vec<(String, (Bucket, String))> = frontier
+                .iter()
+                .filter_map(|p| reached_as(p).map(|r| (p.clone(), r)))
+                .collect();
+            step.sort_by_key(|(_, (b, _))| rank(*b));
+            let paths: Vec<&str> = step.iter().map(|(p, _)| p.as_str()).collect();
+            let texts = read(&paths);
+            let mut next = Vec::new();
+            for ((script, (bucket, _)), text) in step.iter().zip(&texts) {
+                let Some(text) = text else { continue };
+                let Some((entry, between)) = chains.get(script).cloned() else {
+                    continue;
+                };
+                for p in found.named_by(script, text, all, false, *bucket, &mut budget) {
+                    // A file CI runs is `ci`, whatever else also names it.
+                    let ci_already = |m: &BTreeMap<String, (Bucket, String)>| {
+                        m.get(&p).is_some_and(|(b, _)| *b == Bucket::Ci)
+                    };
+                    if ci_already(&found.level1) || ci_already(&found.level2) {
+                        continue;
+                    }
+                    let seen = found.level1.contains_key(&p) || found.level2.contains_key(&p);
+                    if *bucket == Bucket::Ci || !found.level2.contains_key(&p) {
+                        let mut why = format!("run by {script}, which {entry} runs");
+                        if !between.is_empty() {
+                            why.push_str(&format!(" (through {})", between.join(" > ")));
+                        }
+                        found.level2.insert(p.clone(), (*bucket, why));
+                        let mut through = between.clone();
+                        through.push(script.clone());
+                        chains.entry(p.clone()).or_insert((entry.clone(), through));
+                    }
+                    if !seen && entry_point(&p).is_none() {
+                        next.push(p);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        // A reached script runs in its own directory too (`go build ./...` beside it).
+        let reached: Vec<(String, Bucket, String)> = found
+            .level1
+            .iter()
+            .map(|(p, (b, e))| (p.clone(), *b, format!("run by {e}")))
+            .chain(
+                found
+                    .level2
+                    .iter()
+                    .map(|(p, (b, w))| (p.clone(), *b, w.clone())),
+            )
+            .collect();
+        for (p, bucket, why) in reached {
+            let dir = dir_of(&p);
+            if !dir.is_empty() && entry_point(&p).is_none() {
+                let why = format!("beside {p}, {why}");
+                found
+                    .named_dirs
+                    .entry(dir.to_owned())
+                    .or_insert((bucket, why));
+            }
+        }
+        found
+    }
+
+    /// Files named by `text` (the content of `from`, reached in `bucket`'s chain) that can run
+    /// there, or that an agent reads there.
+    fn named_by(
+        &mut self,
+        from: &str,
+        text: &[u8],
+        all: &Paths<'_>,
+        level1: bool,
+        bucket: Bucket,
+        budget: &mut Budget,
+    ) -> Vec<String> {
+        let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
+        let text = if from.rsplit('/').next() == Some("package.json") {
+            without_product_fields(&text).map_or(text, Into::into)
+        } else {
+            text
+        };
+        let base = dir_of(from);
+        let dirs = changed_into(&text);
+        let mut out = BTreeSet::new();
+        for d in &dirs {
+            self.name_dir(d, "", all, bucket, from);
+        }
+        for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {
+            for p in self.nx(&line, all, budget) {
+                out.insert(p);
+            }
+            for t in dir_arguments(&line) {
+                self.name_dir(&t, base, all, bucket, from);
+            }
+            for t in tokens(&line) {
+                for p in self.resolve(&t, base, &dirs, &line, all, budget) {
+                    if p == from {
+                        continue;
+                    }
+                    let data = [".yml", ".yaml", ".json", ".jsonnet", ".libsonnet"]
+                        .iter()
+                        .any(|e| p.to_ascii_lowercase().ends_with(e));
+                    let ok = match accept {
+                        follow::Accept::AnyFile => true,
+                        follow::Accept::Document => follow::document(&p),
+                        follow::Accept::Runnable if data => level1 && config_reference(&line),
+                        follow::Accept::Runnable => runnable(&p, all.executable(&p)),
+                    };
+                    if ok {
+                        out.insert(p);
+                    }
+                }
+            }
+        }
+        // What a reached script imports from the repository runs with it, and the local
+        // extensions a Sphinx configuration loads.
+        {
+            let imported = follow::imports(from, &text);
+            for p in imported
+                .into_iter()
+                .chain(follow::sphinx_extensions(from, &text))
+            {
+                let Some(p) = normalise(&p) else { continue };
+                // A module, not a stylesheet or data file an import statement also names.
+                if all.contains(&p) && p != from && runnable(&p, false) {
+                    out.insert(p.clone());
+                }
+                self.watched.insert(p);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Records `token` (read from the root or from `base`) when it names an existing directory
+    /// (`make -C examples/x`, `cd examples/x`): what is in it may run there.
+    fn name_dir(&mut self, token: &str, base: &str, all: &Paths<'_>, bucket: Bucket, from: &str) {
+        for cand in [token.to_owned(), format!("{base}/{token}")] {
+            let Some(dir) = normalise(cand.trim_end_matches('/')) else {
+                continue;
+            };
+            if !all.contains(&dir) && all.has_under(&dir) {
+                let why = format!("in {dir}, which {from} names");
+                self.named_dirs.entry(dir).or_insert((bucket, why));
+                return;
+            }
+        }
+    }
+
+    /// The `project.json` files of the Nx projects `line` runs.
+    fn nx(&mut self, line: &str, all: &Paths<'_>, budget: &mut Budget) -> Vec<String> {
+        let Some(projects) = follow::nx_projects(line) else {
+            return Vec::new();
+        };
+        if !budget.take() {
+            return Vec::new();
+        }
+        // Which projects exist can change with any added file.
+        self.watched_dirs.insert(String::new());
+        all.all()
+            .into_iter()
+            .filter(|p| {
+                let dir = dir_of(p);
+                let name = dir.rsplit('/').next().unwrap_or(dir);
+                p.rsplit('/').next() == Some("project.json")
+                    && (projects.is_empty() || projects.iter().any(|n| n == name))
+            })
+            .take(follow::MAX_MATCHES)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Files of `all` a token names from a file in `base`: the file itself (root-, `base`- or
+    /// `dirs`-relative), every file under a directory a `uses:` line names, or every file a
+    /// name with a glob or variable could match. Each path tried is watched.
+    fn resolve(
+        &mut self,
+        token: &str,
+        base: &str,
+        dirs: &[String],
+        line: &str,
+        all: &Paths<'_>,
+        budget: &mut Budget,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        // The directories changed into only for what looks like a file (`./gen.ps1`,
+        // `../tests/x.py`), not for every word of the text.
+        let dirs = if token.contains(['/', '.']) {
+            dirs
+        } else {
+            &[]
+        };
+        let bases = std::iter::once(base).chain(dirs.iter().map(String::as_str));
+        let cands = std::iter::once(token.to_owned()).chain(bases.map(|b| format!("{b}/{token}")));
+        if let Some(pattern) = follow::pattern(token) {
+            for cand in cands {
+                let Some(pattern) = follow::pattern(&cand).or(Some(pattern.clone())) else {
+                    continue;
+                };
+                let Some(pattern) = normalise(&pattern) else {
+                    continue;
+                };
+                if !budget.take() {
+                    break;
+                }
+                let dir = follow::literal_dir(&pattern);
+                let prefix = if dir.is_empty() {
+                    dir.clone()
+                } else {
+                    format!("{dir}/")
+                };
+                out.extend(
+                    all.starting_with(&prefix)
+                        .into_iter()
+                        .filter(|p| follow::matches(&pattern, p))
+                        .take(follow::MAX_MATCHES)
+                        .map(str::to_owned),
+                );
+                self.watched_dirs.insert(dir);
+                if !out.is_empty() {
+                    break;
+                }
+            }
+            return out;
+        }
+        for cand in cands {
+            let Some(p) = normalise(&cand) else { continue };
+            if all.contains(&p) {
+                out.push(p.clone());
+            } else if line.contains("uses:") {
+                out.extend(
+                    all.starting_with(&format!("{p}/"))
+                        .into_iter()
+                        .map(str::to_owned),
+                );
+                self.watched_dirs.insert(p.clone());
+            }
+            self.watched.insert(p);
+            if !out.is_empty() {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The directories a command on `line` runs in by option (`make -C dir`, `npm --prefix dir`,
+/// `devcontainer up --workspace-folder dir`, `cargo --manifest-path dir/Cargo.toml`).
+fn dir_arguments(line: &str) -> Vec<String> {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ';' | '&' | '|'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let (flag, inline) = w.split_once('=').map_or((*w, None), |(f, v)| (f, Some(v)));
+        let dir = matches!(
+            flag,
+            "-C" | "--directory"
+                | "--prefix"
+                | "--cwd"
+                | "--workspace-folder"
+                | "--project-dir"
+                | "--manifest-path"
+                | "--project"
+                | "--chdir"
+        );
+        if dir {
+            if let Some(v) = inline.or_else(|| words.get(i + 1).copied()) {
+                let v = v.strip_suffix("/Cargo.toml").unwrap_or(v);
+                out.push(v.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Order in which entry points and reached files are read: CI, then agents and editors, then
+/// builds (the first to reach a file gives its bucket).
+fn rank(bucket: Bucket) -> usize {
+    match bucket {
+        Bucket::Ci => 0,
+        Bucket::Agent => 1,
+        _ => 2,
+    }
+}
+
+/// A VS Code `tasks.json` runs a task when the folder opens only with `"runOn": "folderOpen"`;
+/// its other tasks run when someone asks, like a Makefile's.
+fn editor_task_bucket(from: &str, text: &[u8], bucket: Bucket) -> Bucket {
+    let tasks = from.to_ascii_lowercase().ends_with("tasks.json");
+    let on_open = text.windows(10).any(|w| w == b"folderOpen");
+    if tasks && !on_open {
+        Bucket::Build
+    } else {
+        bucket
+    }
+}
+
+/// How many names with a glob or variable (and Nx commands) one tree may still resolve: each
+/// costs a scan of part of the listing.
+struct Budget(usize);
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget(MAX_PATTERNS)
+    }
+}
+
+impl Budget {
+    fn take(&mut self) -> bool {
+        let ok = self.0 > 0;
+        self.0 = self.0.saturating_sub(1);
+        ok
+    }
+}
+
+/// What the tree says about each changed path, keyed by path. Only paths that the tree
+/// raises are in the map; the caller decides whether a raise applies (never out of a riskier
+/// bucket than the name's). What the entry points reach is read from the tree's own
+/// [`TreeReach`] when it has one the change leaves as it is, else worked out here.
+pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String, Raised> {
+    let all = Paths::new(tree, changes);
+    let mut out = crate::placement::placement(changes, &all);
+    let found;
+    let reach = match tree.reach() {
+        Some(r) if r.holds_for(changes) => r,
+        _ => {
+            found = TreeReach::find(changes, tree, &all);
+            &found
+        }
+    };
+    for c in changes {
+        let direct = reach
+            .level1
+            .get(c.path)
+            .map(|(b, e)| (*b, format!("run by {e}")));
+        let indirect = reach.level2.get(c.path).map(|(b, why)| (*b, why.clone()));
+        let hit = match (direct, indirect) {
+            (Some(d), Some(i)) if d.0 != Bucket::Ci && i.0 == Bucket::Ci => Some(i),
+            (Some(d), _) => Some(d),
+            (None, i) => i,
+        };
+        // A file under a directory a reached text names (an example project CI builds).
+        let by_dir = hit.is_none();
+        let hit = hit.or_else(|| {
+            let mut dirs =
+                std::iter::successors(Some(c.path), |p| p.rsplit_once('/').map(|(d, _)| d));
+            dirs.find_map(|d| reach.named_dirs.get(d).map(|(b, why)| (*b, why.clone())))
+        });
+        if let Some((bucket, because)) = hit {
+            let rule = match bucket {
+                Bucket::Ci => "ci.reached",
+                Bucket::Agent => "agent.reached",
+                _ => "build.reached",
+            };
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket,
+                    rule,
+                    because,
+                    weak: false,
+                    by_dir,
+                },
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "reach_tests.rs"]
+mod tests;
