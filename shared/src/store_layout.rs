@@ -1,6 +1,7 @@
 //! Object keys in the store. Every key airlock reads or writes is built here, from a [`JobId`]
 //! (which cannot contain separators), so no caller assembles a key from untrusted text.
 
+use crate::format::fleet::WorkerName;
 use crate::jobid::JobId;
 
 /// `inbox/<job>/bundle.tar.gz`: the packed, redacted tree; trusted writes, worker reads.
@@ -47,3 +48,19 @@ pub fn job_record(job: &JobId) -> String {
 }
 /// `ledger/`: prefix of the hash-chained audit ledger.
 pub const LEDGER_PREFIX: &str = "ledger/";
+/// `fleet/<name>/`: one worker's prefix; its enrolment reaches nothing else.
+pub fn fleet_prefix(name: &WorkerName) -> String {
+    format!("fleet/{name}/")
+}
+/// `fleet/<name>/mailbox/<slot>.age`: a ticket sealed to the worker; trusted writes, worker reads.
+pub fn fleet_mailbox(name: &WorkerName, slot: usize) -> String {
+    format!("fleet/{name}/mailbox/{slot}.age")
+}
+/// `fleet/<name>/mailbox/renewal.age`: the renewed enrolment sealed to the worker.
+pub fn fleet_renewal(name: &WorkerName) -> String {
+    format!("fleet/{name}/mailbox/renewal.age")
+}
+/// `fleet/<name>/heartbeat.json`: the worker's heartbeat; worker writes, trusted reads.
+pub fn fleet_heartbeat(name: &WorkerName) -> String {
+    format!("fleet/{name}/heartbeat.json")
+}

@@ -10,6 +10,7 @@
 //! version does not know were ignored (dropped by the parser, never read).
 //! Does not check: signatures or digests; callers verify the envelope first.
 
+pub mod fleet;
 mod manifest;
 mod negotiate;
 mod packet;
