@@ -106,6 +106,10 @@ pub enum Command {
     /// Check or read the signed, hash-chained audit ledger.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Disposable workers that get jobs through the store: enroll, revoke, status
+    /// (docs/FLEET.md). `submit --fleet` queues a job for them; `watch` dispatches it.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
     /// Record that a person approves a gated job's artifact: a signed ledger entry (who,
     /// when, the artifact digest, the trusted key). Refused (exit 4) for a job the gate
     /// rejected, one never gated, and one whose artifact changed since it was gated.
@@ -169,16 +173,39 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
                 json: a.json,
             },
         ),
-        Command::Submit(a) => airlock::submit::run(
-            &global,
-            &airlock::submit::SubmitOptions {
+        Command::Submit(a) => {
+            let opts = airlock::submit::SubmitOptions {
                 pack: a.pack.options(),
                 ttl: a.ttl,
                 token_out: a.token_out,
                 print_token: a.print_token,
                 json: a.json,
-            },
-        ),
+            };
+            match a.fleet.fleet {
+                true => airlock::fleet::submit(&global, &opts, a.fleet.label),
+                false => airlock::submit::run(&global, &opts),
+            }
+        }
+        Command::Fleet(cmd) => match cmd {
+            FleetCommand::Enroll {
+                name,
+                worker_pub,
+                out,
+                ttl,
+                heartbeat,
+            } => airlock::fleet::enroll::run(
+                &global,
+                &airlock::fleet::enroll::EnrollOptions {
+                    name,
+                    worker_pub,
+                    out,
+                    ttl,
+                    heartbeat,
+                },
+            ),
+            FleetCommand::Revoke { name } => airlock::fleet::enroll::revoke(&global, &name),
+            FleetCommand::Status { json } => airlock::fleet::status::run(&global, json),
+        },
         Command::Resubmit(a) => airlock::resubmit::run(
             &global,
             &airlock::resubmit::ResubmitOptions {

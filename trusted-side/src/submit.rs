@@ -599,7 +599,7 @@ impl SecretSlot {
         })
     }
 
-    fn fill(mut self, text: &str) -> Result<PathBuf> {
+    pub(crate) fn fill(mut self, text: &str) -> Result<PathBuf> {
         use std::io::Write;
         let f = self.file.as_mut().context("secret file already written")?;
         f.write_all(text.as_bytes())
