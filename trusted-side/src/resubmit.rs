@@ -57,7 +57,11 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
     let key = home.signing_key()?;
     let store = home.open_store()?;
     let old = JobId::parse(&args.job)?;
-    let ttl = args.ttl.as_deref().map(crate::submit::check_ttl).transpose()?;
+    let ttl = args
+        .ttl
+        .as_deref()
+        .map(crate::submit::check_ttl)
+        .transpose()?;
     let token_slot = args
         .token_out
         .as_deref()

@@ -376,7 +376,10 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
         if fleet {
             let landed = landed_jobs(&store)?;
             if let Err(e) = crate::fleet::dispatch::tick(&home, &store, &key, &landed) {
-                eprintln!("error: fleet: {}", airlock_core::error::one_line(e.as_ref()));
+                eprintln!(
+                    "error: fleet: {}",
+                    airlock_core::error::one_line(e.as_ref())
+                );
             }
         }
         let budget = args.max_jobs.map(|m| m.saturating_sub(gated));

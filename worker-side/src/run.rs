@@ -294,6 +294,14 @@ pub fn run_job(
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
     )?;
     step(&mut t, "generator");
+    if term.requested() {
+        // An eviction notice (SIGTERM): the work so far goes out as a last checkpoint (one
+        // diff and one upload, bounded by the transfer's retries) for a resume elsewhere.
+        match ctx.checkpoint(gen.elapsed_ms, &gen.sandbox) {
+            Ok(()) => eprintln!("terminated by signal: a final checkpoint was dropped"),
+            Err(e) => tracing::warn!("final checkpoint failed: {e:#}"),
+        }
+    }
     check_term(term)?;
     // 8. Diff, packet, sign, drop (in the room the reserve kept).
     reserve.release()?;

@@ -120,6 +120,9 @@ pub struct Enrolment {
     pub heartbeat_secs: u64,
     /// The longest pause between two mailbox polls while idle, milliseconds.
     pub poll_max_ms: u64,
+    /// `true`: the worker is revoked; it takes nothing more and exits (the URLs are empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub revoked: bool,
 }
 
 impl std::fmt::Debug for Enrolment {
@@ -138,6 +141,9 @@ impl Enrolment {
     /// Checks the tag, the slot count and every URL's shape (rule `token.url`).
     pub fn check(&self) -> Result<(), FormatError> {
         check_tag("enrolment", &self.format, ENROLMENT_FORMAT)?;
+        if self.revoked {
+            return Ok(());
+        }
         let bad = |field, reason: String| FormatError::Field {
             what: "enrolment",
             field,

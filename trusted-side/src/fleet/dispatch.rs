@@ -111,9 +111,7 @@ pub fn tick(
         read_heartbeat(store, rec, ws);
         retire(store, rec, ws, landed)?;
         check_unrun(store, rec, ws, now, &mut again)?;
-        let fresh = ws
-            .last_seen
-            .is_some_and(|t| now <= t + rec.lost_after());
+        let fresh = ws.last_seen.is_some_and(|t| now <= t + rec.lost_after());
         let was_lost = ws.lost;
         ws.lost = !fresh && (ws.last_seen.is_some() || rec.enrolled_at + rec.lost_after() < now);
         if ws.lost && !was_lost {
@@ -138,7 +136,10 @@ pub fn tick(
             super::enroll::deliver_renewal(store, rec, &env)?;
             ws.serial = serial;
             ws.expires_at = e.expires_at;
-            tracing::info!("fleet: worker {}: enrolment renewed (serial {serial})", rec.name);
+            tracing::info!(
+                "fleet: worker {}: enrolment renewed (serial {serial})",
+                rec.name
+            );
         }
     }
     for (job, why) in again {
@@ -197,9 +198,15 @@ fn check_unrun(
     let grace = 2 * rec.heartbeat_secs + 3;
     let mut keep = Vec::new();
     for t in std::mem::take(&mut ws.tickets) {
-        let moved_on = t.taken_at.is_some_and(|at| seen > at + grace && now > at + grace)
+        let moved_on = t
+            .taken_at
+            .is_some_and(|at| seen > at + grace && now > at + grace)
             && h.job.as_ref() != Some(&t.job);
-        if moved_on && store.head(&layout::drop_artifact_envelope(&t.job))?.is_none() {
+        if moved_on
+            && store
+                .head(&layout::drop_artifact_envelope(&t.job))?
+                .is_none()
+        {
             ws.failed += 1;
             ws.unrun += 1;
             if ws.unrun >= 2 && !ws.skipped {

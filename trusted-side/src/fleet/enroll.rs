@@ -19,8 +19,7 @@ use std::time::Duration;
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
 use airlock_core::format::fleet::{
-    Enrolment, WorkerName, ENROLMENT_FORMAT, ENROLMENT_SUBJECT, MAILBOX_SLOTS,
-    PREDICATE_ENROLMENT,
+    Enrolment, WorkerName, ENROLMENT_FORMAT, ENROLMENT_SUBJECT, MAILBOX_SLOTS, PREDICATE_ENROLMENT,
 };
 use airlock_core::keys::SigningKey;
 use airlock_core::seal::{self, Recipient};
@@ -165,7 +164,10 @@ pub fn run(global: &GlobalOptions, args: &EnrollOptions) -> Result<Outcome> {
     state.save(&home.dir)?;
     let path = out.fill(std::str::from_utf8(&envelope)?)?;
     println!("worker {name} enrolled");
-    println!("  enrolment {} (0600): copy it to the worker; it reaches fleet/{name}/ only", path.display());
+    println!(
+        "  enrolment {} (0600): copy it to the worker; it reaches fleet/{name}/ only",
+        path.display()
+    );
     println!(
         "  expires   {} (watch renews it at half its lifetime)",
         airlock_core::jobid::rfc3339_utc(enrolment.expires_at)

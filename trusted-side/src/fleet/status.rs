@@ -110,9 +110,10 @@ pub fn run(global: &GlobalOptions, json: bool) -> Result<Outcome> {
         "worker", "mark", "done", "fail", "last beat"
     );
     for w in &workers {
-        let ago = w
-            .last_heartbeat
-            .map_or_else(|| "never".to_owned(), |t| format!("{}s ago", now.saturating_sub(t)));
+        let ago = w.last_heartbeat.map_or_else(
+            || "never".to_owned(),
+            |t| format!("{}s ago", now.saturating_sub(t)),
+        );
         println!(
             "{:<20} {:<8} {:>5} {:>5} {:>9}  {}, {}, {}, [{}]",
             w.name,
@@ -120,8 +121,12 @@ pub fn run(global: &GlobalOptions, json: bool) -> Result<Outcome> {
             w.done,
             w.failed,
             ago,
-            w.version.as_deref().map_or_else(|| "-".to_owned(), text::line),
-            w.claimed_state.as_deref().map_or_else(|| "-".to_owned(), text::line),
+            w.version
+                .as_deref()
+                .map_or_else(|| "-".to_owned(), text::line),
+            w.claimed_state
+                .as_deref()
+                .map_or_else(|| "-".to_owned(), text::line),
             w.current_job.as_deref().unwrap_or("-"),
             text::line(&w.labels.join(","))
         );

@@ -37,14 +37,17 @@ pub fn take_superseded(
             continue;
         }
         let by = &state.superseded[job];
-        let detail = format!("job {job} was re-dispatched as {by}: its drop is refused, never gated");
+        let detail =
+            format!("job {job} was re-dispatched as {by}: its drop is refused, never gated");
         crate::ledger::append(
             store,
             key,
             job,
             crate::ledger::Event::Reject {
                 stage: crate::reasons::Stage::Fetch.as_str().to_owned(),
-                reason_code: crate::reasons::ReasonCode::FleetSuperseded.code().to_owned(),
+                reason_code: crate::reasons::ReasonCode::FleetSuperseded
+                    .code()
+                    .to_owned(),
                 detail: detail.clone(),
             },
             crate::submit::now_unix(),
