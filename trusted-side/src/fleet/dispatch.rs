@@ -109,7 +109,7 @@ pub fn tick(
             continue;
         }
         read_heartbeat(store, rec, ws);
-        retire(store, rec, ws, landed)?;
+        retire(home, store, rec, ws, landed)?;
         check_unrun(store, rec, ws, now, &mut again)?;
         let fresh = ws.last_seen.is_some_and(|t| now <= t + rec.lost_after());
         let was_lost = ws.lost;
@@ -147,13 +147,14 @@ pub fn tick(
             out.redispatched += 1;
         }
     }
-    out.dispatched = dispatch_queue(home, store, &mut state, &workers, now)?;
+    out.dispatched = dispatch_queue(home, store, &mut state, &workers, landed, now)?;
     state.save(&home.dir)?;
     Ok(out)
 }
 
 /// Tickets whose job landed leave the books; acknowledged slots are emptied.
 fn retire(
+    home: &Home,
     store: &Store,
     rec: &WorkerRecord,
     ws: &mut WorkerState,
@@ -174,6 +175,7 @@ fn retire(
         if landed.contains(&t.job) {
             ws.done += 1;
             ws.unrun = 0;
+            super::forget_queued(&home.dir, &t.job);
             continue;
         }
         keep.push(t);
@@ -236,10 +238,7 @@ fn redispatch(
     let Ok(q) = super::read_json::<Queued>(&qpath) else {
         return Ok(false);
     };
-    let forget = |j: &JobId| {
-        let _ = std::fs::remove_file(qdir.join(format!("{j}.json")));
-        let _ = std::fs::remove_file(qdir.join(format!("{j}.token")));
-    };
+    let forget = |j: &JobId| super::forget_queued(&home.dir, j);
     if q.redispatches >= super::MAX_REDISPATCH {
         eprintln!("fleet: job {job}: its worker was {why} after {} re-dispatches: left for a human (fleet-redispatch-limit); `airlock resubmit {job}` to try again", q.redispatches);
         state.to_human.push(job.clone());
@@ -268,7 +267,7 @@ fn redispatch(
 }
 
 /// The queued jobs not yet ticketed, oldest first.
-fn waiting(home: &Home, state: &State) -> Vec<Queued> {
+fn waiting(home: &Home, state: &State, landed: &BTreeSet<JobId>) -> Vec<Queued> {
     let qdir = super::dir(&home.dir).join("queue");
     let Ok(rd) = std::fs::read_dir(&qdir) else {
         return Vec::new();
@@ -283,6 +282,10 @@ fn waiting(home: &Home, state: &State) -> Vec<Queued> {
         .filter_map(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
             let job = JobId::parse(n.strip_suffix(".json")?).ok()?;
+            if landed.contains(&job) {
+                super::forget_queued(&home.dir, &job);
+                return None;
+            }
             (!out_now.contains(&job) && !state.superseded.contains_key(&job))
                 .then(|| super::read_json::<Queued>(&e.path()).ok())
                 .flatten()
@@ -298,10 +301,11 @@ fn dispatch_queue(
     store: &Store,
     state: &mut State,
     workers: &[(WorkerRecord, bool)],
+    landed: &BTreeSet<JobId>,
     now: u64,
 ) -> Result<usize> {
     let mut n = 0;
-    for q in waiting(home, state) {
+    for q in waiting(home, state, landed) {
         let pick = workers
             .iter()
             .filter(|(rec, revoked)| {

@@ -137,6 +137,13 @@ pub fn enqueue(home: &Path, queued: &Queued, token: &str) -> Result<()> {
     )
 }
 
+/// Takes a job out of the queue (it landed, or was re-dispatched under a new job).
+pub(crate) fn forget_queued(home: &Path, job: &JobId) {
+    let q = dir(home).join("queue");
+    let _ = std::fs::remove_file(q.join(format!("{job}.json")));
+    let _ = std::fs::remove_file(q.join(format!("{job}.token")));
+}
+
 /// The label of `submit --fleet --label L`: what a worker's heartbeat label must equal.
 pub fn check_label(label: &str) -> Result<()> {
     let ok = !label.is_empty()
