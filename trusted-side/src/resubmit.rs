@@ -135,10 +135,10 @@ pub(crate) fn redispatch(
         PREDICATE_BUNDLE,
         serde_json::to_value(&new_predicate)?,
     );
-    let envelope = dsse::sign_statement(&new_statement, &key).to_json_pretty();
+    let envelope = dsse::sign_statement(&new_statement, key).to_json_pretty();
     crate::submit::dispatch(
         store,
-        &key,
+        key,
         Dispatch {
             job,
             bundle: Bundle {
