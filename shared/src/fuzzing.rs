@@ -701,6 +701,7 @@ mod seeds {
             limits: JobLimits::default(),
             model_key: None,
             formats: None,
+            resume: None,
             job,
         }
     }

@@ -12,6 +12,11 @@ pub fn inbox_bundle(job: &JobId) -> String {
 pub fn inbox_bundle_envelope(job: &JobId) -> String {
     format!("inbox/{job}/bundle.dsse.json")
 }
+/// `inbox/<job>/resume.diff`: the gated checkpoint patch of the job this one resumes from,
+/// copied here by the trusted side (never a slot the old worker can still write).
+pub fn inbox_resume(job: &JobId) -> String {
+    format!("inbox/{job}/resume.diff")
+}
 /// Checkpoint slots: the worker writes each checkpoint into the slot that does not hold the
 /// latest complete pair, so a kill mid-write tears only that slot and the other still verifies.
 pub const CHECKPOINT_SLOTS: u8 = 2;

@@ -67,7 +67,7 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
         .as_deref()
         .map(crate::submit::SecretSlot::claim)
         .transpose()?;
-    let out = redispatch(&home, &store, &key, &old, ttl, token_slot)?;
+    let out = redispatch(&home, &store, &key, &old, ttl, token_slot, None)?;
     crate::submit::print_submitted(&out, args.json, args.print_token)?;
     Ok(Outcome::Ok)
 }
@@ -82,6 +82,7 @@ pub(crate) fn redispatch(
     old: &JobId,
     ttl: Option<u64>,
     token_slot: Option<crate::submit::SecretSlot>,
+    resume: Option<crate::submit::Resume>,
 ) -> Result<crate::submit::Submitted> {
     let old = old.clone();
     let record = crate::fetch::load_record(store, &key.public(), &old)?;
@@ -155,6 +156,7 @@ pub(crate) fn redispatch(
             redispatch_of: Some(old),
             token_slot,
             home: Some(&home.dir),
+            resume,
         },
     )
 }

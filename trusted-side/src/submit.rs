@@ -291,6 +291,7 @@ pub fn submit_job_cached(
             redispatch_of: None,
             token_slot,
             home: index_home,
+            resume: None,
         },
     )?;
     // The gate's index of a large tree's bundle (`gate/index.rs`): without it the gate reads
@@ -415,6 +416,17 @@ pub(crate) struct Dispatch<'a> {
     pub token_slot: Option<SecretSlot>,
     /// The trusted home, which keeps a minted model key until the job ends (`key_leak.rs`).
     pub home: Option<&'a Path>,
+    /// A gated checkpoint patch this job resumes from (fleet re-dispatch): uploaded to the
+    /// new job's inbox and pinned in its token.
+    pub resume: Option<Resume>,
+}
+
+/// A checkpoint patch a re-dispatched job resumes from.
+pub struct Resume {
+    /// The patch bytes (the old job's verified, gated checkpoint `patch.diff`).
+    pub patch: Vec<u8>,
+    /// The job whose checkpoint it is.
+    pub from_job: JobId,
 }
 
 /// Uploads the bundle and its envelope, writes the signed job record, mints the model key
@@ -430,6 +442,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         redispatch_of,
         token_slot,
         home,
+        resume,
     } = d;
     let issued_at = now_unix();
     let expires_at = issued_at + ttl;
@@ -482,6 +495,18 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
     }
 
     let ttl_d = Duration::from_secs(ttl);
+    let resume = match resume {
+        Some(r) => {
+            store.put_bytes(&layout::inbox_resume(&job), &r.patch)?;
+            Some(airlock_core::token::ResumeRef {
+                url: store.worker_url(&layout::inbox_resume(&job), Access::Get, ttl_d)?,
+                sha256: Sha256Digest::of_bytes(&r.patch),
+                max_bytes: r.patch.len() as u64,
+                from_job: r.from_job,
+            })
+        }
+        None => None,
+    };
     let claims = JobClaims {
         job: job.clone(),
         bundle: BundleRef {
@@ -536,6 +561,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
                 .map(|v| (*v).to_owned())
                 .collect(),
         ),
+        resume,
     };
     let token = mint_token(key, &claims, issued_at, ttl).context("cannot mint the job token")?;
     drop(claims);

@@ -31,6 +31,7 @@ pub mod options;
 pub mod outcome;
 mod readable;
 mod remove;
+mod resume;
 pub mod run;
 pub mod serve;
 mod transfer;

@@ -239,6 +239,8 @@ pub fn run_job(
     let work = run_dir.path().join("work");
     let job = fetch_and_verify(claims, &trusted, run_dir.path(), &work)?;
     step(&mut t, "fetch, verify, unpack");
+    // 5b. A re-dispatched job resumes from the gated checkpoint its token pins (resume.rs).
+    crate::resume::apply(&job.claims, run_dir.path(), &work, generator_owner())?;
     check_term(term)?;
     // 6. The prompt.
     let tmp = run_dir.path().join("tmp");

@@ -21,7 +21,7 @@ use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::verify_envelope;
 use airlock_core::format::fleet::{
     Enrolment, Heartbeat, Ticket, ENROLMENT_SUBJECT, HEARTBEAT_FORMAT, MAX_SEALED_BYTES, MAX_TAKEN,
-    PREDICATE_ENROLMENT,
+    PREDICATE_ENROLMENT, TOKEN_RESUME,
 };
 use airlock_core::format::MAX_ENVELOPE_BYTES;
 use airlock_core::keys::{load_public_key, PublicKey};
@@ -201,7 +201,7 @@ pub fn serve(args: &ServeOptions) -> Result<()> {
                 version: airlock_core::VERSION.to_owned(),
                 labels: args.labels.clone(),
                 writes,
-                reads: Vec::new(),
+                reads: vec![TOKEN_RESUME.to_owned()],
                 taken: Vec::new(),
                 serial: enrolment.serial,
                 done: 0,

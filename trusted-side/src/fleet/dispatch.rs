@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 
 use airlock_core::format::fleet::{
     Heartbeat, Ticket, WorkerName, MAILBOX_SLOTS, MAX_HEARTBEAT_BYTES, TICKET_FORMAT,
+    TOKEN_RESUME,
 };
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
@@ -93,6 +94,7 @@ pub fn tick(
     store: &Store,
     key: &SigningKey,
     landed: &BTreeSet<JobId>,
+    gate: Option<&crate::gate::GateOptions>,
 ) -> Result<Tick> {
     let now = crate::submit::now_unix();
     let mut state = State::load(&home.dir)?;
@@ -143,7 +145,7 @@ pub fn tick(
         }
     }
     for (job, why) in again {
-        if redispatch(home, store, key, &mut state, &job, why)? {
+        if redispatch(home, store, key, &mut state, &job, why, gate)? {
             out.redispatched += 1;
         }
     }
@@ -232,6 +234,7 @@ fn redispatch(
     state: &mut State,
     job: &JobId,
     why: &str,
+    gate: Option<&crate::gate::GateOptions>,
 ) -> Result<bool> {
     let qdir = super::dir(&home.dir).join("queue");
     let qpath = qdir.join(format!("{job}.json"));
@@ -245,7 +248,10 @@ fn redispatch(
         forget(job);
         return Ok(false);
     }
-    let new = crate::resubmit::redispatch(home, store, key, job, None, None)?;
+    // Resume from the old job's latest checkpoint the gate would not reject (resume.rs).
+    let resume = gate.and_then(|g| super::resume::prepare(home, store, key, job, g));
+    let resumes = resume.as_ref().map(|r| r.from_job.clone());
+    let new = crate::resubmit::redispatch(home, store, key, job, None, None, resume)?;
     let new_job = JobId::parse(&new.job)?;
     let mut chain = q.chain.clone();
     chain.push(job.clone());
@@ -257,12 +263,17 @@ fn redispatch(
             queued_at: q.queued_at,
             redispatches: q.redispatches + 1,
             chain,
+            resumes: resumes.clone(),
         },
         &new.token,
     )?;
     forget(job);
     state.superseded.insert(job.clone(), new_job.clone());
-    eprintln!("fleet: job {job}: worker {why}; re-dispatched as {new_job} (the old job is superseded: anything it drops is refused)");
+    let from = match &resumes {
+        Some(_) => "resuming from its gated checkpoint",
+        None => "from the packed revision",
+    };
+    eprintln!("fleet: job {job}: worker {why}; re-dispatched as {new_job}, {from} (the old job is superseded: anything it drops is refused)");
     Ok(true)
 }
 
@@ -379,6 +390,7 @@ fn eligible(rec: &WorkerRecord, ws: &WorkerState, q: &Queued, now: u64) -> bool 
         && ws.free_slot().is_some()
         && q.label.as_ref().is_none_or(|l| h.labels.contains(l))
         && carries(&h.writes)
+        && (q.resumes.is_none() || h.reads.iter().any(|r| r == TOKEN_RESUME))
 }
 
 /// The name of a worker as a store segment (for callers holding a string).

@@ -20,6 +20,7 @@
 
 pub mod dispatch;
 pub mod enroll;
+pub mod resume;
 pub mod state;
 pub mod status;
 pub mod superseded;
@@ -76,6 +77,10 @@ pub struct Queued {
     pub redispatches: u32,
     /// The jobs this one dispatches again, oldest first.
     pub chain: Vec<JobId>,
+    /// The job whose gated checkpoint this one resumes from (its token carries `resume`):
+    /// only a worker that reads `airlock.token.resume/v1` gets it.
+    #[serde(default)]
+    pub resumes: Option<JobId>,
 }
 
 /// Writes `bytes` to `path` atomically (temp + rename), mode 0600.
@@ -191,6 +196,7 @@ pub fn submit(
             queued_at: crate::submit::now_unix(),
             redispatches: 0,
             chain: Vec::new(),
+            resumes: None,
         },
         &out.token,
     )?;
