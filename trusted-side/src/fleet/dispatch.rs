@@ -115,7 +115,10 @@ pub fn tick(
         check_unrun(store, rec, ws, now, &mut again)?;
         let fresh = ws.last_seen.is_some_and(|t| now <= t + rec.lost_after());
         let was_lost = ws.lost;
-        ws.lost = !fresh && (ws.last_seen.is_some() || rec.enrolled_at + rec.lost_after() < now);
+        // A worker that says it is stopping (an eviction notice) holds nothing from now on.
+        let stopping = ws.claimed.as_ref().is_some_and(|h| h.state == "stopping");
+        ws.lost = (stopping && fresh)
+            || (!fresh && (ws.last_seen.is_some() || rec.enrolled_at + rec.lost_after() < now));
         if ws.lost && !was_lost {
             eprintln!(
                 "fleet: worker {}: lost (fleet-worker-lost): no heartbeat for over {} s",

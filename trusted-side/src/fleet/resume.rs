@@ -44,7 +44,8 @@ pub fn prepare(
         .collect();
     if !rejects.is_empty() {
         eprintln!(
-            "fleet: job {old}: its checkpoint is not resumed from (fleet-checkpoint-refused): the gate rejects it ({}); the new job starts from the packed revision",
+            "fleet: job {old}: its checkpoint is not resumed from ({}): the gate rejects it ({}); the new job starts from the packed revision",
+            ReasonCode::FleetCheckpointRefused,
             rejects.join(",")
         );
         return None;
