@@ -535,21 +535,35 @@ fn eviction(sig: &str) {
     f.serve("one", &["--pass-env", "WORKER_TAG"]);
     let jobs = f.submit(1, &["--checkpoint-secs", "1", "--wall-clock-secs", "120"]);
     let job = &jobs[0];
-    let envelope = f.home.join(format!("store/drop/{job}/checkpoint.1.dsse.json"));
-    wait_until("two checkpoints of the first run", Duration::from_secs(60), || {
-        f.tick();
-        envelope.exists() || f.cannot_sandbox()
-    });
+    let envelope = f
+        .home
+        .join(format!("store/drop/{job}/checkpoint.1.dsse.json"));
+    wait_until(
+        "two checkpoints of the first run",
+        Duration::from_secs(60),
+        || {
+            f.tick();
+            envelope.exists() || f.cannot_sandbox()
+        },
+    );
     if f.cannot_sandbox() {
         return;
     }
     let pid = f.workers[0].1.id();
-    let st = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
     assert!(st.success());
     let status = f.workers[0].1.wait().unwrap();
     if sig == "TERM" {
         assert!(status.success(), "{}", f.log("one"));
-        assert!(f.log("one").contains("final checkpoint"), "{}", f.log("one"));
+        assert!(
+            f.log("one").contains("final checkpoint"),
+            "{}",
+            f.log("one")
+        );
     }
     f.serve("two", &["--pass-env", "WORKER_TAG"]);
     let mut new_job = String::new();
@@ -562,10 +576,19 @@ fn eviction(sig: &str) {
     });
     let artifact = f.home.join(format!("store/drop/{new_job}/artifact.tar.gz"));
     let tar = gunzip(&artifact);
-    assert!(contains(&tar, b"+step 1 by one"), "the first worker's steps are missing");
-    assert!(contains(&tar, b"by two"), "the second worker's steps are missing");
+    assert!(
+        contains(&tar, b"+step 1 by one"),
+        "the first worker's steps are missing"
+    );
+    assert!(
+        contains(&tar, b"by two"),
+        "the second worker's steps are missing"
+    );
     assert!(contains(&tar, b"+step 6 by two"), "the run did not finish");
-    assert!(!f.decisions().contains_key(job), "the evicted job was gated");
+    assert!(
+        !f.decisions().contains_key(job),
+        "the evicted job was gated"
+    );
 }
 
 #[test]
@@ -621,7 +644,9 @@ fn a_poisoned_checkpoint_is_not_resumed_from() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let envelope = f.home.join(format!("store/drop/{}/checkpoint.dsse.json", jobs[0]));
+    let envelope = f
+        .home
+        .join(format!("store/drop/{}/checkpoint.dsse.json", jobs[0]));
     wait_until("the poisoned checkpoint", Duration::from_secs(60), || {
         if let Ok(Some(st)) = child.try_wait() {
             let mut err = String::new();
@@ -645,11 +670,52 @@ fn a_poisoned_checkpoint_is_not_resumed_from() {
     });
     assert!(refused.contains("fleet-checkpoint-refused"), "{refused}");
     assert!(refused.contains("secret-in-added-line"), "{refused}");
-    let new_job = f.state()["superseded"][jobs[0].as_str()].as_str().unwrap().to_owned();
+    let new_job = f.state()["superseded"][jobs[0].as_str()]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let q: serde_json::Value = serde_json::from_slice(
         &std::fs::read(f.home.join(format!("fleet/queue/{new_job}.json"))).unwrap(),
     )
     .unwrap();
     assert!(q["resumes"].is_null(), "{q}");
-    assert!(!f.home.join(format!("store/inbox/{new_job}/resume.diff")).exists());
+    assert!(!f
+        .home
+        .join(format!("store/inbox/{new_job}/resume.diff"))
+        .exists());
+}
+
+/// Renewal: before the URLs expire, watch seals a newer enrolment to the worker's key; the
+/// running worker takes it (its heartbeat says the new serial) and keeps it beside its key.
+/// Without the key (a stolen enrolment file), the renewal does not open.
+#[test]
+fn an_enrolment_is_renewed_sealed_to_the_worker() {
+    let mut f = Fleet::new(false);
+    f.enroll("r");
+    f.serve("r", &[]);
+    wait_until("r's heartbeat", Duration::from_secs(30), || {
+        f.tick();
+        f.state()["workers"]["r"]["claimed"].is_object()
+    });
+    // The enrolment is due: its expiry moved within half its lifetime.
+    let path = f.home.join("fleet/state.json");
+    let mut st = f.state();
+    let soon = st["workers"]["r"]["expires_at"].as_u64().unwrap() - 3000;
+    st["workers"]["r"]["expires_at"] = soon.into();
+    std::fs::write(&path, serde_json::to_vec(&st).unwrap()).unwrap();
+    f.tick();
+    assert_eq!(f.state()["workers"]["r"]["serial"], 2, "{}", f.state());
+    let sealed = std::fs::read(f.home.join("store/fleet/r/mailbox/renewal.age")).unwrap();
+    let thief = airlock_core::seal::Identity::generate().unwrap();
+    let e = airlock_core::seal::open(&thief, &sealed, 1 << 20).unwrap_err();
+    assert!(e.to_string().contains("seal.recipient"), "{e}");
+    wait_until(
+        "the worker to take the renewal",
+        Duration::from_secs(30),
+        || {
+            f.tick();
+            f.state()["workers"]["r"]["claimed"]["serial"] == 2
+        },
+    );
+    assert!(f.key_dir("r").join("enrolment.dsse.json").exists());
 }

@@ -375,7 +375,8 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
         let fleet = crate::fleet::dispatch::active(&home);
         if fleet {
             let landed = landed_jobs(&store)?;
-            if let Err(e) = crate::fleet::dispatch::tick(&home, &store, &key, &landed, Some(&opts)) {
+            if let Err(e) = crate::fleet::dispatch::tick(&home, &store, &key, &landed, Some(&opts))
+            {
                 eprintln!(
                     "error: fleet: {}",
                     airlock_core::error::one_line(e.as_ref())

@@ -29,8 +29,7 @@ pub fn apply(
         return Ok(0);
     };
     let path = run_dir.join("resume.diff");
-    let (digest, _) =
-        crate::transfer::get_to_file(&r.url, "resume patch", r.max_bytes, &path)?;
+    let (digest, _) = crate::transfer::get_to_file(&r.url, "resume patch", r.max_bytes, &path)?;
     r.sha256
         .expect_eq("resume.diff (token)", digest)
         .context("resume refused (resume.digest): not the checkpoint the trusted side gated")?;
@@ -42,7 +41,10 @@ pub fn apply(
         let target = checked_target(work, &fp.path, owner)?;
         let old = match std::fs::symlink_metadata(&target) {
             Ok(m) if m.is_file() => Some(read_nofollow(&target)?),
-            Ok(_) => bail!("resume refused (resume.not-file): {} is not a regular file", fp.path),
+            Ok(_) => bail!(
+                "resume refused (resume.not-file): {} is not a regular file",
+                fp.path
+            ),
             Err(_) => None,
         };
         let new = apply_file(old.as_deref(), fp)
@@ -107,7 +109,11 @@ fn write_file(path: &Path, content: &[u8], exec: bool, owner: Option<(u32, u32)>
         .mode(0o600)
         .open(&tmp)?;
     f.write_all(content)?;
-    f.set_permissions(std::fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 }))?;
+    f.set_permissions(std::fs::Permissions::from_mode(if exec {
+        0o755
+    } else {
+        0o644
+    }))?;
     if let Some((u, g)) = owner {
         std::os::unix::fs::fchown(&f, Some(u), Some(g))?;
     }

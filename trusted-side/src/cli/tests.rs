@@ -46,7 +46,10 @@ const ABOUT: &[(&[&str], &str)] = &[
     (&["decline"], "Record that a person declines"),
     (&["show"], "Show a job already gated"),
     (&["compare"], "Compare two jobs"),
-    (&["fleet"], "Disposable workers that get jobs through the store"),
+    (
+        &["fleet"],
+        "Disposable workers that get jobs through the store",
+    ),
     (&["fleet", "enroll"], "Enrol a worker"),
     (&["fleet", "revoke"], "Revoke a worker"),
     (&["fleet", "status"], "Each worker: mark"),

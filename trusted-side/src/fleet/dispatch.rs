@@ -15,8 +15,7 @@
 use std::collections::BTreeSet;
 
 use airlock_core::format::fleet::{
-    Heartbeat, Ticket, WorkerName, MAILBOX_SLOTS, MAX_HEARTBEAT_BYTES, TICKET_FORMAT,
-    TOKEN_RESUME,
+    Heartbeat, Ticket, WorkerName, MAILBOX_SLOTS, MAX_HEARTBEAT_BYTES, TICKET_FORMAT, TOKEN_RESUME,
 };
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;

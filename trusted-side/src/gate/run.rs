@@ -377,7 +377,15 @@ pub fn judge_checkpoint(
         }
     };
     let job_dir = fetch::job_dir(&home.dir, job);
-    match judge(&home.dir, store, &job_dir, &fetched, &patch_bytes, opts, &mut report) {
+    match judge(
+        &home.dir,
+        store,
+        &job_dir,
+        &fetched,
+        &patch_bytes,
+        opts,
+        &mut report,
+    ) {
         Ok(_) => {}
         Err(Stop::Reject(reject)) => report.push(reject),
         Err(Stop::Error(e)) => return Err(e),
