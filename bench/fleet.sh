@@ -22,9 +22,10 @@ EXAMPLES="$(bash scripts/release.sh -p airlock-tests --example s3-server)/exampl
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-fleet.XXXXXX")"
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" $(cat "$work/restarted.pids" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
   if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp -a "$work/." "$KEEP/"; fi
-  rm -rf "$work"
+  tail -3 "$work/watch.err" 2>/dev/null >&2 || true
+  rm -rf "$work" "${data:-}"
 }
 trap cleanup EXIT
 chmod 755 "$work"
@@ -40,6 +41,7 @@ mkdir -p "$data"
 port=$((20000 + RANDOM % 20000))
 "$work/bin/s3-server" "$data" "$port" 2>"$work/s3.log" &
 pids+=($!)
+disown
 for _ in $(seq 50); do grep -q listening "$work/s3.log" && break; sleep 0.1; done
 # The test server's fixed credentials (tests/s3.rs).
 export AWS_ACCESS_KEY_ID=airlock-test-access AWS_SECRET_ACCESS_KEY=airlock-test-secret-0123456789
@@ -65,7 +67,8 @@ start_worker() {
     --key "$work/keys/$name" --trusted-pub "$work/home/trusted.pub" \
     --work-root "$work/w/$name" -- "$work/gen.sh" 2>>"$work/$name.log" &
   pids+=($!)
-  eval "pid_$name=$!"
+  echo "$!" >> "$work/restarted.pids"
+  disown
 }
 
 for i in $(seq 1 "$W"); do
@@ -86,17 +89,23 @@ for i in $(seq 1 "$W"); do start_worker "w$i"; done
 kill_n=$(( (W + 4) / 5 ))
 (
   while :; do
-    g=$(ls "$data/airlock/bench/drop" 2>/dev/null | wc -l)
+    g=$(wc -l < "$work/watch.out" 2>/dev/null || echo 0)
     [ "$g" -ge $((N / 3)) ] && break
     sleep 0.2
   done
-  for i in $(seq 1 "$kill_n"); do
-    p=$(pgrep -f "serve --enrollment $work/w$i.enrol" | head -1 || true)
-    [ -n "$p" ] && kill -9 "$p" && echo "killed w$i (pid $p)" >&2
+  # Workers whose last heartbeat says they run a job (watch's books).
+  victims=""
+  for _ in $(seq 100); do
+    victims=$(python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["workers"]; print(" ".join(sorted(n for n,s in w.items() if (s.get("claimed") or {}).get("state")=="busy")[:int(sys.argv[2])]))' "$work/home/fleet/state.json" "$kill_n" 2>/dev/null || true)
+    [ -n "$victims" ] && break
+    sleep 0.05
+  done
+  for v in $victims; do
+    p=$(pgrep -f "serve --enrollment $work/$v.enrol" | head -1 || true)
+    [ -n "$p" ] && kill -9 "$p" && echo "killed $v mid-job (pid $p)" >&2
   done
   sleep 3
-  for i in $(seq 1 "$kill_n"); do start_worker "w$i"; done
-  wait
+  for v in $victims; do start_worker "$v"; done
 ) &
 killer=$!
 t2=$(date +%s.%N)
