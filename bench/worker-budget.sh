@@ -13,7 +13,10 @@ cd "$(dirname "$0")/.."
 # 7.0 MiB; measured 6 286 120 bytes, static musl (scripts/release.sh). Back down from the
 # 8.25 MiB that static glibc needed (7 181 072 bytes; 6 150 424 dynamic): musl is smaller, and
 # the binary still runs on a host without the build host's shared libraries (README, "Worker").
-MAX_BYTES="${MAX_BYTES:-7340032}"
+# Raised to 7.25 MiB for the fleet (issue 40): `serve`, `keygen`, age v1 sealing, the
+# enrolment/ticket/heartbeat formats and the resume applier measured 7 392 552 bytes
+# (+151 744 over 7 240 808); a reviewed change, see the fleet branch's report.
+MAX_BYTES="${MAX_BYTES:-7602176}"
 MAX_DEPS="${MAX_DEPS:-149}"       # measured 124 (was 173 over 144 lines, 20 of them repeats)
 
 RELEASE="$(bash scripts/release.sh -p airlock-worker)"

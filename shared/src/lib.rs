@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bech32;
 pub mod clock;
 pub mod diff;
 pub mod digest;
@@ -33,6 +34,7 @@ pub mod keys;
 pub mod limits;
 pub mod model;
 pub mod paths;
+pub mod seal;
 pub mod store_layout;
 pub mod tar;
 pub mod text;

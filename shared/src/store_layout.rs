@@ -1,6 +1,7 @@
 //! Object keys in the store. Every key airlock reads or writes is built here, from a [`JobId`]
 //! (which cannot contain separators), so no caller assembles a key from untrusted text.
 
+use crate::format::fleet::WorkerName;
 use crate::jobid::JobId;
 
 /// `inbox/<job>/bundle.tar.gz`: the packed, redacted tree; trusted writes, worker reads.
@@ -10,6 +11,11 @@ pub fn inbox_bundle(job: &JobId) -> String {
 /// `inbox/<job>/bundle.dsse.json`: statement over the bundle digest, trusted key.
 pub fn inbox_bundle_envelope(job: &JobId) -> String {
     format!("inbox/{job}/bundle.dsse.json")
+}
+/// `inbox/<job>/resume.diff`: the gated checkpoint patch of the job this one resumes from,
+/// copied here by the trusted side (never a slot the old worker can still write).
+pub fn inbox_resume(job: &JobId) -> String {
+    format!("inbox/{job}/resume.diff")
 }
 /// Checkpoint slots: the worker writes each checkpoint into the slot that does not hold the
 /// latest complete pair, so a kill mid-write tears only that slot and the other still verifies.
@@ -47,3 +53,19 @@ pub fn job_record(job: &JobId) -> String {
 }
 /// `ledger/`: prefix of the hash-chained audit ledger.
 pub const LEDGER_PREFIX: &str = "ledger/";
+/// `fleet/<name>/`: one worker's prefix; its enrolment reaches nothing else.
+pub fn fleet_prefix(name: &WorkerName) -> String {
+    format!("fleet/{name}/")
+}
+/// `fleet/<name>/mailbox/<slot>.age`: a ticket sealed to the worker; trusted writes, worker reads.
+pub fn fleet_mailbox(name: &WorkerName, slot: usize) -> String {
+    format!("fleet/{name}/mailbox/{slot}.age")
+}
+/// `fleet/<name>/mailbox/renewal.age`: the renewed enrolment sealed to the worker.
+pub fn fleet_renewal(name: &WorkerName) -> String {
+    format!("fleet/{name}/mailbox/renewal.age")
+}
+/// `fleet/<name>/heartbeat.json`: the worker's heartbeat; worker writes, trusted reads.
+pub fn fleet_heartbeat(name: &WorkerName) -> String {
+    format!("fleet/{name}/heartbeat.json")
+}

@@ -330,6 +330,21 @@ pub struct DropTargets {
     pub artifact_envelope_get: Option<String>,
 }
 
+/// A checkpoint of an earlier job that this job resumes from (fleet re-dispatch): the trusted
+/// side gated it, copied its patch into this job's own inbox, and pins its digest here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRef {
+    /// Presigned GET URL (or `file://` path) of `inbox/<job>/resume.diff`.
+    pub url: String,
+    /// Its SHA-256; the worker refuses other bytes.
+    pub sha256: Sha256Digest,
+    /// Its size cap in bytes.
+    pub max_bytes: u64,
+    /// The job whose checkpoint it is.
+    pub from_job: JobId,
+}
+
 /// The custom `airlock` claim of a job token.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -355,6 +370,11 @@ pub struct JobClaims {
     /// release 0.6.0 and earlier, meaning "0.6.0's readers".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formats: Option<Vec<String>>,
+    /// The checkpoint this job resumes from. OPTIONAL: absent for a fresh job; a worker
+    /// that does not know it refuses the token (`format.unknown-member`), so the fleet sends
+    /// such a job only to workers whose heartbeat reads `airlock.token.resume/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<ResumeRef>,
 }
 
 impl std::fmt::Debug for JobClaims {
@@ -405,6 +425,9 @@ impl JobClaims {
                 continue;
             }
             check_url(field, url)?;
+        }
+        if let Some(r) = &self.resume {
+            check_url("resume.url", &r.url)?;
         }
         if let Some(formats) = &self.formats {
             if !crate::format::formats_claim_well_formed(formats) {
@@ -840,6 +863,7 @@ mod tests {
             limits: JobLimits::default(),
             model_key: None,
             formats: None,
+            resume: None,
             job,
         }
     }

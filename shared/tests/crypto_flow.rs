@@ -56,6 +56,7 @@ fn worker_artifact_is_accepted_only_under_its_job_key() {
         limits: JobLimits::default(),
         model_key: None,
         formats: None,
+        resume: None,
     };
     drop(job_key);
     let tok = token::mint_token(&trusted, &claims, NOW, 20 * 60).unwrap();
@@ -151,6 +152,7 @@ fn worker_forged_token_with_its_own_job_key_is_refused() {
         limits: JobLimits::default(),
         model_key: None,
         formats: None,
+        resume: None,
     };
     // A worker holding the job key mints a longer-lived token for itself.
     let forged = token::mint_token(&job_key, &claims, NOW, 24 * 3600).unwrap();

@@ -313,6 +313,7 @@ fn worked_token_example_matches_the_code() {
         limits: JobLimits::default(),
         model_key: None,
         formats: None,
+        resume: None,
         job,
     };
     let minted = token::mint_token(&trusted, &claims, 1_795_940_647, 20 * 60).unwrap();

@@ -25,6 +25,9 @@ mod egress;
 /// Fault campaign (issue 28): every failure domain as a scenario repeated with random timing,
 /// outcomes counted, one table; any violation fails (N from `AIRLOCK_FAULTS_N`, CI: 20).
 mod faults;
+/// The fleet: `serve` workers enrolled with `fleet enroll`, `submit --fleet`, dispatch, lost
+/// workers and re-dispatch in `watch`, on file:// and S3; a hostile enrolled worker.
+mod fleet;
 /// submit -> worker -> gate end to end: decisions, review branch content, checkout untouched.
 mod gate;
 /// Hostile worker: crafted artifacts signed with a real job key; `gate` must reject each (exit 4).

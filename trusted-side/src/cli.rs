@@ -106,6 +106,10 @@ pub enum Command {
     /// Check or read the signed, hash-chained audit ledger.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Disposable workers that get jobs through the store: enroll, revoke, status
+    /// (docs/FLEET.md). `submit --fleet` queues a job for them; `watch` dispatches it.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
     /// Record that a person approves a gated job's artifact: a signed ledger entry (who,
     /// when, the artifact digest, the trusted key). Refused (exit 4) for a job the gate
     /// rejected, one never gated, and one whose artifact changed since it was gated.
@@ -139,6 +143,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Init(a) => airlock::init::run(&g, &a.into()),
         Command::Pack(a) => airlock::pack::run(&g, &a.into()),
+        Command::Submit(a) if a.fleet.fleet => airlock::fleet::submit(&g, &a.into()),
         Command::Submit(a) => airlock::submit::run(&g, &a.into()),
         Command::Resubmit(a) => airlock::resubmit::run(&g, &a.into()),
         Command::Fetch(a) => airlock::fetch::run(&g, &a.into()),
@@ -149,6 +154,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Gc(a) => airlock::gc::run(&g, &a.into()),
         Command::Watch(a) => airlock::watch::run(&g, &a.into()),
         Command::Audit(a) => airlock::audit::run(&g, &a.into()),
+        Command::Fleet(a) => airlock::fleet::run(&g, &a.into()),
         Command::Demo => airlock::demo::run(&g),
         Command::Approve(a) => airlock::approve::run(&g, &a.decide(Decision::Approve)),
         Command::Decline(a) => airlock::approve::run(&g, &a.decide(Decision::Decline)),

@@ -114,6 +114,8 @@ pub fn run(global: &GlobalOptions) -> Result<Outcome> {
             print_token: false,
             json: false,
             kind: Default::default(),
+            fleet: false,
+            label: None,
         };
         let sub = crate::submit::submit_job(&store, &key, &args, true)?;
         let job = JobId::parse(&sub.job)?;

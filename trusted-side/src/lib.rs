@@ -27,6 +27,7 @@ pub mod demo;
 mod egress_check;
 pub mod exit;
 pub mod fetch;
+pub mod fleet;
 /// Fuzz-target helpers: built for `cargo fuzz` (`cfg(fuzzing)`) and for this crate's unit
 /// tests, which run them on the committed seeds.
 #[cfg(any(fuzzing, test))]

@@ -13,6 +13,8 @@ pub enum Stage {
     Fetch,
     /// The gate's checks or the policy.
     Gate,
+    /// Fleet dispatch (`airlock watch` with enrolled workers): what it refused a worker.
+    Fleet,
 }
 
 impl Stage {
@@ -21,6 +23,7 @@ impl Stage {
         match self {
             Stage::Fetch => "fetch",
             Stage::Gate => "gate",
+            Stage::Fleet => "fleet",
         }
     }
 }
@@ -115,6 +118,13 @@ reason_codes! {
     ArtifactSwapped = "artifact-swapped", Fetch, "A different artifact was already fetched for this job.";
     ArtifactChangedLocally = "artifact-changed-locally", Fetch, "The downloaded copy changed on disk.";
     ModelKeyLeaked = "model-key-leaked", Fetch, "The job's model key (raw, base64, base64url, hex, percent-encoded or reversed) is in something the worker returned; the detail names the member and the encoding, never the key.";
+    FleetSuperseded = "fleet-superseded", Fetch, "The job was re-dispatched away from its worker (lost, revoked or unrun): what it drops later is refused, never gated (recorded as a `fetch` reject).";
+    FleetHeartbeatRefused = "fleet-heartbeat-refused", Fleet, "A worker's heartbeat is over its cap, malformed, escape-laden or names another worker: it does not count as alive and the worker gets nothing.";
+    FleetWorkerLost = "fleet-worker-lost", Fleet, "A worker's last heartbeat is older than 4 heartbeat intervals + 2 s: marked lost; its jobs are re-dispatched.";
+    FleetTicketUnrun = "fleet-ticket-unrun", Fleet, "A worker acknowledged a ticket, moved on, and nothing landed: the job is re-dispatched; twice in a row and the worker is skipped.";
+    FleetCheckpointRefused = "fleet-checkpoint-refused", Fleet, "A re-dispatched job is not resumed from its old job's checkpoint: the gate rejects that checkpoint (the detail lists its codes); the new job starts from the packed revision.";
+    FleetFormats = "fleet-formats", Fleet, "A worker whose claimed formats cannot carry the job's documents is never sent it (format negotiation).";
+    FleetRedispatchLimit = "fleet-redispatch-limit", Fleet, "A job's workers were lost or failed 3 times: it is left for a human (`airlock resubmit`).";
     DropNotFile = "drop-not-file", Fetch, "A drop object on a `file://` store is a link, a device, a FIFO or a directory, or sits under a linked directory (`store.link`, `store.not-file`): never followed, read or hashed.";
 }
 

@@ -57,11 +57,36 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
     let key = home.signing_key()?;
     let store = home.open_store()?;
     let old = JobId::parse(&args.job)?;
-    let record = crate::fetch::load_record(&store, &key.public(), &old)?;
-    let ttl = match &args.ttl {
-        Some(t) => crate::submit::check_ttl(t)?,
-        None => original_ttl(&record),
-    };
+    let ttl = args
+        .ttl
+        .as_deref()
+        .map(crate::submit::check_ttl)
+        .transpose()?;
+    let token_slot = args
+        .token_out
+        .as_deref()
+        .map(crate::submit::SecretSlot::claim)
+        .transpose()?;
+    let out = redispatch(&home, &store, &key, &old, ttl, token_slot, None)?;
+    crate::submit::print_submitted(&out, args.json, args.print_token)?;
+    Ok(Outcome::Ok)
+}
+
+/// Dispatches `old`'s verified bundle and request again under a new job (the part of
+/// `resubmit` the fleet's re-dispatch of a lost worker's job shares). `ttl`: `None` is the
+/// original token lifetime.
+pub(crate) fn redispatch(
+    home: &Home,
+    store: &crate::store::Store,
+    key: &airlock_core::keys::SigningKey,
+    old: &JobId,
+    ttl: Option<u64>,
+    token_slot: Option<crate::submit::SecretSlot>,
+    resume: Option<crate::submit::Resume>,
+) -> Result<crate::submit::Submitted> {
+    let old = old.clone();
+    let record = crate::fetch::load_record(store, &key.public(), &old)?;
+    let ttl = ttl.unwrap_or_else(|| original_ttl(&record));
 
     let staging = tempfile::tempdir().context("cannot create a staging directory")?;
     let bundle_path = staging.path().join("bundle.tar.gz");
@@ -111,10 +136,10 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
         PREDICATE_BUNDLE,
         serde_json::to_value(&new_predicate)?,
     );
-    let envelope = dsse::sign_statement(&new_statement, &key).to_json_pretty();
-    let out = crate::submit::dispatch(
-        &store,
-        &key,
+    let envelope = dsse::sign_statement(&new_statement, key).to_json_pretty();
+    crate::submit::dispatch(
+        store,
+        key,
         Dispatch {
             job,
             bundle: Bundle {
@@ -129,16 +154,11 @@ pub fn run(global: &GlobalOptions, args: &ResubmitOptions) -> Result<Outcome> {
             ttl,
             model_key: home.config.model_key.as_ref(),
             redispatch_of: Some(old),
-            token_slot: args
-                .token_out
-                .as_deref()
-                .map(crate::submit::SecretSlot::claim)
-                .transpose()?,
+            token_slot,
             home: Some(&home.dir),
+            resume,
         },
-    )?;
-    crate::submit::print_submitted(&out, args.json, args.print_token)?;
-    Ok(Outcome::Ok)
+    )
 }
 
 /// The raw bytes of `request.json`, read through the safe reader.

@@ -87,6 +87,11 @@ pub struct SubmitOptions {
     pub json: bool,
     /// What the job may return: `change` (a diff) or `review` (comments only).
     pub kind: airlock_core::format::JobKind,
+    /// Queue the job for the fleet (`fleet::submit`; `airlock watch` seals its token to a
+    /// worker). [`run`] refuses it.
+    pub fleet: bool,
+    /// With `fleet`: only a worker whose heartbeat claims this label gets the job.
+    pub label: Option<String>,
 }
 
 /// Refuses, before anything is packed or minted, a run whose token would reach no one or be
@@ -112,6 +117,10 @@ pub fn check_token_destination(
 
 /// `airlock submit`.
 pub fn run(global: &GlobalOptions, args: &SubmitOptions) -> Result<Outcome> {
+    anyhow::ensure!(
+        !args.fleet,
+        "a fleet job is queued by fleet::submit, not dispatched here"
+    );
     let home = Home::load(&global.home)?;
     check_token_destination(
         args.token_out.is_some(),
@@ -286,6 +295,7 @@ pub fn submit_job_cached(
             redispatch_of: None,
             token_slot,
             home: index_home,
+            resume: None,
         },
     )?;
     // The gate's index of a large tree's bundle (`gate/index.rs`): without it the gate reads
@@ -353,6 +363,17 @@ pub(crate) struct Dispatch<'a> {
     pub token_slot: Option<SecretSlot>,
     /// The trusted home, which keeps a minted model key until the job ends (`key_leak.rs`).
     pub home: Option<&'a Path>,
+    /// A gated checkpoint patch this job resumes from (fleet re-dispatch): uploaded to the
+    /// new job's inbox and pinned in its token.
+    pub resume: Option<Resume>,
+}
+
+/// A checkpoint patch a re-dispatched job resumes from.
+pub struct Resume {
+    /// The patch bytes (the old job's verified, gated checkpoint `patch.diff`).
+    pub patch: Vec<u8>,
+    /// The job whose checkpoint it is.
+    pub from_job: JobId,
 }
 
 /// Uploads the bundle and its envelope, writes the signed job record, mints the model key
@@ -368,6 +389,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         redispatch_of,
         token_slot,
         home,
+        resume,
     } = d;
     let issued_at = airlock_core::clock::now_unix();
     let expires_at = issued_at + ttl;
@@ -421,6 +443,18 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
     }
 
     let ttl_d = Duration::from_secs(ttl);
+    let resume = match resume {
+        Some(r) => {
+            store.put_bytes(&layout::inbox_resume(&job), &r.patch)?;
+            Some(airlock_core::token::ResumeRef {
+                url: store.worker_url(&layout::inbox_resume(&job), Access::Get, ttl_d)?,
+                sha256: Sha256Digest::of_bytes(&r.patch),
+                max_bytes: r.patch.len() as u64,
+                from_job: r.from_job,
+            })
+        }
+        None => None,
+    };
     let claims = JobClaims {
         job: job.clone(),
         bundle: BundleRef {
@@ -475,6 +509,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
                 .map(|v| (*v).to_owned())
                 .collect(),
         ),
+        resume,
     };
     let token = mint_token(key, &claims, issued_at, ttl).context("cannot mint the job token")?;
     drop(claims);
@@ -538,7 +573,7 @@ impl SecretSlot {
         })
     }
 
-    fn fill(mut self, text: &str) -> Result<PathBuf> {
+    pub(crate) fn fill(mut self, text: &str) -> Result<PathBuf> {
         use std::io::Write;
         let f = self.file.as_mut().context("secret file already written")?;
         f.write_all(text.as_bytes())

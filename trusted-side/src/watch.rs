@@ -221,6 +221,10 @@ fn pass(
     detail: bool,
 ) -> Result<Pass> {
     let mut jobs = watcher.pending(store, trusted)?;
+    // Fleet: a job re-dispatched away from its worker is refused, never gated.
+    for job in crate::fleet::superseded::take_superseded(ctx.home, store, ctx.key, &mut jobs)? {
+        watcher.gated.insert(job);
+    }
     if let Some(b) = budget {
         jobs.truncate(usize::try_from(b).unwrap_or(usize::MAX));
     }
@@ -306,10 +310,12 @@ impl Wake {
                 while rx.try_recv().is_ok() {}
             }
             Wake::Poll { delay } => {
+                // A fleet tick asks for less than POLL_MIN (fleet/dispatch.rs, TICK).
+                let floor = POLL_MIN.min(max);
                 *delay = if progressed {
-                    POLL_MIN
+                    floor
                 } else {
-                    (*delay * 2).min(max.max(POLL_MIN))
+                    (*delay * 2).min(max.max(floor))
                 };
                 std::thread::sleep(*delay);
             }
@@ -365,6 +371,18 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
     };
     let (mut gated, mut failed) = (0u64, 0u64);
     loop {
+        // Fleet: dispatch queued jobs, renew enrolments, mark lost workers (fleet/dispatch.rs).
+        let fleet = crate::fleet::dispatch::active(&home);
+        if fleet {
+            let landed = landed_jobs(&store)?;
+            if let Err(e) = crate::fleet::dispatch::tick(&home, &store, &key, &landed, Some(&opts))
+            {
+                eprintln!(
+                    "error: fleet: {}",
+                    airlock_core::error::one_line(e.as_ref())
+                );
+            }
+        }
         let budget = args.max_jobs.map(|m| m.saturating_sub(gated));
         let p = pass(
             &ctx,
@@ -382,7 +400,11 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
             break;
         }
         if let Some(w) = wake.as_mut() {
-            w.wait(!p.gated.is_empty(), poll_max);
+            let max = match fleet {
+                true => poll_max.min(crate::fleet::dispatch::TICK),
+                false => poll_max,
+            };
+            w.wait(!p.gated.is_empty(), max);
         }
     }
     tracing::info!("watch: gated {gated} job(s), {failed} could not be gated");

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use airlock_worker::options::{JobOptions, RunOptions, WatchOptions};
+use airlock_worker::options::{JobOptions, RunOptions, ServeOptions, WatchOptions};
 use clap::{Args, Parser, Subcommand};
 
 /// airlock-worker: run one airlock job on an untrusted machine.
@@ -34,6 +34,42 @@ pub enum Command {
     Run(RunArgs),
     /// Watch DIR/tickets/ for token files and run them one at a time (local-drop mode).
     Watch(WatchArgs),
+    /// Make this worker's own key pair for a fleet: DIR/worker.key (private, 0600, never
+    /// leaves this machine) and DIR/worker.pub (give it to `airlock fleet enroll`).
+    Keygen(KeygenArgs),
+    /// Serve a fleet: heartbeat, poll this worker's mailbox, open each ticket with the key
+    /// and run its job as `run` does, one at a time. SIGTERM: a last checkpoint, then exit.
+    /// Exits 0 when revoked. See docs/FLEET.md.
+    Serve(ServeArgs),
+}
+
+/// `airlock-worker keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Directory for worker.key and worker.pub (created 0700; existing keys are never
+    /// overwritten).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// `airlock-worker serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The signed enrolment from `airlock fleet enroll --out FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub enrollment: PathBuf,
+    /// The key directory of `airlock-worker keygen --out DIR`.
+    #[arg(long = "key", value_name = "DIR")]
+    pub key_dir: PathBuf,
+    /// A label the heartbeat claims (repeatable), e.g. the agents installed; `submit --fleet
+    /// --label L` jobs go only to workers claiming L.
+    #[arg(long = "label", value_name = "L")]
+    pub labels: Vec<String>,
+    /// Stop after this many jobs (tests, batch use); default: until revoked or terminated.
+    #[arg(long)]
+    pub max_jobs: Option<u64>,
+    #[command(flatten)]
+    pub job: JobArgs,
 }
 
 /// Flags shared by `run` and `watch`.
@@ -133,6 +169,18 @@ impl From<WatchArgs> for WatchOptions {
     fn from(a: WatchArgs) -> WatchOptions {
         WatchOptions {
             dir: a.dir,
+            max_jobs: a.max_jobs,
+            job: a.job.into(),
+        }
+    }
+}
+
+impl From<ServeArgs> for ServeOptions {
+    fn from(a: ServeArgs) -> ServeOptions {
+        ServeOptions {
+            enrollment: a.enrollment,
+            key_dir: a.key_dir,
+            labels: a.labels,
             max_jobs: a.max_jobs,
             job: a.job.into(),
         }

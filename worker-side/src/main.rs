@@ -8,7 +8,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-use airlock_worker::{generate, outcome, run, watch};
+use airlock_worker::{generate, keygen, outcome, run, serve, watch};
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -21,6 +21,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Run(args) => run::run_cli(&args.into()).map(|o| o.code()),
         cli::Command::Watch(args) => watch::watch(&args.into()).map(|()| outcome::EXIT_OK),
+        cli::Command::Keygen(args) => keygen::keygen(&args.out).map(|public| {
+            println!("{public}");
+            eprintln!(
+                "wrote {0}/worker.key (0600, keep it here) and {0}/worker.pub (give it to `airlock fleet enroll`)",
+                args.out.display()
+            );
+            outcome::EXIT_OK
+        }),
+        cli::Command::Serve(args) => serve::serve(&args.into()).map(|()| outcome::EXIT_OK),
     };
     match result {
         Ok(code) => ExitCode::from(code),

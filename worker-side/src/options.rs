@@ -46,3 +46,18 @@ pub struct WatchOptions {
     /// The options of every job.
     pub job: JobOptions,
 }
+
+/// Options of `serve`.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The signed enrolment (`airlock fleet enroll --out`).
+    pub enrollment: PathBuf,
+    /// The directory of `keygen --out` (the worker's key pair; serve keeps its state there).
+    pub key_dir: PathBuf,
+    /// Labels the heartbeat claims (agents installed, hardware).
+    pub labels: Vec<String>,
+    /// Stop after this many jobs; `None`: until revoked or terminated.
+    pub max_jobs: Option<u64>,
+    /// The options of every job.
+    pub job: JobOptions,
+}

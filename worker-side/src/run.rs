@@ -228,6 +228,8 @@ pub fn run_job(
     let work = run_dir.path().join("work");
     let job = fetch_and_verify(claims, &trusted, run_dir.path(), &work)?;
     step(&mut t, "fetch, verify, unpack");
+    // 5b. A re-dispatched job resumes from the gated checkpoint its token pins (resume.rs).
+    crate::resume::apply(&job.claims, run_dir.path(), &work, generator_owner())?;
     check_term(term)?;
     // 6. The prompt.
     let tmp = run_dir.path().join("tmp");
@@ -283,6 +285,14 @@ pub fn run_job(
         &mut |elapsed_ms, sandbox| ctx.checkpoint(elapsed_ms, sandbox),
     )?;
     step(&mut t, "generator");
+    if term.requested() {
+        // An eviction notice (SIGTERM): the work so far goes out as a last checkpoint (one
+        // diff and one upload, bounded by the transfer's retries) for a resume elsewhere.
+        match ctx.checkpoint(gen.elapsed_ms, &gen.sandbox) {
+            Ok(()) => eprintln!("terminated by signal: a final checkpoint was dropped"),
+            Err(e) => tracing::warn!("final checkpoint failed: {e:#}"),
+        }
+    }
     check_term(term)?;
     // 8. Diff, packet, sign, drop (in the room the reserve kept).
     reserve.release()?;

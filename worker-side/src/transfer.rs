@@ -286,6 +286,32 @@ pub fn get_bytes(url: &str, what: &'static str, max_bytes: u64) -> Result<Vec<u8
     Ok(out)
 }
 
+/// GETs a small object that may be absent (a fleet mailbox slot): `None` on 404 or a
+/// missing file, at most `max_bytes`.
+pub fn get_optional(url: &str, what: &'static str, max_bytes: u64) -> Result<Option<Vec<u8>>> {
+    if !is_http(url) {
+        let path = file_url_to_path(url).with_context(|| format!("{what}: bad URL"))?;
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
+        }
+    }
+    match get_bytes(url, what, max_bytes) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if format!("{e:#}").contains("(transfer.not-found)") => Ok(None),
+        // Removed between the look and the read (the trusted side emptied the slot).
+        Err(e)
+            if !is_http(url)
+                && e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+                }) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether the object at `url` exists: `file://` by looking, `http(s)://` (a presigned GET)
 /// by one request: 200 yes, 404 no. `None` when it cannot be told (another status, a
 /// transport error): the caller goes on, and the write-once drop still holds at the end.

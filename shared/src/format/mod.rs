@@ -11,6 +11,7 @@
 //! Does not check: signatures or digests; callers verify the envelope first.
 
 mod comments;
+pub mod fleet;
 mod manifest;
 mod negotiate;
 mod packet;

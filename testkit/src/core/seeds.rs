@@ -226,6 +226,7 @@ fn claims(base: &str) -> JobClaims {
         limits: JobLimits::default(),
         model_key: None,
         formats: None,
+        resume: None,
         job,
     }
 }

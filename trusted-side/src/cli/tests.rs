@@ -46,6 +46,13 @@ const ABOUT: &[(&[&str], &str)] = &[
     (&["decline"], "Record that a person declines"),
     (&["show"], "Show a job already gated"),
     (&["compare"], "Compare two jobs"),
+    (
+        &["fleet"],
+        "Disposable workers that get jobs through the store",
+    ),
+    (&["fleet", "enroll"], "Enrol a worker"),
+    (&["fleet", "revoke"], "Revoke a worker"),
+    (&["fleet", "status"], "Each worker: mark"),
 ];
 
 #[test]
@@ -73,7 +80,8 @@ fn every_command_keeps_its_help() {
         .filter(|n| *n != "help")
         .collect();
     assert_eq!(
-        top.len() + 3,
+        // audit's and fleet's three subcommands each
+        top.len() + 6,
         seen,
         "a command is missing from ABOUT: {top:?}"
     );

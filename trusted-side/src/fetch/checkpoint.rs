@@ -80,7 +80,8 @@ fn verify_slot(
     job: &JobId,
     object: DropObject,
 ) -> Result<(Fetched, tempfile::TempPath), FetchError> {
-    let (fetched, staging, _) = verify_drop(store, trusted_key, home, job, false, object)?;
+    // The patch is kept: the fleet gates a checkpoint before resuming from it.
+    let (fetched, staging, _) = verify_drop(store, trusted_key, home, job, true, object)?;
     if !fetched.packet.partial {
         return Err(refuse(
             ReasonCode::PacketBinding,

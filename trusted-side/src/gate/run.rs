@@ -419,6 +419,47 @@ fn fill_bom_from_fetch(report: &mut GateReport, f: &Fetched) {
     );
 }
 
+/// Judges `job`'s latest verified checkpoint as the gate judges a final result (steps 3-11:
+/// strict parse, paths, limits, redacted lines, apply with real git, secrets, policy, packet),
+/// with no ledger entry and no review branch. The fleet resumes a re-dispatched job only
+/// from a checkpoint whose report rejects nothing but what every checkpoint is (partial,
+/// `running`). Returns the report and the checkpoint's `patch.diff`.
+pub fn judge_checkpoint(
+    home: &crate::config::Home,
+    store: &Store,
+    key: &SigningKey,
+    job: &JobId,
+    opts: &GateOptions,
+) -> Result<(GateReport, Vec<u8>)> {
+    let mut fetched = fetch::fetch_checkpoint(store, key, &home.dir, job)
+        .map_err(|e| anyhow::anyhow!("checkpoint of job {job}: {e}"))?;
+    let mut report = GateReport::new(job);
+    let patch_bytes = match parse::patch_member(fetched.patch.take()) {
+        Ok(b) => b,
+        Err(reject) => {
+            report.push(reject);
+            report.conclude();
+            return Ok((report, Vec::new()));
+        }
+    };
+    let job_dir = fetch::job_dir(&home.dir, job);
+    match judge(
+        &home.dir,
+        store,
+        &job_dir,
+        &fetched,
+        &patch_bytes,
+        opts,
+        &mut report,
+    ) {
+        Ok(_) => {}
+        Err(Stop::Reject(reject)) => report.push(reject),
+        Err(Stop::Error(e)) => return Err(e),
+    }
+    report.conclude();
+    Ok((report, patch_bytes))
+}
+
 #[cfg(test)]
 #[path = "run_tests.rs"]
 pub(crate) mod tests;

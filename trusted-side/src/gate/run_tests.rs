@@ -109,6 +109,8 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
             print_token: false,
             json: true,
             kind: Default::default(),
+            fleet: false,
+            label: None,
         },
     )
     .unwrap();
