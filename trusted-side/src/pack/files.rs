@@ -64,15 +64,6 @@ pub(super) struct FilesPart {
     pub(super) stats: CacheStats,
 }
 
-pub(super) fn redaction_of(f: &Finding) -> Redaction {
-    Redaction {
-        path: f.path.clone(),
-        line: f.line,
-        rule: f.rule_id.clone(),
-        fingerprint: f.fingerprint.clone(),
-    }
-}
-
 /// How a group gets its bytes.
 enum Source<'b> {
     Reuse(&'b GroupRecord),

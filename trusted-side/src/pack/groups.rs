@@ -208,7 +208,7 @@ pub fn build(
                 continue;
             }
             content = airlock_scan::redact(&content, &found);
-            redactions = found.iter().map(super::files::redaction_of).collect();
+            redactions = found.iter().map(redaction_of).collect();
             // Second look at what ships: the redacted bytes must scan clean.
             let left = scanner.scan(&m.path, &content);
             if !left.is_empty() {
@@ -240,6 +240,16 @@ pub fn build(
         piece,
         scanned,
     })
+}
+
+/// The manifest's record of a finding redacted.
+pub fn redaction_of(f: &Finding) -> Redaction {
+    Redaction {
+        path: f.path.clone(),
+        line: f.line,
+        rule: f.rule_id.clone(),
+        fingerprint: f.fingerprint.clone(),
+    }
 }
 
 fn omitted(omissions: Vec<Omission>) -> FileResult {
@@ -316,7 +326,7 @@ mod tests {
 
     #[test]
     fn groups_concatenate_to_what_one_writer_writes() {
-        let ms = vec![member("a.txt", 3), member("b/c.sh", 5)];
+        let ms = [member("a.txt", 3), member("b/c.sh", 5)];
         let contents = vec![b"abc".to_vec(), b"#!x\n\n".to_vec()];
         let scanner = Scanner::with_default_detectors().unwrap();
         let one = build(&ms[..1], vec![contents[0].clone()], &[None], &scanner, true).unwrap();

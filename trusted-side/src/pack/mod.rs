@@ -46,7 +46,8 @@ use serde::Serialize;
 
 use crate::exit::Refused;
 use crate::git::Repo;
-use files::{redaction_of, write_files, FilesPart};
+use files::{write_files, FilesPart};
+use groups::redaction_of;
 
 /// The bundle's writer.
 type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
