@@ -39,7 +39,7 @@ case "$KIND" in
   registry) make_registry "$CORPUS" >&2 ;;
   *) echo "unknown corpus $KIND: use cpython or registry" >&2; exit 2 ;;
 esac
-AIRLOCK="$(bash scripts/release.sh -p airlock)/airlock"
+AIRLOCK="${AIRLOCK_BIN:-$(bash scripts/release.sh -p airlock)/airlock}" # AIRLOCK_BIN: a release build already made
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-pack.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 "$AIRLOCK" --home "$work/home" init >/dev/null
@@ -65,7 +65,8 @@ rm -rf "$work/out"; "${OFF[@]}" "${P[@]}" --json > "$work/summary.json"
 
 # A new revision: 10 text files spread over the tree, each with a line added, committed beside
 # HEAD (a temporary index; neither HEAD nor the working tree changes).
-mapfile -t changed < <(git -C "$CORPUS" ls-files -- '*.rs' '*.py' | awk -v n="$(git -C "$CORPUS" ls-files | wc -l)" 'NR % int(n / 12) == 0' | head -10)
+git -C "$CORPUS" ls-files -- '*.rs' '*.py' > "$work/text-files"
+mapfile -t changed < <(awk -v n="$(wc -l < "$work/text-files")" 'NR % int(n / 10) == 0' "$work/text-files" | head -10)
 export GIT_INDEX_FILE="$work/index"
 git -C "$CORPUS" read-tree HEAD
 for f in "${changed[@]}"; do

@@ -126,7 +126,7 @@ pub struct Base {
     /// Its metadata (HMAC checked).
     pub meta: Meta,
     file: File,
-    by_file: HashMap<(String, bool, String), usize>,
+    by_file: HashMap<String, usize>,
     by_group: HashMap<Sha256Digest, usize>,
 }
 
@@ -241,12 +241,7 @@ impl PackCache {
             .files
             .iter()
             .enumerate()
-            .map(|(i, f)| {
-                (
-                    (f.member.path.clone(), f.member.exec, f.member.oid.clone()),
-                    i,
-                )
-            })
+            .map(|(i, f)| (f.member.path.clone(), i))
             .collect();
         let by_group = meta
             .groups
@@ -401,8 +396,8 @@ impl Drop for Staging {
 impl Base {
     /// The result of packing this file (same path, mode and blob) before.
     pub fn file(&self, m: &Member) -> Option<&FileResult> {
-        let i = self.by_file.get(&(m.path.clone(), m.exec, m.oid.clone()))?;
-        self.meta.files.get(*i).map(|f| &f.result)
+        let f = self.meta.files.get(*self.by_file.get(m.path.as_str())?)?;
+        (f.member.exec == m.exec && f.member.oid == m.oid).then_some(&f.result)
     }
 
     /// The group with these members, if kept.

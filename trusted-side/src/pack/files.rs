@@ -231,23 +231,40 @@ pub(super) fn write_files(
         }
         drop(done_tx);
 
+        // Reads and checks the reused groups' bytes, in order, beside the writer.
+        let (reuse_tx, reuse_rx) = sync_channel::<Option<Vec<u8>>>(64);
+        let sources = &sources;
+        s.spawn(move || {
+            for source in sources {
+                if let (Source::Reuse(rec), Some(b)) = (source, base) {
+                    let mut piece = Vec::new();
+                    let ok = b.read(rec, &mut piece);
+                    if reuse_tx.send(ok.then_some(piece)).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
         // Writes every group in order, as it comes.
         let collected = (|| -> Result<()> {
             let mut pending: BTreeMap<usize, Built> = BTreeMap::new();
-            let mut piece = Vec::new();
             for (g, source) in sources.iter().enumerate() {
                 let r = plan.groups[g].clone();
-                match source {
-                    Source::Reuse(rec) if base.is_some_and(|b| b.read(rec, &mut piece)) => {
+                let checked = match source {
+                    Source::Reuse(_) => reuse_rx.recv().context("pack cache reader stopped")?,
+                    Source::Build => None,
+                };
+                match (source, checked) {
+                    (Source::Reuse(rec), Some(piece)) => {
                         let results = cached[r.clone()].iter().flatten().cloned().collect();
                         out.reused(r.clone(), results, &piece, rec)?;
                     }
-                    Source::Reuse(_) => {
+                    (Source::Reuse(_), None) => {
                         // Changed on disk: rebuilt from the repository, every file scanned again.
                         let built = rebuild(opts, &members[r.clone()], scanner)?;
                         out.built(r.clone(), members, built)?;
                     }
-                    Source::Build => {
+                    (Source::Build, _) => {
                         let built = loop {
                             if let Some(b) = pending.remove(&g) {
                                 break b;
@@ -265,6 +282,7 @@ pub(super) fn write_files(
         })();
         budget.abort();
         drop(done_rx);
+        drop(reuse_rx);
         // The reader stops at the budget; the queue it fed closes, and the workers stop.
         collected
     })?;
