@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 RUNS="${1:-5}"
 KIND="${2:-cpython}"
 CORPUS="${CORPUS:-$PWD/target/bench/$KIND}"
-SHARED="$(cd .. && pwd)/shared"
+SHARED="${AIRLOCK_SHARED:-$(cd .. && pwd)/shared}" # the founders' shared directory (make-corpus.sh)
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 
 make_registry() { # a one-commit repository of ~/.cargo/registry/src/*/ (idempotent)
@@ -45,20 +45,20 @@ trap 'rm -rf "$work"' EXIT
 "$AIRLOCK" --home "$work/home" init >/dev/null
 echo "Refactor nothing; this is a benchmark." > "$work/prompt.txt"
 
-measure() { # prints "seconds maxrss_kib" of the command
-  /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
-  cat "$work/t"
+measure() { # prints "seconds maxrss_kib cpu_seconds" of the command (cpu: user + system)
+  /usr/bin/time -f "%e %M %U %S" -o "$work/t" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+  awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' "$work/t"
 }
 P=("$AIRLOCK" --home "$work/home" -q pack --repo "$CORPUS" --prompt-file "$work/prompt.txt" \
   --redact --out "$work/out")
 OFF=(env AIRLOCK_PACK_CACHE=off)
-pack_t=(); pack_m=(); base_t=()
+pack_t=(); pack_m=(); base_t=(); pack_c=(); base_c=(); inc_c=()
 for i in $(seq "$RUNS"); do
   rm -rf "$work/out"
-  read -r t m < <(measure "${OFF[@]}" "${P[@]}")
-  pack_t+=("$t"); pack_m+=("$m")
-  read -r t _ < <(measure bash -c "git -C '$CORPUS' archive HEAD | gzip -6 > '$work/base.tar.gz'")
-  base_t+=("$t")
+  read -r t m c < <(measure "${OFF[@]}" "${P[@]}")
+  pack_t+=("$t"); pack_m+=("$m"); pack_c+=("$c")
+  read -r t _ c < <(measure bash -c "git -C '$CORPUS' archive HEAD | gzip -6 > '$work/base.tar.gz'")
+  base_t+=("$t"); base_c+=("$c")
 done
 base_bytes="$(stat -c %s "$work/base.tar.gz")"
 rm -rf "$work/out"; "${OFF[@]}" "${P[@]}" --json > "$work/summary.json"
@@ -82,8 +82,8 @@ for i in $(seq "$RUNS"); do
   rm -rf "$work/home/cache/pack" "$work/out"
   "${P[@]}" >/dev/null # the parent, packed: the cache is warm
   rm -rf "$work/out"
-  read -r t _ < <(measure "${P[@]}" --rev "$new")
-  inc_t+=("$t")
+  read -r t _ c < <(measure "${P[@]}" --rev "$new")
+  inc_t+=("$t"); inc_c+=("$c")
 done
 rm -rf "$work/home/cache/pack" "$work/out"
 "${P[@]}" >/dev/null
@@ -95,7 +95,7 @@ rm -rf "$work/out"
 cmp -s "$work/out/bundle.tar.gz" "$work/inc.tar.gz" \
   || { echo "the incremental pack gave other bytes than a pack with the cache off" >&2; exit 1; }
 
-python3 - "$work/summary.json" "${pack_t[*]}" "${base_t[*]}" "${pack_m[*]}" "$base_bytes" "${inc_t[*]}" "$work/inc.json" "${#changed[@]}" <<'PY'
+python3 - "$work/summary.json" "${pack_t[*]}" "${base_t[*]}" "${pack_m[*]}" "$base_bytes" "${inc_t[*]}" "$work/inc.json" "${#changed[@]}" "${pack_c[*]}" "${base_c[*]}" "${inc_c[*]}" <<'PY'
 import json, statistics, sys
 s = json.load(open(sys.argv[1]))
 pt = [float(x) for x in sys.argv[2].split()]
@@ -105,16 +105,17 @@ base_bytes = int(sys.argv[5])
 it = [float(x) for x in sys.argv[6].split()]
 inc = json.load(open(sys.argv[7]))
 p, b, i = statistics.median(pt), statistics.median(bt), statistics.median(it)
+pc, bc, ic = (statistics.median(float(x) for x in sys.argv[k].split()) for k in (9, 10, 11))
 print(f"corpus: {s['files']} files, {s['bytes']/2**20:.1f} MiB packed")
 print(f"redacted: {sum(s['redacted'].values())} findings in {s['redacted_files']} files")
 print(f"skipped: {sum(s['skipped'].values())} paths ({', '.join(f'{k} {v}' for k, v in s['skipped'].items())})")
 print(f"airlock pack --redact      median {p:.2f} s  (runs: {' '.join(f'{x:.2f}' for x in pt)})")
 print(f"git archive | gzip -6      median {b:.2f} s  (runs: {' '.join(f'{x:.2f}' for x in bt)})")
-print(f"speed-up vs baseline: {b/p:.2f}x (target >= 3x)")
+print(f"speed-up vs baseline: {b/p:.2f}x (target >= 3x); CPU time (user + system) {pc:.2f} s vs {bc:.2f} s")
 print(f"bundle {s['bundle_bytes']/2**20:.1f} MiB vs baseline {base_bytes/2**20:.1f} MiB: {s['bundle_bytes']/base_bytes:.3f}x (target <= 1.15x)")
 print(f"pack peak RSS: {max(pm)/1024:.1f} MiB (target < 128 MiB)")
 c = inc["cache"]
 print(f"new revision, {sys.argv[8]} files changed, parent packed: median {i:.3f} s (runs: {' '.join(f'{x:.3f}' for x in it)}) "
-      f"= {i/p:.3f}x a full pack (target <= 0.10x); same bytes as with the cache off")
+      f"= {i/p:.3f}x a full pack (target <= 0.10x); CPU time {ic:.2f} s = {ic/pc:.3f}x; same bytes as with the cache off")
 print(f"  files scanned {c['files_scanned']}, reused {c['files_reused']}; groups compressed {c['groups_built']}, reused {c['groups_reused']}")
 PY
