@@ -353,3 +353,175 @@ fn pack_reads_the_committed_tree_not_a_replacement() {
     );
     assert!(!contains(&raw, b"planted"), "the replacement was packed");
 }
+
+/// `airlock pack --redact --json` with the pack cache on (or off), its summary and bundle.
+fn pack_cached(
+    home: &Path,
+    repo: &Path,
+    out: &Path,
+    extra: &[&str],
+    cache: bool,
+) -> (serde_json::Value, Vec<u8>) {
+    let prompt = repo.parent().unwrap().join("prompt.txt");
+    if !prompt.exists() {
+        std::fs::write(&prompt, "Add a docstring to every public function.\n").unwrap();
+    }
+    let _ = std::fs::remove_dir_all(out);
+    let mut c = cmd(&bin("airlock"));
+    c.arg("--home")
+        .arg(home)
+        .arg("pack")
+        .arg("--repo")
+        .arg(repo)
+        .arg("--prompt-file")
+        .arg(&prompt)
+        .arg("--out")
+        .arg(out)
+        .args(["--redact", "--json"])
+        .args(extra);
+    if !cache {
+        c.env("AIRLOCK_PACK_CACHE", "off");
+    }
+    let o = run(&mut c);
+    assert!(o.status.success(), "{}", show(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    (summary, std::fs::read(out.join("bundle.tar.gz")).unwrap())
+}
+
+/// A repository of 80 source files, a README and `settings.py`, whose unquoted value is allowed
+/// in source code only (the scanner's path-scoped allowlist for code files).
+fn large_repo(root: &Path) -> std::path::PathBuf {
+    let repo = root.join("repo");
+    let mut files: Vec<(String, Vec<u8>)> = (0..80)
+        .map(|i| {
+            let body = format!("pub fn f{i}(x: u32) -> u32 {{ x + {i} }}\n").repeat(30 + i % 9);
+            (format!("src/m{i:02}.rs"), body.into_bytes())
+        })
+        .collect();
+    files.push(("README.md".into(), b"# large\n".to_vec()));
+    files.push((
+        "settings.py".into(),
+        b"db_password = hunter2_prod_value_9x\n".to_vec(),
+    ));
+    let refs: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), &c[..])).collect();
+    make_repo(&repo, &refs);
+    repo
+}
+
+fn cache_count(summary: &serde_json::Value, what: &str) -> u64 {
+    summary["cache"][what]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{summary}"))
+}
+
+fn commit_all(repo: &Path) {
+    git(repo, &["add", "-A", "-f", "."]);
+    git(repo, &["commit", "-q", "-m", "next"]);
+}
+
+#[test]
+fn a_new_revision_scans_what_changed_and_still_finds_a_new_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = init_home(tmp.path());
+    let repo = large_repo(tmp.path());
+    let out = tmp.path().join("out");
+    let (first, _) = pack_cached(&home, &repo, &out, &[], true);
+    assert_eq!(cache_count(&first, "files_reused"), 0, "{first}");
+    let members = first["files"].as_u64().unwrap();
+    let token = planted::github_token();
+    write_files(
+        &repo,
+        &[
+            ("src/m40.rs", b"pub fn changed() {}\n"),
+            ("src/tokens.txt", format!("token: {token}\n").as_bytes()),
+        ],
+    );
+    commit_all(&repo);
+    let (second, bytes) = pack_cached(&home, &repo, &out, &[], true);
+    let scanned = cache_count(&second, "files_scanned");
+    assert_eq!(scanned, 2, "{second}");
+    assert_eq!(
+        scanned + cache_count(&second, "files_reused"),
+        members + 1,
+        "{second}"
+    );
+    assert!(cache_count(&second, "groups_reused") > 0, "{second}");
+    assert_eq!(second["redacted"]["github-pat-classic"], 1, "{second}");
+    let raw = gunzip(&out.join("bundle.tar.gz"));
+    assert!(!contains(&raw, token.as_bytes()), "the new secret shipped");
+    let (off, off_bytes) = pack_cached(&home, &repo, &tmp.path().join("off"), &[], false);
+    assert_eq!(bytes, off_bytes, "the cache changed the bundle");
+    assert_eq!(cache_count(&off, "files_reused"), 0, "{off}");
+}
+
+#[test]
+fn a_changed_option_scans_every_file_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = init_home(tmp.path());
+    let repo = large_repo(tmp.path());
+    let out = tmp.path().join("out");
+    let (first, _) = pack_cached(&home, &repo, &out, &[], true);
+    let members = first["files"].as_u64().unwrap();
+    let (other, _) = pack_cached(&home, &repo, &out, &["--exclude", "README.md"], true);
+    assert_eq!(cache_count(&other, "files_reused"), 0, "{other}");
+    assert_eq!(cache_count(&other, "files_scanned"), members - 1, "{other}");
+    let (again, _) = pack_cached(&home, &repo, &out, &[], true);
+    assert_eq!(cache_count(&again, "files_scanned"), 0, "{again}");
+    assert_eq!(cache_count(&again, "files_reused"), members, "{again}");
+}
+
+#[test]
+fn a_file_moved_out_of_an_allowlisted_path_is_scanned_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = init_home(tmp.path());
+    let repo = large_repo(tmp.path());
+    let out = tmp.path().join("out");
+    let (first, _) = pack_cached(&home, &repo, &out, &[], true);
+    assert_eq!(first["redacted"], serde_json::json!({}), "{first}");
+    // The same content under a path the code-file allowlist does not cover.
+    git(&repo, &["mv", "settings.py", "settings.cfg"]);
+    commit_all(&repo);
+    let (moved, _) = pack_cached(&home, &repo, &out, &[], true);
+    assert!(cache_count(&moved, "files_scanned") >= 1, "{moved}");
+    assert_eq!(
+        moved["redacted"]["generic-password-assignment"], 1,
+        "{moved}"
+    );
+    let raw = gunzip(&out.join("bundle.tar.gz"));
+    assert!(
+        !contains(&raw, b"hunter2_prod_value_9x"),
+        "the value shipped"
+    );
+}
+
+#[test]
+fn a_tampered_cache_entry_is_rebuilt_and_its_files_scanned_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = init_home(tmp.path());
+    let repo = large_repo(tmp.path());
+    let out = tmp.path().join("out");
+    let (first, good_bundle) = pack_cached(&home, &repo, &out, &[], true);
+    let members = first["files"].as_u64().unwrap();
+    let dir = home.join("cache/pack");
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let good = std::fs::read(&entries[0]).unwrap();
+    let mut bad = good.clone();
+    bad[24 + 5] ^= 0x20; // in the first group's compressed bytes
+    std::fs::write(&entries[0], &bad).unwrap();
+    let (again, bytes) = pack_cached(&home, &repo, &out, &[], true);
+    let scanned = cache_count(&again, "files_scanned");
+    assert!(scanned > 0 && scanned < members, "{again}");
+    assert_eq!(cache_count(&again, "groups_built"), 1, "{again}");
+    assert_eq!(bytes, good_bundle);
+    assert_eq!(
+        std::fs::read(&entries[0]).unwrap(),
+        good,
+        "entry not rebuilt"
+    );
+}

@@ -52,6 +52,14 @@ impl<W: Write> DeterministicTarWriter<W> {
         Self::from_gzip(gz, limits)
     }
 
+    /// A writer with [`TarLimits::bundle`] limits that deflates at zlib `level` (0-9) until its
+    /// first [`DeterministicTarWriter::cut`] (a packer's group of files; see docs/FORMATS.md).
+    pub fn with_level(w: W, level: u32) -> Self {
+        let mut gz = Gzip::new(w, 0, 0, 0);
+        gz.z = Compress::new(Compression::new(level.min(9)), false);
+        Self::from_gzip(gz, TarLimits::bundle())
+    }
+
     fn from_gzip(gz: Gzip<W>, limits: TarLimits) -> Self {
         DeterministicTarWriter {
             builder: Some(tar::Builder::new(gz)),

@@ -1,283 +1,430 @@
-//! The pack cache: the `files/` part of a bundle (selected, scanned, redacted, compressed and
-//! rescanned), kept per tree and options so that jobs submitted on the same revision skip that
-//! work. A bundle built from a cache entry is byte-identical to one packed from scratch: the
-//! writer always cuts the deflate stream after the last `files/` member
-//! (`DeterministicTarWriter::cut`), and a hit replays the compressed bytes up to that cut.
+//! The pack cache: what packing each file produced (its scan result, redactions, digest) and
+//! each group's compressed bytes (see [`super::groups`]), kept per tree and options under the
+//! home's `cache/pack/`, so that a pack of a new revision scans and compresses only the groups
+//! whose files changed, and a pack of the same revision none. A bundle built from the cache is
+//! byte-identical to one packed from scratch: a group's compressed bytes depend on its members
+//! only, and a member's result on its content, path, mode, the rules and the options.
 //!
-//! Guards against: reusing a files part packed from other content or under other rules (the key
-//! binds the tree id, which names every blob's content, every option that shapes the files part,
-//! and the identity of this very binary, whose code holds the deny-list and the scan rules), a
-//! corrupted, truncated or renamed entry (the entry names its key, its compressed bytes are bound
-//! by SHA-256 and length, and the writer re-checks every member on resume; any mismatch is a
-//! miss), and unbounded growth (entries above [`MAX_ENTRY_BYTES`] are not kept, at most
-//! [`MAX_ENTRIES`] are).
+//! An entry file is `MAGIC`, the groups' compressed bytes, a JSON metadata block ([`Meta`]:
+//! every file's result, every group's place, length, SHA-256 and CRC), then a trailer: the two
+//! lengths and an HMAC-SHA256 over magic, lengths and metadata under a key derived from the
+//! trusted signing key.
 //!
-//! Does not check: a writer of the home directory forging an entry with a matching digest; such
-//! a writer holds the trusted key already. An entry is only ever stored after the full rescan of
-//! the bundle it came from passed.
+//! Guards against: reusing a result produced from other content or under other rules or
+//! options (an entry is only read under its key, which binds the scanner's rules and version,
+//! `--include`, `--exclude`, `--redact`, `--max-file-bytes`, the formats and this very binary;
+//! a file's result is only reused for the same path, mode and blob id); a corrupted or tampered
+//! entry (a metadata block whose HMAC fails ignores the whole entry; a group whose bytes do not
+//! match their SHA-256 is rebuilt from the repository, its files scanned again: never trusted);
+//! a link planted in the cache directory (entries are opened beneath the home without following
+//! links, `store/beneath.rs`); unbounded growth (at most [`MAX_ENTRIES`] entries, none above
+//! [`MAX_ENTRY_BYTES`]). An entry is only stored after the pack it came from succeeded.
+//!
+//! Does not check: a writer who holds the trusted key (they can sign bundles anyway).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use airlock_core::digest::{HashingWriter, Sha256Digest};
-use airlock_core::format::{FileEntry, Redaction};
-use airlock_core::limits::TarLimits;
-use airlock_core::tar::{Cut, DeterministicTarWriter, GZIP_HEADER};
+use airlock_core::digest::Sha256Digest;
+use airlock_core::keys::SigningKey;
+use airlock_scan::Scanner;
 use anyhow::{bail, Context, Result};
+use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-use super::{PackOptions, Tar};
+use super::groups::{FileResult, Member};
+use super::PackOptions;
+use crate::store::beneath::Root;
 
-/// Entries whose compressed files part is larger than this are not kept.
+/// Entries whose compressed bytes are larger than this are not kept.
 pub const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
 /// At most this many entries are kept (the oldest go first).
 pub const MAX_ENTRIES: usize = 16;
-/// First line of an entry file.
-const MAGIC: &[u8; 24] = b"airlock-pack-cache/v1\n\0\0";
+/// First bytes of an entry file.
+const MAGIC: &[u8; 24] = b"airlock-pack-cache/v2\n\0\0";
+/// Trailer: metadata length, data length, HMAC.
+const TRAILER: u64 = 8 + 8 + 32;
 /// Largest metadata block read back.
 const MAX_META_BYTES: u64 = 256 * 1024 * 1024;
+/// Where entries live, under the home.
+const DIR: &str = "cache/pack";
 
 /// Environment variable that turns the cache off (`AIRLOCK_PACK_CACHE=off`): every pack
 /// selects, scans and compresses every file again, and nothing is kept.
 pub const ENV_SWITCH: &str = "AIRLOCK_PACK_CACHE";
 
-/// The cache directory under a home, unless [`ENV_SWITCH`] is `off`.
+/// The home the cache lives under (in `cache/pack/`), unless [`ENV_SWITCH`] is `off`.
 pub fn dir(home: &Path) -> Option<PathBuf> {
     match std::env::var(ENV_SWITCH) {
         Ok(v) if v == "off" => None,
-        _ => Some(home.join("cache").join("pack")),
+        _ => Some(home.to_owned()),
     }
 }
 
-/// Where the stream stood at the cut, as kept in an entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// One group of an entry: which files, and where its compressed bytes are.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CutRecord {
-    crc32: u32,
-    tar_bytes: u64,
-    compressed_bytes: u64,
+pub struct GroupRecord {
+    /// First file (index into [`Meta::files`]).
+    pub first: usize,
+    /// One past the last file.
+    pub end: usize,
+    /// [`super::groups::digest`] of its members.
+    pub digest: Sha256Digest,
+    /// Offset of its bytes in the entry's data.
+    pub offset: u64,
+    /// Length of its bytes.
+    pub len: u64,
+    /// SHA-256 of its bytes.
+    pub sha256: Sha256Digest,
+    /// CRC-32 of its tar bytes.
+    pub crc32: u32,
+    /// Its tar bytes.
+    pub tar_bytes: u64,
 }
 
-impl From<Cut> for CutRecord {
-    fn from(c: Cut) -> Self {
-        CutRecord {
-            crc32: c.crc32,
-            tar_bytes: c.tar_bytes,
-            compressed_bytes: c.compressed_bytes,
-        }
-    }
+/// One file of an entry and what packing it produced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRecord {
+    /// The file.
+    pub member: Member,
+    /// Its result.
+    pub result: FileResult,
 }
 
-impl From<CutRecord> for Cut {
-    fn from(c: CutRecord) -> Self {
-        Cut {
-            crc32: c.crc32,
-            tar_bytes: c.tar_bytes,
-            compressed_bytes: c.compressed_bytes,
-        }
-    }
-}
-
-/// What an entry records about its files part (everything the manifest and summary need).
+/// What an entry records about a pack's `files/` part.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Meta {
-    /// The cut after the last `files/` member.
-    pub cut: CutRecord,
-    /// SHA-256 of the compressed bytes between the gzip header and the cut (set when stored).
-    pub prefix_sha256: Option<Sha256Digest>,
-    /// The manifest's file entries.
-    pub files: Vec<FileEntry>,
-    /// Redactions made in the files.
-    pub redactions: Vec<Redaction>,
-    /// Files left out for their content.
-    #[serde(default)]
-    pub omitted: Vec<airlock_core::format::Omission>,
-    /// Paths left out, per rule.
+    /// The key it was stored under.
+    pub key: Sha256Digest,
+    /// The tree packed.
+    pub tree: String,
+    /// Every selected file, in bundle order.
+    pub files: Vec<FileRecord>,
+    /// Every group, in order.
+    pub groups: Vec<GroupRecord>,
+    /// Paths left out by selection, per rule.
     pub skipped: BTreeMap<String, u64>,
-    /// Bytes of file content packed.
-    pub bytes: u64,
 }
 
-/// The entry file's metadata block: the key it was stored under, then [`Meta`].
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Stored {
-    key: Sha256Digest,
-    meta: Meta,
-}
-
-/// One cache slot: a directory and the key of this pack's tree and options.
+/// The cache of one pack: the home, the key of its rules and options, the HMAC key.
 pub struct PackCache {
-    dir: PathBuf,
+    root: Root,
     key: Sha256Digest,
+    mac_key: [u8; 32],
 }
 
-/// A verified entry, ready to replay.
-pub struct Hit {
-    /// Its metadata.
+/// A verified entry of an earlier pack with the same key.
+pub struct Base {
+    /// Its metadata (HMAC checked).
     pub meta: Meta,
     file: File,
-    offset: u64,
+    by_file: HashMap<String, usize>,
+    by_group: HashMap<Sha256Digest, usize>,
+}
+
+/// An entry being written: its data goes to `file`, starting after the magic.
+pub struct Staging {
+    /// The file (its data starts at [`Staging::data_start`]).
+    pub file: File,
+    dir: Option<(OwnedFd, String)>,
 }
 
 impl PackCache {
-    /// The slot for `tree` packed with `opts`; `None` if this binary's identity cannot be read
-    /// (then nothing is reused).
-    pub fn new(dir: &Path, tree: &str, opts: &PackOptions<'_>) -> Option<PackCache> {
+    /// The cache under `home` for packs with `opts` and `scanner`'s rules, signed by `signer`;
+    /// `None` if this binary's identity cannot be read or the home not opened (then nothing is
+    /// reused or kept).
+    pub fn new(
+        home: &Path,
+        opts: &PackOptions<'_>,
+        scanner: &Scanner,
+        signer: &SigningKey,
+    ) -> Option<PackCache> {
         use std::os::unix::fs::MetadataExt;
-        // Everything that shapes the files part must be in this key: the tree names the
-        // content; the options pick and redact; the binary carries the deny-list, the scan
-        // rules and the writer. (Scan rules loaded from a file would have to be added here.)
         let exe = std::env::current_exe().ok()?;
         let m = std::fs::metadata(&exe).ok()?;
         let key_doc = serde_json::json!({
-            "cache": "airlock-pack-cache/v1",
+            "cache": std::str::from_utf8(&MAGIC[..21]).ok()?,
             "packer": env!("CARGO_PKG_VERSION"),
-            // Entries packed before every byte was scanned must not be reused.
-            "scan": "every-byte-v1",
+            "manifest": airlock_core::format::MANIFEST_FORMAT,
+            "groups": [super::groups::ONE_IN as u64, super::groups::GROUP_CAP, super::groups::SOLO_BYTES, super::groups::LEVEL as u64],
             "binary": [m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()],
-            "tree": tree,
+            "rules": rules_digest(scanner).ok()?,
             "include": opts.include,
             "exclude": opts.exclude,
             "redact": opts.redact,
             "max_file_bytes": opts.max_file_bytes,
         });
         let key = Sha256Digest::of_bytes(&serde_json::to_vec(&key_doc).ok()?);
+        let mut h = Sha256::new();
+        h.update(b"airlock pack cache mac v1\0");
+        h.update(signer.sign(b"airlock pack cache mac key v1"));
+        let root = Root::open(home).ok()?;
         Some(PackCache {
-            dir: dir.to_owned(),
+            root,
             key,
+            mac_key: h.finalize().into(),
         })
     }
 
-    fn path(&self) -> PathBuf {
-        self.dir.join(format!("{}.entry", self.key))
+    fn name(&self, tree: &str) -> String {
+        format!("{DIR}/{}.{tree}.entry", self.key)
     }
 
-    /// The entry for this slot, verified (key, length and digest of the compressed bytes); any
-    /// problem is a miss.
-    pub fn load(&self) -> Option<Hit> {
-        match self.try_load() {
-            Ok(hit) => hit,
-            Err(e) => {
-                tracing::debug!("pack cache: entry ignored: {e:#}");
-                None
-            }
-        }
+    /// The entry to start from: this tree's, else the newest with the same key. Entries that
+    /// fail their check are skipped (and replaced when this pack stores its own).
+    pub fn base(&self, tree: &str) -> Option<Base> {
+        let listing = self.root.list(&format!("{DIR}/")).ok()?;
+        let prefix = format!("{DIR}/{}.", self.key);
+        let exact = self.name(tree);
+        let mut names: Vec<(bool, u64, String)> = listing
+            .files
+            .into_iter()
+            .filter(|(k, _, _)| k.starts_with(&prefix) && k.ends_with(".entry"))
+            .map(|(k, _, ctime)| (k == exact, ctime, k))
+            .collect();
+        names.sort_by(|a, b| b.cmp(a));
+        names.into_iter().take(3).find_map(|(_, _, name)| {
+            self.load(&name)
+                .map_err(|e| tracing::debug!("pack cache: {name} ignored: {e:#}"))
+                .ok()
+        })
     }
 
-    fn try_load(&self) -> Result<Option<Hit>> {
-        let mut file = match File::open(self.path()) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let mut head = [0u8; MAGIC.len() + 8];
-        file.read_exact(&mut head)?;
-        if &head[..MAGIC.len()] != MAGIC {
-            bail!("not a cache entry");
+    fn load(&self, name: &str) -> Result<Base> {
+        let (file, st) = self.root.open_file(name)?.context("gone")?;
+        let size = u64::try_from(st.st_size).context("size")?;
+        let magic_len = MAGIC.len() as u64;
+        if size < magic_len + TRAILER {
+            bail!("truncated");
         }
-        let mut len = [0u8; 8];
-        len.copy_from_slice(&head[MAGIC.len()..]);
-        let meta_len = u64::from_le_bytes(len);
-        if meta_len > MAX_META_BYTES {
-            bail!("metadata too large");
+        let mut trailer = [0u8; TRAILER as usize];
+        file.read_exact_at(&mut trailer, size - TRAILER)?;
+        let (lens, mac) = trailer.split_at(16);
+        let meta_len = u64::from_le_bytes(lens[..8].try_into()?);
+        let data_len = u64::from_le_bytes(lens[8..].try_into()?);
+        if meta_len > MAX_META_BYTES
+            || magic_len
+                .checked_add(data_len)
+                .and_then(|n| n.checked_add(meta_len))
+                != Some(size - TRAILER)
+        {
+            bail!("lengths do not add up");
         }
-        let mut meta = Vec::new();
-        (&mut file).take(meta_len).read_to_end(&mut meta)?;
-        if meta.len() as u64 != meta_len {
-            bail!("truncated metadata");
+        let mut magic = [0u8; MAGIC.len()];
+        file.read_exact_at(&mut magic, 0)?;
+        let mut meta = vec![0u8; usize::try_from(meta_len)?];
+        file.read_exact_at(&mut meta, magic_len + data_len)?;
+        let want = self.mac(&magic, lens, &meta);
+        let equal = want.iter().zip(mac).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+        if &magic != MAGIC || !equal {
+            bail!("not an entry of this home (HMAC)");
         }
-        let stored: Stored = serde_json::from_slice(&meta).context("metadata")?;
-        if stored.key != self.key {
+        let meta: Meta = serde_json::from_slice(&meta).context("metadata")?;
+        if meta.key != self.key {
             bail!("entry stored under another key");
         }
-        let want = stored.meta.prefix_sha256.context("no digest")?;
-        let offset = (MAGIC.len() + 8) as u64 + meta_len;
-        let mut hashing = HashingWriter::new(std::io::sink());
-        std::io::copy(
-            &mut BufReader::with_capacity(256 * 1024, &file),
-            &mut hashing,
-        )?;
-        let (_, digest, n) = hashing.finish();
-        if n != stored.meta.cut.compressed_bytes || digest != want {
-            bail!("compressed bytes do not match the entry's digest");
+        for g in &meta.groups {
+            let fits = g.first <= g.end && g.end <= meta.files.len();
+            if !fits || g.offset.checked_add(g.len).is_none_or(|e| e > data_len) {
+                bail!("a group outside the entry");
+            }
         }
-        Ok(Some(Hit {
-            meta: stored.meta,
+        let by_file = meta
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.member.path.clone(), i))
+            .collect();
+        let by_group = meta
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.digest, i))
+            .collect();
+        Ok(Base {
+            meta,
             file,
-            offset,
-        }))
+            by_file,
+            by_group,
+        })
     }
 
-    /// Keeps the files part of a bundle just written (and fully rescanned) under this slot.
-    pub fn store(&self, bundle: &Path, mut meta: Meta) -> Result<()> {
-        let n = meta.cut.compressed_bytes;
-        if n > MAX_ENTRY_BYTES {
-            return Ok(());
-        }
-        create_private_dir(&self.dir)?;
-        let mut src = File::open(bundle)?;
-        src.seek(SeekFrom::Start(GZIP_HEADER.len() as u64))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".entry-")
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)?;
-        // Digest first (the metadata block holds it and comes before the bytes).
-        let mut hashing = HashingWriter::new(std::io::sink());
-        let copied = std::io::copy(&mut (&mut src).take(n), &mut hashing)?;
-        let (_, digest, _) = hashing.finish();
-        if copied != n {
-            bail!("bundle shorter than its cut");
-        }
-        meta.prefix_sha256 = Some(digest);
-        let block = serde_json::to_vec(&Stored {
+    fn mac(&self, magic: &[u8], lens: &[u8], meta: &[u8]) -> [u8; 32] {
+        let mut k = [0u8; 64];
+        k[..32].copy_from_slice(&self.mac_key);
+        let pad = |b: u8| k.map(|x| x ^ b);
+        let inner = Sha256::new()
+            .chain_update(pad(0x36))
+            .chain_update(magic)
+            .chain_update(lens)
+            .chain_update(meta)
+            .finalize();
+        Sha256::new()
+            .chain_update(pad(0x5c))
+            .chain_update(inner)
+            .finalize()
+            .into()
+    }
+
+    /// A new entry, its magic written, in the cache directory (created, never through a link).
+    pub fn begin(&self) -> Result<Staging> {
+        let (dir, _) = self
+            .root
+            .parent(&format!("{DIR}/x"), true)?
+            .context("cache directory")?;
+        use rand_core::RngCore;
+        let tmp = format!(".entry-{:016x}.tmp", rand_core::OsRng.next_u64());
+        let fd = rustix::fs::openat(
+            &dir,
+            &tmp,
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let file = File::from(fd);
+        file.write_all_at(MAGIC, 0)?;
+        Ok(Staging {
+            file,
+            dir: Some((dir, tmp)),
+        })
+    }
+
+    /// Appends the metadata (`files`, `groups`, `skipped` of `tree`) and the trailer to
+    /// `staging` (whose data is `data_len` bytes) and moves it into place as this tree's entry;
+    /// prunes old entries.
+    pub fn commit(
+        &self,
+        mut staging: Staging,
+        data_len: u64,
+        tree: &str,
+        files: Vec<FileRecord>,
+        groups: Vec<GroupRecord>,
+        skipped: &BTreeMap<String, u64>,
+    ) -> Result<()> {
+        let meta = &Meta {
             key: self.key,
-            meta,
-        })?;
-        {
-            let mut w = BufWriter::with_capacity(256 * 1024, tmp.as_file_mut());
-            w.write_all(MAGIC)?;
-            w.write_all(&(block.len() as u64).to_le_bytes())?;
+            tree: tree.to_owned(),
+            files,
+            groups,
+            skipped: skipped.clone(),
+        };
+        let (dir, tmp) = staging.dir.take().context("not a cache entry")?;
+        let done = (|| -> Result<()> {
+            if data_len > MAX_ENTRY_BYTES {
+                bail!("entry too large");
+            }
+            let block = serde_json::to_vec(meta)?;
+            let mut lens = Vec::with_capacity(16);
+            lens.extend((block.len() as u64).to_le_bytes());
+            lens.extend(data_len.to_le_bytes());
+            let mac = self.mac(MAGIC, &lens, &block);
+            let at = MAGIC.len() as u64 + data_len;
+            let mut w = BufWriter::new(&staging.file);
+            std::io::Seek::seek(&mut w, std::io::SeekFrom::Start(at))?;
             w.write_all(&block)?;
-            src.seek(SeekFrom::Start(GZIP_HEADER.len() as u64))?;
-            std::io::copy(&mut (&mut src).take(n), &mut w)?;
+            w.write_all(&lens)?;
+            w.write_all(&mac)?;
             w.flush()?;
+            let name = self.name(&meta.tree);
+            let (_, final_name) = name.rsplit_once('/').context("name")?;
+            rustix::fs::renameat(&dir, &tmp, &dir, final_name)?;
+            Ok(())
+        })();
+        if done.is_err() {
+            let _ = rustix::fs::unlinkat(&dir, &tmp, rustix::fs::AtFlags::empty());
         }
-        tmp.persist(self.path())?;
-        prune(&self.dir);
+        done?;
+        self.prune();
         Ok(())
+    }
+
+    /// Removes the oldest entries beyond [`MAX_ENTRIES`], and temp files a day old.
+    fn prune(&self) {
+        let Ok(listing) = self.root.list(&format!("{DIR}/")) else {
+            return;
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut entries = Vec::new();
+        for (key, _, ctime) in listing.files {
+            let name = key.rsplit('/').next().unwrap_or_default();
+            if name.starts_with(".entry-") && now.saturating_sub(ctime) > 86_400 {
+                let _ = self.root.delete(&key);
+            } else if name.ends_with(".entry") {
+                entries.push((ctime, key));
+            }
+        }
+        entries.sort();
+        let extra = entries.len().saturating_sub(MAX_ENTRIES);
+        for (_, key) in &entries[..extra] {
+            let _ = self.root.delete(key);
+        }
     }
 }
 
-impl Hit {
-    /// A bundle writer over `file` holding the cached files part, ready for the manifest.
-    pub fn resume(&self, file: File) -> Result<Tar> {
-        let mut src = &self.file;
-        src.seek(SeekFrom::Start(self.offset))?;
-        let names: Vec<String> = self
-            .meta
-            .files
-            .iter()
-            .map(|f| format!("files/{}", f.path))
-            .collect();
-        let members = names
-            .iter()
-            .zip(&self.meta.files)
-            .map(|(n, f)| (n.as_str(), false, f.size));
-        let out = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file));
-        let tar = DeterministicTarWriter::resume(
-            out,
-            TarLimits::bundle(),
-            &self.meta.cut.into(),
-            BufReader::with_capacity(256 * 1024, src),
-            members,
-        )
-        .context("pack cache: cannot resume the bundle")?;
-        Ok(tar)
+impl Staging {
+    /// A staging file that is no cache entry (the cache is off): a temp file in `dir`.
+    pub fn scratch(dir: &Path) -> Result<Staging> {
+        let file = tempfile::tempfile_in(dir)
+            .with_context(|| format!("{}: cannot write", dir.display()))?;
+        file.write_all_at(MAGIC, 0)?;
+        Ok(Staging { file, dir: None })
     }
+
+    /// Offset of the data in the file.
+    pub fn data_start() -> u64 {
+        MAGIC.len() as u64
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Some((dir, tmp)) = self.dir.take() {
+            let _ = rustix::fs::unlinkat(&dir, &tmp, rustix::fs::AtFlags::empty());
+        }
+    }
+}
+
+impl Base {
+    /// The result of packing this file (same path, mode and blob) before.
+    pub fn file(&self, m: &Member) -> Option<&FileResult> {
+        let f = self.meta.files.get(*self.by_file.get(m.path.as_str())?)?;
+        (f.member.exec == m.exec && f.member.oid == m.oid).then_some(&f.result)
+    }
+
+    /// The group with these members, if kept.
+    pub fn group(&self, digest: &Sha256Digest) -> Option<&GroupRecord> {
+        self.meta.groups.get(*self.by_group.get(digest)?)
+    }
+
+    /// A group's compressed bytes, read into `buf`; `false` (a miss) if they do not match their
+    /// SHA-256.
+    pub fn read(&self, g: &GroupRecord, buf: &mut Vec<u8>) -> bool {
+        let Ok(len) = usize::try_from(g.len) else {
+            return false;
+        };
+        buf.resize(len, 0);
+        let at = MAGIC.len() as u64 + g.offset;
+        self.file.read_exact_at(buf, at).is_ok() && Sha256Digest::of_bytes(buf) == g.sha256
+    }
+}
+
+/// Digest of the scanner's rules, global allowlists and version.
+fn rules_digest(scanner: &Scanner) -> Result<Sha256Digest> {
+    let doc = serde_json::json!({
+        "version": airlock_scan::VERSION,
+        "rules": scanner.rules(),
+        "global": scanner.global_allowlists(),
+    });
+    Ok(Sha256Digest::of_bytes(&serde_json::to_vec(&doc)?))
 }
 
 /// Creates `dir` and its parents, mode 0700.
@@ -312,262 +459,6 @@ pub(crate) fn prune_oldest(dir: &Path, kind: impl Fn(&str) -> bool, max: usize) 
     }
 }
 
-/// Removes the oldest entries beyond [`MAX_ENTRIES`] (and stale temp files of crashed writers).
-fn prune(dir: &Path) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let day = std::time::Duration::from_secs(86_400);
-    for e in rd.flatten() {
-        let stale = e.file_name().to_string_lossy().starts_with(".entry-")
-            && e.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > day));
-        if stale {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
-    prune_oldest(dir, |name| name.ends_with(".entry"), MAX_ENTRIES);
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::gate::test_git::git;
-    use airlock_core::format::Request;
-    use airlock_core::keys::SigningKey;
-
-    /// A repository with a few files, one holding a secret that `--redact` replaces.
-    /// A temporary directory holding a committed test repository: (the directory, the
-    /// repository, a cache directory, an output directory), the last two not created yet.
-    fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
-        let t = tempfile::tempdir().unwrap();
-        let r = t.path().join("repo");
-        repo(&r);
-        let (cache, out) = (t.path().join("cache"), t.path().join("out"));
-        (t, r, cache, out)
-    }
-
-    fn repo(dir: &Path) {
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("README.md"), "# demo\n").unwrap();
-        std::fs::write(
-            dir.join("src/lib.rs"),
-            "pub fn f() -> u32 { 7 }\n".repeat(400),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("src/config.py"),
-            "AWS_ACCESS_KEY_ID = \"AKIAQYLPMN5HHHFPZAM2\"\n",
-        )
-        .unwrap();
-        git(dir, &["init", "-q", "-b", "main"]);
-        git(dir, &["add", "-A"]);
-        git(dir, &["commit", "-q", "-m", "x"]);
-    }
-
-    struct Packed {
-        summary: super::super::PackSummary,
-        bytes: Vec<u8>,
-    }
-
-    fn pack(
-        repo: &Path,
-        cache: Option<&Path>,
-        exclude: &[String],
-        prompt: &str,
-        out: &Path,
-    ) -> Packed {
-        try_pack(repo, cache, exclude, prompt, out).unwrap()
-    }
-
-    fn try_pack(
-        repo: &Path,
-        cache: Option<&Path>,
-        exclude: &[String],
-        prompt: &str,
-        out: &Path,
-    ) -> Result<Packed> {
-        try_pack_with(repo, cache, exclude, prompt, "HEAD", out)
-    }
-
-    fn try_pack_with(
-        repo: &Path,
-        cache: Option<&Path>,
-        exclude: &[String],
-        prompt: &str,
-        rev: &str,
-        out: &Path,
-    ) -> Result<Packed> {
-        let key = SigningKey::from_seed([7u8; 32]);
-        let opts = PackOptions {
-            repo,
-            rev,
-            repo_name: "demo".into(),
-            request: Request::new(prompt.to_owned(), "m".into()),
-            include: &[],
-            exclude,
-            redact: true,
-            max_file_bytes: 1 << 20,
-            job: airlock_core::jobid::JobId::new(
-                1_800_000_000,
-                [1; airlock_core::jobid::RANDOM_BYTES],
-            ),
-            quiet: true,
-            cache_dir: cache.map(Path::to_owned),
-            durable: false,
-        };
-        let _ = std::fs::remove_dir_all(out);
-        let summary = super::super::pack_bundle(&opts, &key, out)?;
-        let bytes = std::fs::read(&summary.bundle_path)?;
-        Ok(Packed { summary, bytes })
-    }
-
-    /// Every member of a bundle, read back with the safe reader: path -> bytes.
-    fn read_back(bundle: &[u8]) -> BTreeMap<String, Vec<u8>> {
-        let mut members = BTreeMap::new();
-        airlock_core::tar::read_members(
-            bundle,
-            &TarLimits::bundle(),
-            &airlock_core::tar::AllowedNames::Bundle,
-            |m, rd| {
-                let mut b = Vec::new();
-                rd.read_to_end(&mut b)?;
-                members.insert(m.path.clone(), b);
-                Ok(())
-            },
-        )
-        .unwrap();
-        members
-    }
-
-    /// The files (not directories) in `dir`, sorted.
-    fn entries(dir: &Path) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|rd| {
-                rd.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.is_file())
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn a_hit_gives_the_same_bytes_as_packing_from_scratch_without_reading_blobs() {
-        let (_t, r, cache, out) = workspace();
-        let fresh = pack(&r, None, &[], "first prompt", &out);
-        let miss = pack(&r, Some(&cache), &[], "first prompt", &out);
-        assert_eq!(miss.bytes, fresh.bytes);
-        assert_eq!(entries(&cache).len(), 1);
-        assert_eq!(fresh.summary.redacted.values().sum::<u64>(), 1);
-
-        // Remove a blob from the repository: a pack that read the files again would fail.
-        let blob = git(&r, &["rev-parse", "HEAD:src/lib.rs"]);
-        std::fs::remove_file(r.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
-        let hit = pack(&r, Some(&cache), &[], "another prompt", &out);
-        let hit_again = pack(&r, Some(&cache), &[], "first prompt", &out);
-        assert_eq!(
-            hit_again.bytes, fresh.bytes,
-            "a hit must give the uncached bytes"
-        );
-        assert_ne!(hit.bytes, fresh.bytes);
-        assert_eq!(hit.summary.files, fresh.summary.files);
-        assert_eq!(hit.summary.redacted, fresh.summary.redacted);
-        assert_eq!(hit.summary.skipped, fresh.summary.skipped);
-        assert_eq!(
-            hit_again.summary.manifest_sha256,
-            fresh.summary.manifest_sha256
-        );
-        // The bundle from a hit reads back whole, with the new request.
-        let members = read_back(&hit.bytes);
-        assert_eq!(members.len() as u64, fresh.summary.files + 2);
-        assert!(String::from_utf8_lossy(&members["request.json"]).contains("another prompt"));
-        // Other options are another slot: packing them needs the blobs again.
-        let t2 = tempfile::tempdir().unwrap();
-        let opts_out = t2.path().join("o");
-        let other = try_pack(&r, Some(&cache), &["README.md".into()], "p", &opts_out);
-        assert!(other.is_err(), "a pack with other options reused the cache");
-    }
-
-    #[test]
-    fn a_hit_still_finds_and_redacts_a_secret_in_the_prompt() {
-        let (_t, r, cache, out) = workspace();
-        pack(&r, Some(&cache), &[], "first prompt", &out);
-        // A pack that missed the cache would need this blob: the next one is a hit.
-        let blob = git(&r, &["rev-parse", "HEAD:src/lib.rs"]);
-        std::fs::remove_file(r.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
-        let secret = "AKIAQYLPMN5HHHFPZAM2";
-        let hit = pack(
-            &r,
-            Some(&cache),
-            &[],
-            &format!("use the key {secret} please"),
-            &out,
-        );
-        // One redaction in the tree (cached) and one in the prompt (scanned on this hit).
-        assert_eq!(hit.summary.redacted.values().sum::<u64>(), 2);
-        let request = String::from_utf8(read_back(&hit.bytes)["request.json"].clone()).unwrap();
-        assert!(request.contains("use the key "), "{request}");
-        assert!(!request.contains(secret), "{request}");
-    }
-
-    #[test]
-    fn a_corrupt_or_foreign_entry_is_a_miss_and_is_replaced() {
-        let (_t, r, cache, out) = workspace();
-        let fresh = pack(&r, Some(&cache), &[], "p", &out);
-        let entry = entries(&cache).pop().unwrap();
-        let good = std::fs::read(&entry).unwrap();
-        // A flipped byte in the compressed part, a truncated file, another slot's entry under
-        // this name: each is ignored (the bundle is packed from scratch, identical).
-        let mut flipped = good.clone();
-        let last = flipped.len() - 1;
-        flipped[last] ^= 1;
-        let mut truncated = good.clone();
-        truncated.truncate(good.len() - 10);
-        for bad in [
-            flipped,
-            truncated,
-            b"airlock-pack-cache/v1\n\0\0junk".to_vec(),
-        ] {
-            std::fs::write(&entry, &bad).unwrap();
-            let again = pack(&r, Some(&cache), &[], "p", &out);
-            assert_eq!(again.bytes, fresh.bytes);
-            assert_eq!(std::fs::read(&entry).unwrap(), good, "entry not replaced");
-        }
-        let other = cache.join(format!("{}.entry", Sha256Digest::of_bytes(b"other")));
-        std::fs::copy(&entry, &other).unwrap();
-        std::fs::remove_file(&entry).unwrap();
-        std::fs::rename(&other, &entry).unwrap();
-        let again = pack(&r, Some(&cache), &[], "p", &out);
-        assert_eq!(again.bytes, fresh.bytes);
-    }
-
-    #[test]
-    fn prune_keeps_the_newest_entries() {
-        let t = tempfile::tempdir().unwrap();
-        let d = t.path();
-        for i in 0..MAX_ENTRIES + 3 {
-            let p = d.join(format!("{i:02}.entry"));
-            std::fs::write(&p, b"x").unwrap();
-            let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + i as u64);
-            File::options()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_modified(when)
-                .unwrap();
-        }
-        std::fs::write(d.join("keep.txt"), b"x").unwrap();
-        prune(d);
-        let left: Vec<String> = entries(d)
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(left.len(), MAX_ENTRIES + 1);
-        assert!(!left.contains(&"00.entry".to_owned()) && left.contains(&"18.entry".to_owned()));
-        assert!(left.contains(&"keep.txt".to_owned()));
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

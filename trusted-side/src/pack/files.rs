@@ -1,188 +1,444 @@
-//! The `files/` part of a bundle: every selected blob streamed from one `git cat-file
-//! --batch`, scanned (every byte: text, UTF-16, printable runs of binaries, one level of
-//! decoding), refused, redacted in place or omitted, and written to the tar, one file at a
-//! time.
+//! The `files/` part of a bundle: every selected file, in groups ([`super::groups`]), each
+//! group reused from the cache or built (blobs streamed from one `git cat-file --batch`,
+//! scanned, redacted or omitted, compressed) by a pool of workers, one per core, and written in
+//! order to a staging file, from which the bundle writer resumes.
 //!
-//! Guards against: a secret in a packed file leaving trusted ground (refused, or redacted and
-//! recorded under `--redact`; a binary or UTF-16 file with a finding is omitted), an archive
-//! smuggling unscanned content (always omitted), and a bundle held in memory (bounded queues
-//! between the reader, the scanner and the writer).
+//! Guards against: a secret in a packed file leaving trusted ground (see [`super::groups`]), a
+//! cached group whose bytes were changed (checked against their SHA-256 before use; a mismatch
+//! rebuilds the group from the repository, its files scanned again), output that depends on
+//! thread timing (groups are written in order; each group's bytes depend on its members only),
+//! and a bundle held in memory (the groups read but not yet written are bounded by
+//! [`IN_FLIGHT_BYTES`]).
 
-use std::fs::File;
-use std::io::BufWriter;
-use std::sync::mpsc::sync_channel;
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::ops::Range;
+use std::sync::mpsc::{channel, sync_channel};
+use std::sync::{Condvar, Mutex};
 
-use airlock_core::digest::{HashingWriter, Sha256Digest};
 use airlock_core::format::{FileEntry, Omission, Redaction};
-use airlock_core::tar::{Cut, DeterministicTarWriter};
+use airlock_core::tar::Cut;
 use airlock_scan::{Finding, Scanner};
-use anyhow::Result;
+use anyhow::{Context, Result};
+use serde::Serialize;
 
-use super::{PackOptions, ARCHIVE_RULE};
-use crate::git::{Repo, TreeEntry};
+use super::cache::{Base, FileRecord, GroupRecord, Staging};
+use super::groups::{self, Built, FileResult, Member};
+use super::PackOptions;
+use crate::git::{Git, Repo};
 
-/// The bundle's writer after its `files/` members, cut (see `DeterministicTarWriter::cut`).
-pub(super) type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
+/// Bytes of blobs read for groups not yet written, at most (one larger group at a time).
+const IN_FLIGHT_BYTES: u64 = 32 * 1024 * 1024;
 
-/// The `files/` part of a bundle: its members (already in `tar`), what the scan found and
-/// redacted, and where the compressed stream was cut after them.
+/// What the cache saved: files scanned and groups compressed now, and those reused.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Files scanned by this pack.
+    pub files_scanned: u64,
+    /// Files whose earlier result was reused.
+    pub files_reused: u64,
+    /// Groups compressed by this pack.
+    pub groups_built: u64,
+    /// Groups whose compressed bytes were reused.
+    pub groups_reused: u64,
+}
+
+/// The files to pack, in bundle order, cut into groups.
+pub(super) struct Plan {
+    pub(super) members: Vec<Member>,
+    pub(super) groups: Vec<Range<usize>>,
+    pub(super) skipped: BTreeMap<String, u64>,
+}
+
+/// The `files/` part as written to the staging file.
 pub(super) struct FilesPart {
     pub(super) files: Vec<FileEntry>,
-    pub(super) tar: Tar,
     pub(super) findings: Vec<Finding>,
     pub(super) redactions: Vec<Redaction>,
     pub(super) omitted: Vec<Omission>,
     pub(super) bytes: u64,
+    /// Where the stream stands after the last group (as a writer cut there would say).
     pub(super) cut: Cut,
+    /// The new cache entry's records.
+    pub(super) records: (Vec<FileRecord>, Vec<GroupRecord>),
+    pub(super) stats: CacheStats,
 }
 
-pub(super) fn redaction_of(f: &Finding) -> Redaction {
-    Redaction {
-        path: f.path.clone(),
-        line: f.line,
-        rule: f.rule_id.clone(),
-        fingerprint: f.fingerprint.clone(),
+/// How a group gets its bytes.
+enum Source<'b> {
+    Reuse(&'b GroupRecord),
+    Build,
+}
+
+/// A group to build, with its blobs.
+struct Job {
+    index: usize,
+    contents: Vec<Vec<u8>>,
+}
+
+/// Blob bytes read and not yet written; `acquire` waits while over [`IN_FLIGHT_BYTES`].
+struct Budget {
+    state: Mutex<(u64, bool)>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn acquire(&self, n: u64) -> bool {
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        while !s.1 && s.0 > 0 && s.0 + n > IN_FLIGHT_BYTES {
+            s = match self.freed.wait(s) {
+                Ok(s) => s,
+                Err(_) => return false,
+            };
+        }
+        s.0 += n;
+        !s.1
+    }
+
+    fn release(&self, n: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.0 = s.0.saturating_sub(n);
+        }
+        self.freed.notify_all();
+    }
+
+    fn abort(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.1 = true;
+        }
+        self.freed.notify_all();
     }
 }
 
-/// One file on its way from git to the tar writer.
-pub(super) struct Blob {
-    path: String,
-    executable: bool,
-    content: Vec<u8>,
-}
-
-/// Selects, scans, redacts and writes every `files/` member, then cuts the stream.
+/// Builds or reuses every group of `plan`, writing their bytes in order to `staging`.
 pub(super) fn write_files(
     repo: &Repo,
-    keep: &[(String, TreeEntry)],
+    plan: &Plan,
+    base: Option<&Base>,
     opts: &PackOptions<'_>,
     scanner: &Scanner,
-    file: File,
+    staging: &Staging,
 ) -> Result<FilesPart> {
-    let (mut requests, mut responses) = repo.blobs()?.split()?;
-    let bar = crate::output::progress(keep.len() as u64, "pack", opts.quiet);
+    let members = &plan.members;
+    let cached: Vec<Option<FileResult>> = members
+        .iter()
+        .map(|m| base.and_then(|b| b.file(m)).cloned())
+        .collect();
+    let sources: Vec<Source> = plan
+        .groups
+        .iter()
+        .map(|r| {
+            let d = groups::digest(
+                &members[r.clone()],
+                cached[r.clone()].iter().map(Option::as_ref),
+            );
+            match (base, d) {
+                (Some(b), Some(d)) => b.group(&d).map_or(Source::Build, Source::Reuse),
+                _ => Source::Build,
+            }
+        })
+        .collect();
+    let to_build: Vec<usize> = (0..sources.len())
+        .filter(|i| matches!(sources[*i], Source::Build))
+        .collect();
+    let bar = crate::output::progress(members.len() as u64, "pack", opts.quiet);
     let max = opts.max_file_bytes;
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+    let budget = Budget {
+        state: Mutex::new((0, false)),
+        freed: Condvar::new(),
+    };
+    let group_bytes = |i: usize| plan.groups[i].clone().map(|f| members[f].size).sum::<u64>();
 
-    std::thread::scope(|s| -> Result<FilesPart> {
-        // Thread 1 feeds object ids to git; thread 2 reads blobs; this thread scans and
-        // redacts; thread 3 compresses. Queues are bounded: memory stays flat.
+    let (mut requests, mut responses) = repo.blobs()?.split()?;
+    let mut out = Collector::new(staging)?;
+    let job_slot = Mutex::new(None);
+    std::thread::scope(|s| -> Result<()> {
+        // Feeds object ids to git.
+        let wanted = &to_build;
         s.spawn(move || {
-            for (_, e) in keep {
-                if requests.request(&e.oid).is_err() {
-                    break;
+            for &g in wanted {
+                for m in &members[plan.groups[g].clone()] {
+                    if requests.request(&m.oid).is_err() {
+                        return;
+                    }
                 }
             }
         });
-        let (blob_tx, blob_rx) = sync_channel::<Result<Blob>>(8);
+        // Reads each group's blobs, within the budget, and hands the group to the workers.
+        let (job_tx, job_rx) = sync_channel::<Result<Job>>(workers * 2);
+        let (budget, group_bytes) = (&budget, &group_bytes);
         s.spawn(move || {
-            for (path, e) in keep {
-                let mut content = Vec::new();
-                let r = responses
-                    .next_blob(&e.oid, max, &mut content)
-                    .map(|()| Blob {
-                        path: path.clone(),
-                        executable: e.mode == "100755",
-                        content,
-                    });
-                let failed = r.is_err();
-                if blob_tx.send(r).is_err() || failed {
-                    break;
+            for &g in wanted {
+                if !budget.acquire(group_bytes(g)) {
+                    return;
+                }
+                let mut contents = Vec::new();
+                let mut failed = None;
+                for m in &members[plan.groups[g].clone()] {
+                    let mut buf = Vec::new();
+                    if let Err(e) = responses.next_blob(&m.oid, max, &mut buf) {
+                        failed = Some(e);
+                        break;
+                    }
+                    contents.push(buf);
+                }
+                let stop = failed.is_some();
+                let job = match failed {
+                    Some(e) => Err(e),
+                    None => Ok(Job { index: g, contents }),
+                };
+                if job_tx.send(job).is_err() || stop {
+                    return;
                 }
             }
         });
-        let (out_tx, out_rx) = sync_channel::<Blob>(8);
-        let writer = s.spawn(move || -> Result<(Vec<FileEntry>, Tar)> {
-            let hashing = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file));
-            let mut tar = DeterministicTarWriter::new(hashing);
-            let mut entries = Vec::new();
-            for b in out_rx {
-                let sha256 = Sha256Digest::of_bytes(&b.content);
-                tar.append_file(
-                    &format!("files/{}", b.path),
-                    b.executable,
-                    b.content.len() as u64,
-                    b.content.as_slice(),
-                )?;
-                entries.push(FileEntry {
-                    path: b.path,
-                    size: b.content.len() as u64,
-                    mode: if b.executable { "0755" } else { "0644" }.to_owned(),
+        let (done_tx, done_rx) = channel::<(usize, Result<Built>)>();
+        *job_slot
+            .lock()
+            .map_err(|_| anyhow::anyhow!("pack workers failed"))? = Some(job_rx);
+        for _ in 0..workers {
+            let (done_tx, job_slot, cached) = (done_tx.clone(), &job_slot, &cached);
+            // After the writer stopped (an error), a worker only drains the queue, so that the
+            // reader never blocks on a full queue.
+            let mut stopped = false;
+            s.spawn(move || loop {
+                let job = match job_slot.lock().map(|rx| rx.as_ref().map(|rx| rx.recv())) {
+                    Ok(Some(Ok(job))) => job,
+                    _ => return,
+                };
+                if stopped {
+                    continue;
+                }
+                let (index, built) = match job {
+                    Ok(job) => {
+                        let r = plan.groups[job.index].clone();
+                        let built = groups::build(
+                            &members[r.clone()],
+                            job.contents,
+                            &cached[r],
+                            scanner,
+                            opts.redact,
+                        );
+                        (job.index, built)
+                    }
+                    Err(e) => (usize::MAX, Err(e)),
+                };
+                stopped = done_tx.send((index, built)).is_err();
+            });
+        }
+        drop(done_tx);
+
+        // Reads and checks the reused groups' bytes, in order, beside the writer.
+        let (reuse_tx, reuse_rx) = sync_channel::<Option<Vec<u8>>>(64);
+        let sources = &sources;
+        s.spawn(move || {
+            for source in sources {
+                if let (Source::Reuse(rec), Some(b)) = (source, base) {
+                    let mut piece = Vec::new();
+                    let ok = b.read(rec, &mut piece);
+                    if reuse_tx.send(ok.then_some(piece)).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        // Writes every group in order, as it comes.
+        let collected = (|| -> Result<()> {
+            let mut pending: BTreeMap<usize, Built> = BTreeMap::new();
+            for (g, source) in sources.iter().enumerate() {
+                let r = plan.groups[g].clone();
+                let checked = match source {
+                    Source::Reuse(_) => reuse_rx.recv().context("pack cache reader stopped")?,
+                    Source::Build => None,
+                };
+                match (source, checked) {
+                    (Source::Reuse(rec), Some(piece)) => {
+                        let results = cached[r.clone()].iter().flatten().cloned().collect();
+                        out.reused(r.clone(), results, &piece, rec)?;
+                    }
+                    (Source::Reuse(_), None) => {
+                        // Changed on disk: rebuilt from the repository, every file scanned again.
+                        let built = rebuild(opts, &members[r.clone()], scanner)?;
+                        out.built(r.clone(), members, built)?;
+                    }
+                    (Source::Build, _) => {
+                        let built = loop {
+                            if let Some(b) = pending.remove(&g) {
+                                break b;
+                            }
+                            let (i, b) = done_rx.recv().context("pack workers stopped")?;
+                            pending.insert(i, b?);
+                        };
+                        budget.release(group_bytes(g));
+                        out.built(r.clone(), members, built)?;
+                    }
+                }
+                bar.inc(r.len() as u64);
+            }
+            Ok(())
+        })();
+        budget.abort();
+        drop(done_rx);
+        drop(reuse_rx);
+        // The reader stops at the budget; the queue it fed closes, and the workers stop.
+        collected
+    })?;
+    bar.finish_and_clear();
+    out.finish(members)
+}
+
+/// Reads a group's blobs with a git process of its own and builds it with no cached result.
+fn rebuild(opts: &PackOptions<'_>, members: &[Member], scanner: &Scanner) -> Result<Built> {
+    let oids: Vec<&str> = members.iter().map(|m| m.oid.as_str()).collect();
+    let objects = Git::new(opts.repo).cat_file(&oids, opts.max_file_bytes)?;
+    let mut contents = Vec::with_capacity(members.len());
+    for (m, o) in members.iter().zip(objects) {
+        let o = o.with_context(|| format!("git cat-file: object {} missing", m.oid))?;
+        if o.kind != "blob" || o.size != o.data.len() as u64 {
+            anyhow::bail!(
+                "git cat-file: {} is not a blob of at most the size limit",
+                m.oid
+            );
+        }
+        contents.push(o.data);
+    }
+    let none = vec![None; members.len()];
+    groups::build(members, contents, &none, scanner, opts.redact)
+}
+
+/// Writes the groups' bytes in order and gathers what the manifest and the cache need.
+struct Collector<'a> {
+    w: BufWriter<&'a std::fs::File>,
+    crc: crc32fast::Hasher,
+    tar_bytes: u64,
+    offset: u64,
+    results: Vec<FileResult>,
+    findings: Vec<Finding>,
+    records: Vec<GroupRecord>,
+    stats: CacheStats,
+}
+
+impl<'a> Collector<'a> {
+    fn new(staging: &'a Staging) -> Result<Collector<'a>> {
+        let mut w = BufWriter::with_capacity(256 * 1024, &staging.file);
+        w.seek(SeekFrom::Start(Staging::data_start()))?;
+        Ok(Collector {
+            w,
+            crc: crc32fast::Hasher::new(),
+            tar_bytes: 0,
+            offset: 0,
+            results: Vec::new(),
+            findings: Vec::new(),
+            records: Vec::new(),
+            stats: CacheStats::default(),
+        })
+    }
+
+    /// Writes a group's bytes; `rec` says what they are (its offset is set here).
+    fn piece(&mut self, mut rec: GroupRecord, bytes: &[u8]) -> Result<()> {
+        self.w.write_all(bytes)?;
+        self.crc.combine(&crc32fast::Hasher::new_with_initial_len(
+            rec.crc32,
+            rec.tar_bytes,
+        ));
+        rec.offset = self.offset;
+        self.offset += rec.len;
+        self.tar_bytes += rec.tar_bytes;
+        self.records.push(rec);
+        Ok(())
+    }
+
+    fn reused(
+        &mut self,
+        r: Range<usize>,
+        results: Vec<FileResult>,
+        bytes: &[u8],
+        rec: &GroupRecord,
+    ) -> Result<()> {
+        self.stats.groups_reused += 1;
+        self.stats.files_reused += r.len() as u64;
+        self.piece(
+            GroupRecord {
+                first: r.start,
+                end: r.end,
+                ..rec.clone()
+            },
+            bytes,
+        )?;
+        self.results.extend(results);
+        Ok(())
+    }
+
+    fn built(&mut self, r: Range<usize>, members: &[Member], built: Built) -> Result<()> {
+        self.stats.groups_built += 1;
+        self.stats.files_scanned += built.scanned;
+        self.stats.files_reused += r.len() as u64 - built.scanned;
+        self.findings.extend(built.findings);
+        let digest = groups::digest(&members[r.clone()], built.results.iter().map(Some))
+            .context("group digest")?;
+        let p = &built.piece;
+        let rec = GroupRecord {
+            first: r.start,
+            end: r.end,
+            digest,
+            offset: 0,
+            len: p.bytes.len() as u64,
+            sha256: airlock_core::digest::Sha256Digest::of_bytes(&p.bytes),
+            crc32: p.crc32,
+            tar_bytes: p.tar_bytes,
+        };
+        self.piece(rec, &p.bytes)?;
+        self.results.extend(built.results);
+        Ok(())
+    }
+
+    fn finish(mut self, members: &[Member]) -> Result<FilesPart> {
+        self.w.flush()?;
+        let (mut files, mut redactions, mut omitted, mut bytes) =
+            (Vec::new(), Vec::new(), Vec::new(), 0);
+        for (m, r) in members.iter().zip(&self.results) {
+            match r {
+                FileResult::Kept {
+                    size,
                     sha256,
-                });
-            }
-            Ok((entries, tar))
-        });
-
-        let mut findings = Vec::new();
-        let mut redactions = Vec::new();
-        let mut omitted = Vec::new();
-        let mut bytes = 0u64;
-        let mut receive_error = None;
-        for blob in blob_rx {
-            let mut blob = match blob {
-                Ok(b) => b,
-                Err(e) => {
-                    receive_error = Some(e);
-                    break;
+                    redactions: rs,
+                } => {
+                    files.push(FileEntry {
+                        path: m.path.clone(),
+                        size: *size,
+                        mode: if m.exec { "0755" } else { "0644" }.to_owned(),
+                        sha256: *sha256,
+                    });
+                    redactions.extend(rs.iter().cloned());
+                    bytes += size;
                 }
-            };
-            bar.inc(1);
-            // Archives never ship: their compressed members cannot be scanned byte for byte
-            // (see scan/RULES.md), so they are not scanned either.
-            if airlock_scan::content::archive_kind(&blob.content).is_some() {
-                omitted.push(Omission {
-                    path: blob.path,
-                    rule: ARCHIVE_RULE.to_owned(),
-                    fingerprint: None,
-                });
-                continue;
-            }
-            let scanned = scanner.scan_content(&blob.path, &blob.content);
-            let found = scanned.findings;
-            if !found.is_empty() {
-                if !opts.redact {
-                    findings.extend(found);
-                    continue;
-                }
-                if !scanned.form.redactable() {
-                    // Binary or UTF-16: the finding cannot be cut out in place; the file stays.
-                    omitted.extend(found.iter().map(|f| Omission {
-                        path: f.path.clone(),
-                        rule: f.rule_id.clone(),
-                        fingerprint: Some(f.fingerprint.clone()),
-                    }));
-                    continue;
-                }
-                blob.content = airlock_scan::redact(&blob.content, &found);
-                redactions.extend(found.iter().map(redaction_of));
-            }
-            bytes += blob.content.len() as u64;
-            if !findings.is_empty() {
-                continue; // refusing anyway: stop feeding the writer, keep scanning
-            }
-            if out_tx.send(blob).is_err() {
-                break;
+                FileResult::Omitted { omissions } => omitted.extend(omissions.iter().cloned()),
             }
         }
-        drop(out_tx);
-        bar.finish_and_clear();
-        let joined = writer
-            .join()
-            .map_err(|_| anyhow::anyhow!("bundle writer panicked"))?;
-        if let Some(e) = receive_error {
-            return Err(e);
-        }
-        let (files, mut tar) = joined?;
-        let cut = tar.cut()?;
+        let records = members
+            .iter()
+            .zip(self.results)
+            .map(|(m, result)| FileRecord {
+                member: m.clone(),
+                result,
+            })
+            .collect();
         Ok(FilesPart {
             files,
-            tar,
-            findings,
+            findings: self.findings,
             redactions,
             omitted,
             bytes,
-            cut,
+            cut: Cut {
+                crc32: self.crc.finalize(),
+                tar_bytes: self.tar_bytes,
+                compressed_bytes: self.offset,
+            },
+            records: (records, self.records),
+            stats: self.stats,
         })
-    })
+    }
 }

@@ -20,16 +20,18 @@
 pub mod cache;
 mod command;
 mod files;
+pub mod groups;
 pub mod select;
 
 pub use command::{run, PackCommandOptions, PackInputs};
+pub use files::CacheStats;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use airlock_core::digest::Sha256Digest;
+use airlock_core::digest::{HashingWriter, Sha256Digest};
 use airlock_core::dsse::{self, Statement};
 use airlock_core::format::{
     self, BundlePredicate, Manifest, Packer, Request, Source, MANIFEST_FORMAT, PREDICATE_BUNDLE,
@@ -37,16 +39,18 @@ use airlock_core::format::{
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
-use airlock_core::paths;
-use airlock_core::tar::{read_members, AllowedNames};
+use airlock_core::tar::DeterministicTarWriter;
 use airlock_scan::Scanner;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::exit::Refused;
-use crate::git::{Repo, TreeEntry};
-use files::{redaction_of, write_files, FilesPart, Tar};
-use select::{Selector, Verdict};
+use crate::git::Repo;
+use files::{write_files, FilesPart};
+use groups::redaction_of;
+
+/// The bundle's writer.
+type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
 
 /// Largest prompt file accepted.
 pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
@@ -81,8 +85,8 @@ pub struct PackOptions<'a> {
     pub job: JobId,
     /// Hide progress.
     pub quiet: bool,
-    /// Where to keep and look up the `files/` part of earlier packs of the same tree and
-    /// options (see [`cache`]); `None` packs from scratch and keeps nothing.
+    /// The home under which the pack cache lives (`cache/pack/`, see [`cache`]); `None` packs
+    /// from scratch and keeps nothing.
     pub cache_dir: Option<PathBuf>,
     /// Sync the bundle and envelope to disk (an `--out` directory the user keeps); a staging
     /// directory that is uploaded and deleted needs no sync.
@@ -125,6 +129,8 @@ pub struct PackSummary {
     pub envelope_path: PathBuf,
     /// Key id of the signer.
     pub key_id: String,
+    /// What the pack cache saved.
+    pub cache: CacheStats,
 }
 
 fn path_is_empty(p: &Path) -> bool {
@@ -171,13 +177,23 @@ pub fn new_job_id() -> Result<JobId> {
 
 /// Packs, rescans, signs and writes `out/bundle.tar.gz` + `out/bundle.dsse.json`.
 ///
-/// With a cache directory, the `files/` part (selected, scanned, redacted, compressed and
-/// rescanned by an earlier pack of the same tree with the same options, by this same binary)
-/// is reused: only `manifest.json` and `request.json` are written, scanned and compressed
-/// anew. Both routes give the same bytes (the writer cuts the deflate stream after the files).
+/// With a cache directory, what an earlier pack with the same rules and options produced for a
+/// file (same path, mode and content) and for a group of files (same members) is reused, and
+/// only the rest is scanned and compressed (see [`cache`]). Both routes give the same bytes.
 pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
+    let scanner = Scanner::with_default_detectors().context("secret scanner")?;
+    pack_bundle_with(opts, scanner, key, out)
+}
+
+/// [`pack_bundle`] with the rules of `scanner`.
+pub(crate) fn pack_bundle_with(
+    opts: &PackOptions<'_>,
+    scanner: Scanner,
+    key: &SigningKey,
+    out: &Path,
+) -> Result<PackSummary> {
     let made_out = std::fs::symlink_metadata(out).is_err();
-    let packed = pack_bundle_into(opts, key, out);
+    let packed = pack_bundle_into(opts, scanner, key, out);
     if packed.is_err() && made_out {
         // A refused pack leaves no empty --out behind; remove_dir removes only an empty
         // directory, so nothing else can be lost here.
@@ -186,16 +202,35 @@ pub fn pack_bundle(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Resu
     packed
 }
 
-fn pack_bundle_into(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Result<PackSummary> {
+/// Below this many bytes to scan, the keyword index that is quick to build suits better than
+/// the DFA that is quick to run (same matches).
+const SMALL_SCAN_BYTES: u64 = 8 * 1024 * 1024;
+
+fn pack_bundle_into(
+    opts: &PackOptions<'_>,
+    scanner: Scanner,
+    key: &SigningKey,
+    out: &Path,
+) -> Result<PackSummary> {
     let repo = Repo::open(opts.repo)?;
     let (revision, tree) = repo.resolve(opts.rev)?;
-    let cache = (opts.cache_dir.as_deref()).and_then(|dir| cache::PackCache::new(dir, &tree, opts));
-    let hit = cache.as_ref().and_then(|c| c.load());
-    // On a hit only the prompt, the manifest and the request are scanned here: the keyword
-    // index, quick to build, suits them (same matches; building the tree-sized DFA would
-    // cost more than these scans).
-    let scanner = Scanner::with_default_detectors().context("secret scanner")?;
-    let scanner = if hit.is_some() {
+    let cache = (opts.cache_dir.as_deref())
+        .and_then(|home| cache::PackCache::new(home, opts, &scanner, key));
+    let base = cache.as_ref().and_then(|c| c.base(&tree));
+    let plan = match &base {
+        // The same tree: its listing and selection are in the entry.
+        Some(b) if b.meta.tree == tree => files::Plan {
+            groups: b.meta.groups.iter().map(|g| g.first..g.end).collect(),
+            members: b.meta.files.iter().map(|f| f.member.clone()).collect(),
+            skipped: b.meta.skipped.clone(),
+        },
+        _ => select::plan(repo.list_tree(&revision)?, opts)?,
+    };
+    let to_scan: u64 = (plan.members.iter())
+        .filter(|m| base.as_ref().and_then(|b| b.file(m)).is_none())
+        .map(|m| m.size)
+        .sum();
+    let scanner = if to_scan < SMALL_SCAN_BYTES {
         scanner.with_small_inputs()
     } else {
         scanner
@@ -230,50 +265,17 @@ fn pack_bundle_into(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Res
         tree: tree.clone(),
     };
 
+    let staging = match &cache {
+        Some(c) => c.begin().or_else(|e| {
+            tracing::debug!("pack cache: not kept: {e:#}");
+            cache::Staging::scratch(out)
+        })?,
+        None => cache::Staging::scratch(out)?,
+    };
     // A prompt with findings (and no --redact) is refused after the whole tree was scanned,
     // so that the refusal lists every finding at once.
-    let hit = if findings.is_empty() { hit } else { None };
-    let from_cache = hit.is_some();
-    let (part, skipped) = match hit {
-        Some(hit) => {
-            let tar = hit.resume(tmp_bundle.as_file().try_clone()?)?;
-            let part = FilesPart {
-                files: hit.meta.files,
-                tar,
-                findings: Vec::new(),
-                redactions: hit.meta.redactions,
-                omitted: hit.meta.omitted,
-                bytes: hit.meta.bytes,
-                cut: hit.meta.cut.into(),
-            };
-            (part, hit.meta.skipped)
-        }
-        None => {
-            let entries = repo.list_tree(&revision)?;
-            let selection = select_entries(entries, opts)?;
-            let part = write_files(
-                &repo,
-                &selection.keep,
-                opts,
-                &scanner,
-                tmp_bundle.as_file().try_clone()?,
-            )?;
-            let mut skipped = selection.skipped;
-            let mut paths = HashSet::new();
-            for o in &part.omitted {
-                if paths.insert(&o.path) {
-                    let rule = if o.rule == ARCHIVE_RULE {
-                        ARCHIVE_RULE
-                    } else {
-                        UNREDACTABLE_RULE
-                    };
-                    *skipped.entry(rule.to_owned()).or_insert(0) += 1;
-                }
-            }
-            (part, skipped)
-        }
-    };
-    findings.extend(part.findings);
+    let part = write_files(&repo, &plan, base.as_ref(), opts, &scanner, &staging)?;
+    findings.extend(part.findings.iter().cloned());
     redactions.extend(part.redactions.iter().cloned());
     if !findings.is_empty() {
         let mut msg = format!(
@@ -285,36 +287,44 @@ fn pack_bundle_into(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Res
         }
         return Err(Refused(msg).into());
     }
-    let files = part.files.len() as u64;
-    let cache_meta = cache::Meta {
-        cut: part.cut.into(),
-        prefix_sha256: None,
-        files: part.files,
-        redactions: part.redactions,
-        omitted: part.omitted,
-        skipped,
-        bytes: part.bytes,
-    };
+    let mut skipped = plan.skipped.clone();
+    let mut paths = HashSet::new();
+    for o in &part.omitted {
+        if paths.insert(&o.path) {
+            let rule = if o.rule == ARCHIVE_RULE {
+                ARCHIVE_RULE
+            } else {
+                UNREDACTABLE_RULE
+            };
+            *skipped.entry(rule.to_owned()).or_insert(0) += 1;
+        }
+    }
+    let tar = resume_bundle(&part, &staging, tmp_bundle.as_file().try_clone()?)?;
     let written = finish_bundle(
-        part.tar,
-        &cache_meta,
+        tar,
+        &part,
+        skipped,
         source.clone(),
         &request_bytes,
         request_sha256,
         opts.durable,
     )?;
-
-    if from_cache {
-        // The files part was rescanned when it was first packed and is bound to the cache
-        // entry by its digest; the members written now are scanned here.
-        rescan_tail(&written, &request_bytes, &scanner)?;
-    } else {
-        rescan_bundle(tmp_bundle.path(), &scanner, files + 2)?;
-        if let Some(c) = &cache {
-            // Best effort: a cache that cannot be written only costs the next pack time.
-            if let Err(e) = c.store(tmp_bundle.path(), cache_meta) {
-                tracing::debug!("pack cache: not stored: {e:#}");
-            }
+    // Every file was scanned (or its result for the same content, rules and options reused),
+    // and every redacted file scanned again after redaction; the members written now are
+    // scanned here.
+    rescan_tail(&written, &request_bytes, &scanner)?;
+    if let Some(c) = &cache {
+        // Best effort: a cache that cannot be written only costs the next pack time.
+        let (files, groups) = part.records;
+        if let Err(e) = c.commit(
+            staging,
+            part.cut.compressed_bytes,
+            &tree,
+            files,
+            groups,
+            &plan.skipped,
+        ) {
+            tracing::debug!("pack cache: not stored: {e:#}");
         }
     }
 
@@ -356,7 +366,7 @@ fn pack_bundle_into(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Res
         job: opts.job.clone(),
         revision,
         tree,
-        files,
+        files: part.files.len() as u64,
         bytes: written.bytes,
         skipped: written.skipped,
         redacted,
@@ -368,7 +378,28 @@ fn pack_bundle_into(opts: &PackOptions<'_>, key: &SigningKey, out: &Path) -> Res
         bundle_path,
         envelope_path,
         key_id: key.public().key_id(),
+        cache: part.stats,
     })
+}
+
+/// A bundle writer over `file` holding the `files/` part (the staging file's data), ready for
+/// the manifest. The writer checks every member again (paths, order, collisions, limits).
+fn resume_bundle(part: &FilesPart, staging: &cache::Staging, file: File) -> Result<Tar> {
+    let mut data = &staging.file;
+    data.seek(SeekFrom::Start(cache::Staging::data_start()))?;
+    let names: Vec<String> = (part.files.iter())
+        .map(|f| format!("files/{}", f.path))
+        .collect();
+    let members = (names.iter().zip(&part.files)).map(|(n, f)| (n.as_str(), false, f.size));
+    let out = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file));
+    DeterministicTarWriter::resume(
+        out,
+        TarLimits::bundle(),
+        &part.cut,
+        BufReader::with_capacity(256 * 1024, data.take(part.cut.compressed_bytes)),
+        members,
+    )
+    .context("cannot write the bundle")
 }
 
 /// Writes the envelope to a temp file, runs `place_bundle` (which renames the bundle into
@@ -395,68 +426,6 @@ fn crate_atomic_write(
     Ok(())
 }
 
-struct Selection {
-    keep: Vec<(String, TreeEntry)>,
-    skipped: BTreeMap<String, u64>,
-}
-
-fn select_entries(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Selection> {
-    let selector = Selector::new(opts.include, opts.exclude)?;
-    let homes = select::home_dirs(entries.iter().map(|e| e.path.as_slice()));
-    let mut skipped = BTreeMap::new();
-    let mut skip = |rule: &str| *skipped.entry(rule.to_owned()).or_insert(0u64) += 1;
-    let mut keep = Vec::new();
-    let mut seen = HashSet::new();
-    for e in entries {
-        // Whatever --include says: a directory holding a trusted key is a home.
-        if homes.iter().any(|d| e.path.starts_with(d)) {
-            skip(select::DENY_HOME);
-            continue;
-        }
-        let Ok(path) = String::from_utf8(e.path.clone()) else {
-            skip("pack.non-utf8-path");
-            continue;
-        };
-        match selector.verdict(&path) {
-            Verdict::Skip(rule) => {
-                skip(&rule);
-                continue;
-            }
-            Verdict::Keep => {}
-        }
-        match (e.kind.as_str(), e.mode.as_str()) {
-            ("blob", "100644" | "100755") => {}
-            ("blob", "120000") => {
-                skip("pack.symlink");
-                continue;
-            }
-            ("commit", _) => {
-                skip("pack.submodule");
-                continue;
-            }
-            _ => {
-                skip("pack.unsupported-mode");
-                continue;
-            }
-        }
-        if paths::check_relative_path(&path, 4096, 64).is_err() {
-            skip("pack.bad-path");
-            continue;
-        }
-        if e.size > opts.max_file_bytes {
-            skip("pack.too-large");
-            continue;
-        }
-        if !seen.insert(paths::collision_key(&path)) {
-            skip("pack.name-collision");
-            continue;
-        }
-        keep.push((path, e));
-    }
-    keep.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    Ok(Selection { keep, skipped })
-}
-
 /// The bundle as written.
 struct Written {
     bytes: u64,
@@ -470,7 +439,8 @@ struct Written {
 /// Writes `manifest.json` and `request.json` after the files part and finishes the bundle.
 fn finish_bundle(
     mut tar: Tar,
-    part: &cache::Meta,
+    part: &FilesPart,
+    skipped: BTreeMap<String, u64>,
     source: Source,
     request_bytes: &[u8],
     request_sha256: Sha256Digest,
@@ -490,7 +460,7 @@ fn finish_bundle(
             r.sort_by(|a, b| (&a.path, a.line, &a.rule).cmp(&(&b.path, b.line, &b.rule)));
             r
         },
-        skipped: part.skipped.clone(),
+        skipped: skipped.clone(),
         omitted: {
             let mut o = part.omitted.clone();
             o.sort_by(|a, b| (&a.path, &a.rule).cmp(&(&b.path, &b.rule)));
@@ -521,7 +491,7 @@ fn finish_bundle(
     }
     Ok(Written {
         bytes: part.bytes,
-        skipped: part.skipped.clone(),
+        skipped,
         manifest_bytes,
         manifest_sha256,
         bundle_sha256,
@@ -529,7 +499,7 @@ fn finish_bundle(
     })
 }
 
-/// The rescan of a bundle whose files part came from the cache: the members written now.
+/// The rescan of the members written last: the manifest and the request.
 fn rescan_tail(written: &Written, request_bytes: &[u8], scanner: &Scanner) -> Result<()> {
     let mut findings = scanner.scan("manifest.json", &written.manifest_bytes);
     findings.extend(scanner.scan("request.json", request_bytes));
@@ -544,40 +514,4 @@ fn rescan_tail(written: &Written, request_bytes: &[u8], scanner: &Scanner) -> Re
         msg.push_str(&format!("\n  {f}"));
     }
     Err(Refused(msg).into())
-}
-
-/// Second line of defense: reads the finished bundle back through the safe reader and scans
-/// every member again. Any finding, or a member count that differs, refuses the pack.
-fn rescan_bundle(path: &Path, scanner: &Scanner, expected_members: u64) -> Result<()> {
-    let file = File::open(path).with_context(|| format!("{}: cannot reopen", path.display()))?;
-    let mut buf = Vec::new();
-    let mut findings = Vec::new();
-    let mut members = 0u64;
-    read_members(
-        std::io::BufReader::with_capacity(256 * 1024, file),
-        &TarLimits::bundle(),
-        &AllowedNames::Bundle,
-        |member, reader| {
-            members += 1;
-            buf.clear();
-            reader.read_to_end(&mut buf)?;
-            findings.extend(scanner.scan(&member.path, &buf));
-            Ok(())
-        },
-    )
-    .context("rescan of the finished bundle")?;
-    if members != expected_members {
-        bail!("rescan of the finished bundle: {members} members, expected {expected_members}");
-    }
-    if !findings.is_empty() {
-        let mut msg = format!(
-            "refusing to pack: the rescan of the finished bundle found {} secret(s) (pack.rescan)",
-            findings.len()
-        );
-        for f in &findings {
-            msg.push_str(&format!("\n  {f}"));
-        }
-        return Err(Refused(msg).into());
-    }
-    Ok(())
 }

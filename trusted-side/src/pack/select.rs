@@ -6,8 +6,16 @@
 //! mistake: store, ledger, records, earlier bundles), and an `--include` that tries to
 //! re-admit a denied path (the deny-list is checked first and wins).
 
+use std::collections::{BTreeMap, HashSet};
+
+use airlock_core::paths;
 use anyhow::{Context, Result};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::files::Plan;
+use super::groups::Member;
+use super::PackOptions;
+use crate::git::TreeEntry;
 
 /// The deny-list, in the order reported. Each entry is (rule shown to users, globs).
 pub const DENY_LIST: &[(&str, &[&str])] = &[
@@ -141,6 +149,78 @@ impl Selector {
         }
         Verdict::Keep
     }
+}
+
+/// The files of `entries` a pack with `opts` keeps, in bundle order and cut into groups, and
+/// what it leaves out per rule.
+pub(super) fn plan(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Plan> {
+    let selector = Selector::new(opts.include, opts.exclude)?;
+    let homes = home_dirs(entries.iter().map(|e| e.path.as_slice()));
+    let mut skipped = BTreeMap::new();
+    let mut skip = |rule: &str| *skipped.entry(rule.to_owned()).or_insert(0u64) += 1;
+    let mut keep = Vec::new();
+    let mut seen = HashSet::new();
+    for e in entries {
+        // Whatever --include says: a directory holding a trusted key is a home.
+        if homes.iter().any(|d| e.path.starts_with(d)) {
+            skip(DENY_HOME);
+            continue;
+        }
+        let Ok(path) = String::from_utf8(e.path.clone()) else {
+            skip("pack.non-utf8-path");
+            continue;
+        };
+        match selector.verdict(&path) {
+            Verdict::Skip(rule) => {
+                skip(&rule);
+                continue;
+            }
+            Verdict::Keep => {}
+        }
+        match (e.kind.as_str(), e.mode.as_str()) {
+            ("blob", "100644" | "100755") => {}
+            ("blob", "120000") => {
+                skip("pack.symlink");
+                continue;
+            }
+            ("commit", _) => {
+                skip("pack.submodule");
+                continue;
+            }
+            _ => {
+                skip("pack.unsupported-mode");
+                continue;
+            }
+        }
+        if paths::check_relative_path(&path, 4096, 64).is_err() {
+            skip("pack.bad-path");
+            continue;
+        }
+        if e.size > opts.max_file_bytes {
+            skip("pack.too-large");
+            continue;
+        }
+        if !seen.insert(paths::collision_key(&path)) {
+            skip("pack.name-collision");
+            continue;
+        }
+        keep.push((path, e));
+    }
+    keep.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let members: Vec<Member> = keep
+        .into_iter()
+        .map(|(path, e)| Member {
+            path,
+            exec: e.mode == "100755",
+            oid: e.oid,
+            size: e.size,
+        })
+        .collect();
+    Ok(Plan {
+        groups: super::groups::partition(&members),
+        members,
+        skipped,
+    })
 }
 
 #[cfg(test)]

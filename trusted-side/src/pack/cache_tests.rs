@@ -1,0 +1,350 @@
+//! Tests of the pack cache: reuse gives the same bytes, a change of rules, options or content
+//! scans again, a tampered entry is rebuilt, links are not followed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use airlock_core::format::Request;
+use airlock_core::keys::SigningKey;
+use airlock_core::limits::TarLimits;
+use airlock_scan::Scanner;
+
+use super::super::{pack_bundle_with, CacheStats, PackOptions, PackSummary};
+use super::*;
+use crate::gate::test_git::git;
+
+/// A temporary directory holding a committed test repository of `n` files besides one with a
+/// secret that `--redact` replaces: (the directory, the repository, a home, an output
+/// directory), the last two not created yet.
+fn workspace(n: usize) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path().join("repo");
+    std::fs::create_dir_all(r.join("src")).unwrap();
+    std::fs::write(r.join("README.md"), "# demo\n").unwrap();
+    for i in 0..n {
+        let body = format!("pub fn f{i}() -> u32 {{ {i} }}\n").repeat(40 + i % 7);
+        std::fs::write(r.join(format!("src/m{i:03}.rs")), body).unwrap();
+    }
+    std::fs::write(
+        r.join("src/config.py"),
+        "AWS_ACCESS_KEY_ID = \"AKIAQYLPMN5HHHFPZAM2\"\n",
+    )
+    .unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    commit(&r);
+    let (home, out) = (t.path().join("home"), t.path().join("out"));
+    std::fs::create_dir(&home).unwrap();
+    (t, r, home, out)
+}
+
+fn commit(r: &Path) {
+    git(r, &["add", "-A"]);
+    git(r, &["commit", "-q", "-m", "x"]);
+}
+
+struct Packed {
+    summary: PackSummary,
+    bytes: Vec<u8>,
+}
+
+struct Pack<'a> {
+    home: Option<&'a Path>,
+    exclude: &'a [String],
+    prompt: &'a str,
+    scanner: Option<Scanner>,
+}
+
+impl<'a> Pack<'a> {
+    fn new(home: Option<&'a Path>) -> Pack<'a> {
+        Pack {
+            home,
+            exclude: &[],
+            prompt: "p",
+            scanner: None,
+        }
+    }
+
+    fn run(self, repo: &Path, out: &Path) -> Result<Packed> {
+        let key = SigningKey::from_seed([7u8; 32]);
+        let opts = PackOptions {
+            repo,
+            rev: "HEAD",
+            repo_name: "demo".into(),
+            request: Request::new(self.prompt.to_owned(), "m".into()),
+            include: &[],
+            exclude: self.exclude,
+            redact: true,
+            max_file_bytes: 1 << 20,
+            job: airlock_core::jobid::JobId::new(
+                1_800_000_000,
+                [1; airlock_core::jobid::RANDOM_BYTES],
+            ),
+            quiet: true,
+            cache_dir: self.home.map(Path::to_owned),
+            durable: false,
+        };
+        let _ = std::fs::remove_dir_all(out);
+        let scanner = match self.scanner {
+            Some(s) => s,
+            None => Scanner::with_default_detectors()?,
+        };
+        let summary = pack_bundle_with(&opts, scanner, &key, out)?;
+        let bytes = std::fs::read(&summary.bundle_path)?;
+        Ok(Packed { summary, bytes })
+    }
+}
+
+fn pack(repo: &Path, home: Option<&Path>, out: &Path) -> Packed {
+    Pack::new(home).run(repo, out).unwrap()
+}
+
+/// Every member of a bundle, read back with the safe reader: path -> bytes.
+fn read_back(bundle: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    let mut members = BTreeMap::new();
+    airlock_core::tar::read_members(
+        bundle,
+        &TarLimits::bundle(),
+        &airlock_core::tar::AllowedNames::Bundle,
+        |m, rd| {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(rd, &mut b)?;
+            members.insert(m.path.clone(), b);
+            Ok(())
+        },
+    )
+    .unwrap();
+    members
+}
+
+/// The entry files under a home, sorted.
+fn entries(home: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(home.join(DIR))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn stats(scanned: u64, reused: u64, built: u64, groups_reused: u64) -> CacheStats {
+    CacheStats {
+        files_scanned: scanned,
+        files_reused: reused,
+        groups_built: built,
+        groups_reused,
+    }
+}
+
+#[test]
+fn a_hit_gives_the_same_bytes_as_packing_from_scratch_without_reading_blobs() {
+    let (_t, r, home, out) = workspace(3);
+    let fresh = pack(&r, None, &out);
+    let miss = pack(&r, Some(&home), &out);
+    assert_eq!(miss.bytes, fresh.bytes);
+    assert_eq!(entries(&home).len(), 1);
+    assert_eq!(fresh.summary.redacted.values().sum::<u64>(), 1);
+    assert_eq!(miss.summary.cache.files_reused, 0);
+
+    // Remove a blob from the repository: a pack that read the files again would fail.
+    let blob = git(&r, &["rev-parse", "HEAD:src/m001.rs"]);
+    std::fs::remove_file(r.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let hit = Pack {
+        prompt: "another prompt",
+        ..Pack::new(Some(&home))
+    }
+    .run(&r, &out)
+    .unwrap();
+    let hit_again = pack(&r, Some(&home), &out);
+    assert_eq!(
+        hit_again.bytes, fresh.bytes,
+        "a hit must give the uncached bytes"
+    );
+    assert_eq!(hit.summary.cache.files_scanned, 0);
+    assert_eq!(hit.summary.cache.groups_built, 0);
+    assert_eq!(hit.summary.files, fresh.summary.files);
+    assert_eq!(hit.summary.redacted, fresh.summary.redacted);
+    assert_eq!(hit.summary.skipped, fresh.summary.skipped);
+    let members = read_back(&hit.bytes);
+    assert_eq!(members.len() as u64, fresh.summary.files + 2);
+    assert!(String::from_utf8_lossy(&members["request.json"]).contains("another prompt"));
+    // Other options are another key: packing them needs the blobs again.
+    let other = Pack {
+        exclude: &["README.md".into()],
+        ..Pack::new(Some(&home))
+    }
+    .run(&r, &out);
+    assert!(other.is_err(), "a pack with other options reused the cache");
+}
+
+#[test]
+fn a_new_revision_scans_and_compresses_only_what_changed() {
+    let (_t, r, home, out) = workspace(120);
+    let first = pack(&r, Some(&home), &out);
+    let files = first.summary.files;
+    std::fs::write(r.join("src/m050.rs"), "pub fn changed() {}\n").unwrap();
+    // A secret added in the new revision is found.
+    std::fs::write(
+        r.join("src/new.py"),
+        "TOKEN = \"ghp_Zq4Lm8Tv2Rx6Wc0Yp3Jk7Hb1Nd5Gs9Fa2Qe4\"\n",
+    )
+    .unwrap();
+    commit(&r);
+    let second = pack(&r, Some(&home), &out);
+    let fresh = pack(&r, None, &out);
+    assert_eq!(second.bytes, fresh.bytes);
+    let c = second.summary.cache;
+    // The changed file and the new one; and the file with a redaction, if it shares a group
+    // with them (its redacted bytes are not kept, so it is scanned again).
+    assert!((2..=3).contains(&c.files_scanned), "{c:?}");
+    assert_eq!(c.files_scanned + c.files_reused, files + 1, "{c:?}");
+    assert!(c.groups_built <= 3 && c.groups_reused >= 3, "{c:?}");
+    assert_eq!(second.summary.redacted.values().sum::<u64>(), 2);
+    assert_eq!(second.summary.redacted.get("github-pat-classic"), Some(&1));
+    let members = read_back(&second.bytes);
+    let new = String::from_utf8_lossy(&members["files/src/new.py"]).into_owned();
+    assert!(!new.contains("ghp_"), "{new}");
+}
+
+#[test]
+fn a_changed_rule_set_scans_every_file_again() {
+    let (_t, r, home, out) = workspace(20);
+    let first = pack(&r, Some(&home), &out);
+    assert_eq!(first.summary.redacted.values().sum::<u64>(), 1);
+    let defaults = Scanner::with_default_detectors().unwrap();
+    let rules: Vec<_> = (defaults.rules().iter())
+        .filter(|rule| !rule.id.starts_with("aws"))
+        .cloned()
+        .collect();
+    let fewer = Scanner::new(rules, defaults.global_allowlists().to_vec()).unwrap();
+    let second = Pack {
+        scanner: Some(fewer),
+        ..Pack::new(Some(&home))
+    }
+    .run(&r, &out)
+    .unwrap();
+    assert_eq!(
+        second.summary.cache,
+        stats(first.summary.files, 0, second.summary.cache.groups_built, 0)
+    );
+    // The finding of the removed rule is gone only because the rules changed, not because an
+    // earlier result was reused.
+    assert!(
+        second
+            .summary
+            .redacted
+            .keys()
+            .all(|k| !k.starts_with("aws")),
+        "{:?}",
+        second.summary.redacted
+    );
+}
+
+#[test]
+fn a_tampered_entry_is_rebuilt_never_trusted() {
+    let (_t, r, home, out) = workspace(60);
+    let fresh = pack(&r, Some(&home), &out);
+    let files = fresh.summary.files;
+    let entry = entries(&home).pop().unwrap();
+    let good = std::fs::read(&entry).unwrap();
+    // A flipped byte in a group's compressed bytes: that group is rebuilt, its files scanned.
+    let mut flipped = good.clone();
+    flipped[MAGIC.len() + 3] ^= 1;
+    std::fs::write(&entry, &flipped).unwrap();
+    let again = pack(&r, Some(&home), &out);
+    assert_eq!(again.bytes, fresh.bytes);
+    let c = again.summary.cache;
+    assert!(c.files_scanned > 0 && c.files_scanned < files, "{c:?}");
+    assert_eq!(c.groups_built, 1, "{c:?}");
+    assert_eq!(std::fs::read(&entry).unwrap(), good, "entry not replaced");
+    // A changed metadata byte, a truncated file, junk: the HMAC fails; everything is scanned.
+    let mut meta = good.clone();
+    let at = good.len() - TRAILER as usize - 20;
+    meta[at] ^= 1;
+    let mut truncated = good.clone();
+    truncated.truncate(good.len() - 10);
+    for bad in [meta, truncated, b"airlock-pack-cache/v2\n\0\0junk".to_vec()] {
+        std::fs::write(&entry, &bad).unwrap();
+        let again = pack(&r, Some(&home), &out);
+        assert_eq!(again.bytes, fresh.bytes);
+        assert_eq!(
+            again.summary.cache.files_scanned, files,
+            "{:?}",
+            again.summary.cache
+        );
+        assert_eq!(std::fs::read(&entry).unwrap(), good, "entry not replaced");
+    }
+    // An entry written under another signing key fails its HMAC too.
+    let other_key = SigningKey::from_seed([8u8; 32]);
+    let scanner = Scanner::with_default_detectors().unwrap();
+    let opts = PackOptions {
+        repo: &r,
+        rev: "HEAD",
+        repo_name: "demo".into(),
+        request: Request::new("p".into(), "m".into()),
+        include: &[],
+        exclude: &[],
+        redact: true,
+        max_file_bytes: 1 << 20,
+        job: airlock_core::jobid::JobId::new(1, [1; airlock_core::jobid::RANDOM_BYTES]),
+        quiet: true,
+        cache_dir: Some(home.clone()),
+        durable: false,
+    };
+    let theirs = PackCache::new(&home, &opts, &scanner, &other_key).unwrap();
+    let ours = PackCache::new(&home, &opts, &scanner, &SigningKey::from_seed([7u8; 32])).unwrap();
+    assert!(ours.base(&fresh.summary.tree).is_some());
+    assert!(theirs.base(&fresh.summary.tree).is_none());
+}
+
+#[test]
+fn a_link_in_the_cache_directory_is_never_followed() {
+    let (t, r, home, out) = workspace(3);
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(home.join("cache")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, home.join(DIR)).unwrap();
+    let fresh = pack(&r, None, &out);
+    for _ in 0..2 {
+        let p = pack(&r, Some(&home), &out);
+        assert_eq!(p.bytes, fresh.bytes);
+        assert_eq!(p.summary.cache.files_reused, 0);
+    }
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+#[test]
+fn prune_keeps_the_newest_entries() {
+    let (_t, r, home, out) = workspace(1);
+    pack(&r, Some(&home), &out);
+    let dir = home.join(DIR);
+    for i in 0..MAX_ENTRIES + 3 {
+        std::fs::write(dir.join(format!("{i:02}.entry")), b"x").unwrap();
+    }
+    std::fs::write(dir.join("keep.txt"), b"x").unwrap();
+    let key = SigningKey::from_seed([7u8; 32]);
+    let scanner = Scanner::with_default_detectors().unwrap();
+    let opts = PackOptions {
+        repo: &r,
+        rev: "HEAD",
+        repo_name: "demo".into(),
+        request: Request::new("p".into(), "m".into()),
+        include: &[],
+        exclude: &[],
+        redact: true,
+        max_file_bytes: 1,
+        job: airlock_core::jobid::JobId::new(1, [1; airlock_core::jobid::RANDOM_BYTES]),
+        quiet: true,
+        cache_dir: Some(home.clone()),
+        durable: false,
+    };
+    PackCache::new(&home, &opts, &scanner, &key)
+        .unwrap()
+        .prune();
+    let left = entries(&home);
+    assert_eq!(left.len(), MAX_ENTRIES + 1, "{left:?}");
+    assert!(left.iter().any(|p| p.ends_with("keep.txt")));
+}
