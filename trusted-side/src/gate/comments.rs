@@ -30,7 +30,8 @@ use crate::report::{GateReport, Reason};
 
 /// Comment refusals listed one by one; the rest are counted in one more reason.
 pub const MAX_REFUSED_REASONS: usize = 50;
-/// Bytes of a commented file the gate reads to count its lines.
+/// Bytes of a commented file the gate reads to count its lines (at most eight are held at
+/// once).
 pub const MAX_ANCHOR_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Reads files by path: their bytes, or `None` (not a blob, too large, unreadable).
@@ -227,13 +228,19 @@ fn line_counts(
         .filter(|p| a.listing.get(p).is_some())
         .collect();
     let wanted: Vec<&str> = wanted.into_iter().collect();
-    let read = (a.read)(&wanted);
-    wanted
-        .iter()
-        .zip(read)
-        .map(|(p, bytes)| ((*p).to_owned(), bytes.map(|b| count_lines(&b))))
-        .collect()
+    // A few files at a time, each dropped once counted: at most READ_BATCH files of
+    // MAX_ANCHOR_FILE_BYTES are held, whatever the comments name.
+    let mut out = BTreeMap::new();
+    for batch in wanted.chunks(READ_BATCH) {
+        for (p, bytes) in batch.iter().zip((a.read)(batch)) {
+            out.insert((*p).to_owned(), bytes.map(|b| count_lines(&b)));
+        }
+    }
+    out
 }
+
+/// Files read at once to count their lines.
+const READ_BATCH: usize = 8;
 
 /// Lines of a file: `\n`-terminated lines, plus a last one without.
 pub fn count_lines(bytes: &[u8]) -> u64 {

@@ -236,3 +236,43 @@ fn the_policy_sets_the_review_verdicts_and_its_default_keeps_the_digest() {
     let verdicts: Vec<Verdict> = report.reasons.iter().map(|r| r.verdict).collect();
     assert_eq!(verdicts, vec![Verdict::Human, Verdict::Reject]);
 }
+
+#[test]
+fn files_are_read_a_few_at_a_time_whatever_the_comments_name() {
+    let paths: Vec<String> = (0..50).map(|i| format!("f{i:02}.txt")).collect();
+    let listing = Listing::new(
+        paths
+            .iter()
+            .map(|p| TreeFile {
+                path: p.clone(),
+                executable: false,
+            })
+            .collect(),
+    );
+    let most = std::cell::Cell::new(0usize);
+    let read = |asked: &[&str]| -> Vec<Option<Vec<u8>>> {
+        most.set(most.get().max(asked.len()));
+        asked.iter().map(|_| Some(b"one\n".to_vec())).collect()
+    };
+    let anchors = Anchors {
+        listing: &listing,
+        read: &read,
+        changed: None,
+    };
+    let jsonl: Vec<String> = paths.iter().map(|p| c(p, 1, "note", "n")).collect();
+    let packet = crate::test_artifact::packet(&job(), Sha256Digest::of_bytes(b"b"), b"");
+    let scanner = crate::fetch::worker_text::scanner().unwrap();
+    let mut report = GateReport::new(&job());
+    let judging = how(JobKind::Review, true, ReviewVerdicts::default());
+    let member = jsonl.join("\n");
+    check(
+        Some(member.as_bytes()),
+        &packet,
+        judging,
+        Some(&anchors),
+        &scanner,
+        &mut report,
+    );
+    assert_eq!(report.comments.len(), 50);
+    assert!(most.get() <= 8, "read {} files at once", most.get());
+}
