@@ -3,7 +3,7 @@
 //!
 //! Every path gets exactly one bucket and the id of the rule that put it there
 //! (`ci.github-workflow`, `deps.lockfile`, …). Rules are tried in the order of
-//! [`table::RULES`] and the first match wins; `docs/CLASSIFY.md` lists them all and explains
+//! `table::RULES` and the first match wins; `docs/CLASSIFY.md` lists them all and explains
 //! the precedence.
 //!
 //! Guards against: naive-classifier gaps a hostile generator would use to slip a sensitive edit

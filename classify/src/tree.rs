@@ -1,7 +1,7 @@
 //! The tree the classification's tree layers read: the [`Tree`] trait, [`Listing`] (its files,
 //! sorted for binary search), [`MemTree`] (in memory, for tests and callers that hold the
 //! bytes), and the small types every tree layer shares: a [`Change`], what a layer [`Raised`],
-//! the tree's [`Paths`] with a change overlaid, and [`TreeReach`] (what the entry points reach,
+//! the tree's `Paths` with a change overlaid, and [`TreeReach`] (what the entry points reach,
 //! worked out beforehand). A tree over a git revision lives with its caller (the trusted side's
 //! `classify::git_tree`).
 //!

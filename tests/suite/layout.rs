@@ -1,5 +1,6 @@
 //! The source tree's shape, kept by tests: no import circle between the files of any crate
-//! (issue 43), and no file of the trusted side over 600 lines except rule tables.
+//! (issue 43), and no file of the trusted side (with the classifier) over 600 lines except
+//! rule tables.
 //!
 //! An import circle is a strongly connected set of two or more files, reading `crate::` and
 //! `super::` paths outside comments and before a column-0 `#[cfg(test)]` (the test module):
@@ -13,6 +14,8 @@ use std::path::{Path, PathBuf};
 /// Every crate's source directory, relative to the workspace root.
 const CRATES: &[&str] = &[
     "shared/src",
+    "classify/src",
+    "testkit/src",
     "scan/src",
     "trusted-side/src",
     "worker-side/src",
@@ -23,7 +26,7 @@ const CRATES: &[&str] = &[
 const MAX_LINES: usize = 600;
 
 /// Files exempt from [`MAX_LINES`]: tables of rules, read row by row.
-const RULE_TABLES: &[&str] = &["classify/table.rs"];
+const RULE_TABLES: &[&str] = &["table.rs"];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -3,6 +3,7 @@
 
 mod args;
 mod egress_arg;
+mod fleet_args;
 
 use std::path::PathBuf;
 
