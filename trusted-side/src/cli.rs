@@ -4,6 +4,7 @@
 mod args;
 mod egress_arg;
 mod fleet_args;
+mod limit_args;
 
 use std::path::PathBuf;
 
