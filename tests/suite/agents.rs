@@ -278,11 +278,14 @@ impl Env {
     }
 }
 
-/// Runs one agent through submit -> worker (sandbox) -> fetch -> gate and checks each hop;
-/// returns the gate's report.
-fn run_recipe(recipe: &Recipe, standin: &StandIn, env: &Env) -> Value {
-    let started = Instant::now();
-    let (job, token) = env.submit();
+/// The worker's command for `recipe` against the stand-in, with the recipe's home template
+/// written: `airlock-worker run` in the sandbox, the stand-in's port the only local egress.
+pub(super) fn worker_command(
+    recipe: &Recipe,
+    standin: &StandIn,
+    env: &Env,
+    token: &std::path::Path,
+) -> std::process::Command {
     let template = env.root.join("home-template");
     for (path, content) in &recipe.home {
         let p = template.join(path);
@@ -293,7 +296,7 @@ fn run_recipe(recipe: &Recipe, standin: &StandIn, env: &Env) -> Value {
     worker
         .arg("run")
         .arg("--token-file")
-        .arg(&token)
+        .arg(token)
         .arg("--trusted-pub")
         .arg(env.home.join("trusted.pub"))
         .arg("--work-root")
@@ -312,6 +315,15 @@ fn run_recipe(recipe: &Recipe, standin: &StandIn, env: &Env) -> Value {
         worker.arg("--readable").arg(r);
     }
     worker.arg("--").arg(wrapper(recipe.wrapper));
+    worker
+}
+
+/// Runs one agent through submit -> worker (sandbox) -> fetch -> gate and checks each hop;
+/// returns the gate's report.
+fn run_recipe(recipe: &Recipe, standin: &StandIn, env: &Env) -> Value {
+    let started = Instant::now();
+    let (job, token) = env.submit();
+    let mut worker = worker_command(recipe, standin, env, &token);
     let out = run(&mut worker);
     let worker_secs = started.elapsed().as_secs_f64();
     let requests = standin.requests();

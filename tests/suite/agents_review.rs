@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use airlock_tests::*;
 
-use super::agents::{aider, claude_code, codex_cli, wrapper, Env, Recipe, StandIn, KEY, MODEL};
+use super::agents::{aider, claude_code, codex_cli, worker_command, Env, Recipe, StandIn, MODEL};
 
 /// The review prompt of the recipe (docs/GENERATORS.md, "Review jobs").
 const PROMPT: &str = "Review src/calc.py. Do not change any file. Write each finding as one \
@@ -58,35 +58,7 @@ fn review_with(recipe: Option<Recipe>) {
         .as_str()
         .unwrap()
         .to_owned();
-    let template = env.root.join("home-template");
-    for (path, content) in &recipe.home {
-        let p = template.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, content.replace("{port}", &standin.port.to_string())).unwrap();
-    }
-    let mut worker = cmd(&bin("airlock-worker"));
-    worker
-        .arg("run")
-        .arg("--token-file")
-        .arg(&token)
-        .arg("--trusted-pub")
-        .arg(env.home.join("trusted.pub"))
-        .arg("--work-root")
-        .arg(env.root.join("work"))
-        .arg("--home-template")
-        .arg(&template)
-        .args(["--allow-local", &format!("127.0.0.1:{}", standin.port)])
-        .args(["--pass-env", recipe.key_env])
-        .env(recipe.key_env, KEY);
-    for (name, value) in &recipe.env {
-        worker
-            .args(["--pass-env", name])
-            .env(name, value.replace("{port}", &standin.port.to_string()));
-    }
-    for r in &recipe.readable {
-        worker.arg("--readable").arg(r);
-    }
-    worker.arg("--").arg(wrapper(recipe.wrapper));
+    let mut worker = worker_command(&recipe, &standin, &env, &token);
     let out = run(&mut worker);
     let requests = standin.requests();
     assert!(

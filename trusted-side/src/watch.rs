@@ -3,15 +3,19 @@
 //! Loop: list `drop/` for jobs whose `artifact.dsse.json` is present (the worker writes it
 //! last), drop the ones already gated, gate the rest with at most `--jobs N` at once
 //! ([`crate::gate::run_gate`], the same path as `airlock gate`, so every verdict lands in the
-//! ledger), print one line per job as it finishes (the report with -v), then wait: on a `file://` store for a
-//! filesystem event under `drop/` (notify; a full rescan every `--poll-max` anyway, in case
-//! an event was missed), on remote stores by listing again after a delay that starts at
-//! [`POLL_MIN`] and doubles while nothing lands, up to `--poll-max`.
+//! ledger), print one line per job as it finishes (the report with -v), then look again at
+//! once if the pass gated (or a fleet tick dispatched) anything, else wait: on a `file://`
+//! store for a filesystem event under `drop/` (notify; a full rescan every `--poll-max`
+//! anyway, in case an event was missed), on remote stores by listing again after a delay
+//! that starts at [`POLL_MIN`] and doubles while nothing lands, up to `--poll-max`. With a
+//! fleet, a pass gates at most [`FLEET_PASS_PER_LANE`] jobs per lane, so the next tick
+//! refills the mailboxes they freed while the rest wait.
 //!
 //! Guards against: gating a job twice, also across restarts and hosts (a job with a gate
 //! decision in the ledger, read at start and again whenever new artifacts show up, is
-//! skipped; the ledger is verified in full on each read, so a broken ledger stops the
-//! watch); unbounded parallel work (`--jobs`); hammering a remote store (backoff); a job
+//! skipped; the ledger is verified in full at start, then each new entry as it is read, from
+//! the last entry read, which must still hash the same: a broken or rewritten ledger stops
+//! the watch); unbounded parallel work (`--jobs`); hammering a remote store (backoff); a job
 //! that keeps failing (at most [`MAX_ATTEMPTS`] tries per process, then it is left for a
 //! human).
 //! Does not check: anything itself; fetch and gate verify every byte.
@@ -30,12 +34,15 @@ use crate::config::Home;
 use crate::exit::Outcome;
 use crate::gate::policy::Verdict;
 use crate::gate::{GateOptions, GateReport};
+use crate::ledger::{Event, LedgerEntry, LedgerHead};
 use crate::store::Store;
 
 /// First delay between two listings of a remote store (and after anything landed).
 pub const POLL_MIN: Duration = Duration::from_millis(500);
 /// Tries per job and process before it is left alone (it stays `landed` in `status`).
 pub const MAX_ATTEMPTS: u32 = 3;
+/// With a fleet, jobs gated per pass and `--jobs` lane before the next fleet tick.
+pub const FLEET_PASS_PER_LANE: u64 = 4;
 /// Most concurrent gates accepted by `--jobs`.
 pub const MAX_CONCURRENCY: usize = 64;
 
@@ -74,30 +81,57 @@ pub struct Watcher {
     gated: BTreeSet<JobId>,
     attempts: BTreeMap<JobId, u32>,
     gave_up: BTreeSet<JobId>,
+    /// The last ledger entry read: later reads verify and visit only the entries after it
+    /// (it must still hash the same, else the ledger was rewritten and the watch stops).
+    through: Option<LedgerHead>,
 }
 
 impl Watcher {
-    /// Starts from the ledger's gate decisions.
+    /// Starts from the ledger's gate decisions (the whole ledger, verified).
     pub fn new(store: &Store, trusted: &airlock_core::keys::PublicKey) -> Result<Watcher> {
-        let gated = crate::ledger::decisions(store, trusted)
-            .context("watch: cannot read the ledger's decisions")?
-            .into_keys()
-            .collect();
-        Ok(Watcher {
-            gated,
+        let mut w = Watcher {
+            gated: BTreeSet::new(),
             attempts: BTreeMap::new(),
             gave_up: BTreeSet::new(),
-        })
+            through: None,
+        };
+        w.read_ledger(store, trusted)?;
+        Ok(w)
     }
 
-    /// Landed jobs still to gate. When some look new, the ledger is read again first, so a
-    /// job another host (or an earlier run) gated meanwhile is not gated twice.
+    /// Adds the gate decisions of the entries appended since the last read, each verified
+    /// (signature, chain from the last entry read); one GET per new entry, not per entry.
+    fn read_ledger(
+        &mut self,
+        store: &Store,
+        trusted: &airlock_core::keys::PublicKey,
+    ) -> Result<()> {
+        let gated = &mut self.gated;
+        let mut visit = |_: u64, entry: &LedgerEntry| {
+            if let Event::Gate { .. } = entry.event {
+                gated.insert(entry.job.clone());
+            }
+        };
+        let report = match &self.through {
+            Some(head) => crate::ledger::visit_verified_after(store, trusted, head, &mut visit),
+            None => crate::ledger::visit_verified(store, trusted, &mut visit),
+        }
+        .context("watch: cannot read the ledger's decisions")?;
+        if report.head.is_some() {
+            self.through = report.head;
+        }
+        Ok(())
+    }
+
+    /// Landed jobs (`landed`, from [`landed_jobs`]) still to gate. When some look new, the
+    /// ledger's new entries are read first, so a job another host (or an earlier run) gated
+    /// meanwhile is not gated twice.
     pub fn pending(
         &mut self,
         store: &Store,
         trusted: &airlock_core::keys::PublicKey,
+        landed: &BTreeSet<JobId>,
     ) -> Result<Vec<JobId>> {
-        let landed = landed_jobs(store)?;
         let fresh = |w: &Watcher| -> Vec<JobId> {
             landed
                 .iter()
@@ -108,9 +142,7 @@ impl Watcher {
         if fresh(self).is_empty() {
             return Ok(Vec::new());
         }
-        let decisions = crate::ledger::decisions(store, trusted)
-            .context("watch: cannot read the ledger's decisions")?;
-        self.gated.extend(decisions.into_keys());
+        self.read_ledger(store, trusted)?;
         Ok(fresh(self))
     }
 
@@ -214,13 +246,13 @@ fn one_line(report: &GateReport) -> String {
 fn pass(
     ctx: &Ctx<'_>,
     store: &Store,
-    trusted: &airlock_core::keys::PublicKey,
     watcher: &mut Watcher,
+    landed: &BTreeSet<JobId>,
     args: &WatchOptions,
     budget: Option<u64>,
     detail: bool,
 ) -> Result<Pass> {
-    let mut jobs = watcher.pending(store, trusted)?;
+    let mut jobs = watcher.pending(store, &ctx.key.public(), landed)?;
     // Fleet: a job re-dispatched away from its worker is refused, never gated.
     for job in crate::fleet::superseded::take_superseded(ctx.home, store, ctx.key, &mut jobs)? {
         watcher.gated.insert(job);
@@ -301,23 +333,28 @@ impl Wake {
         })
     }
 
-    /// Waits for a reason to look again; `progressed` says whether the last pass gated.
+    /// Waits for a reason to look again. `progressed` (the last loop gated or dispatched
+    /// something): look again at once, as more is likely waiting; backing off is for idle
+    /// loops only.
     fn wait(&mut self, progressed: bool, max: Duration) {
         match self {
             Wake::Notify { rx, .. } => {
                 // An event, or the periodic rescan; then swallow the burst that came with it.
-                let _ = rx.recv_timeout(max);
+                if !progressed {
+                    let _ = rx.recv_timeout(max);
+                }
                 while rx.try_recv().is_ok() {}
             }
             Wake::Poll { delay } => {
                 // A fleet tick asks for less than POLL_MIN (fleet/dispatch.rs, TICK).
                 let floor = POLL_MIN.min(max);
-                *delay = if progressed {
-                    floor
-                } else {
-                    (*delay * 2).min(max.max(floor))
-                };
-                std::thread::sleep(*delay);
+                if progressed {
+                    *delay = floor;
+                    return;
+                }
+                let now = (*delay).min(max.max(floor));
+                std::thread::sleep(now);
+                *delay = (now * 2).min(max.max(floor));
             }
         }
     }
@@ -372,29 +409,43 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
     let (mut gated, mut failed) = (0u64, 0u64);
     loop {
         // Fleet: dispatch queued jobs, renew enrolments, mark lost workers (fleet/dispatch.rs).
+        // One listing of the drop per loop, for the fleet and the gates.
+        let landed = landed_jobs(&store)?;
         let fleet = crate::fleet::dispatch::active(&home);
+        let mut dispatched = false;
         if fleet {
-            let landed = landed_jobs(&store)?;
-            if let Err(e) = crate::fleet::dispatch::tick(&home, &store, &key, &landed, Some(&opts))
-            {
-                eprintln!(
+            match crate::fleet::dispatch::tick(&home, &store, &key, &landed, Some(&opts)) {
+                Ok(t) => dispatched = t.dispatched + t.redispatched > 0,
+                Err(e) => eprintln!(
                     "error: fleet: {}",
                     airlock_core::error::one_line(e.as_ref())
-                );
+                ),
             }
         }
-        let budget = args.max_jobs.map(|m| m.saturating_sub(gated));
+        let mut budget = args.max_jobs.map(|m| m.saturating_sub(gated));
+        if fleet {
+            // A fleet is fed between passes: a pass gates a few jobs, then the next tick
+            // refills the mailboxes those jobs freed.
+            let per_pass = (args.jobs as u64).saturating_mul(FLEET_PASS_PER_LANE);
+            budget = Some(budget.map_or(per_pass, |b| b.min(per_pass)));
+        }
         let p = pass(
             &ctx,
             &store,
-            &trusted,
             &mut watcher,
+            &landed,
             args,
             budget,
             global.verbose > 0,
         )?;
         gated += p.gated.len() as u64;
         failed += p.failed.len() as u64;
+        if !p.gated.is_empty() {
+            // The next gates read the model history on from here, not from the first entry.
+            if let Err(e) = crate::gate::drift::keep(&store, &trusted, &home.dir) {
+                tracing::warn!("watch: model history not kept: {e:#}");
+            }
+        }
         let done = args.once || args.max_jobs.is_some_and(|m| gated >= m);
         if done {
             break;
@@ -404,7 +455,7 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
                 true => poll_max.min(crate::fleet::dispatch::TICK),
                 false => poll_max,
             };
-            w.wait(!p.gated.is_empty(), max);
+            w.wait(dispatched || !p.gated.is_empty(), max);
         }
     }
     tracing::info!("watch: gated {gated} job(s), {failed} could not be gated");

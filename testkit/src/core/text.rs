@@ -164,4 +164,18 @@ mod tests {
             text(s.as_bytes());
         }
     }
+
+    #[test]
+    fn cutting_never_leaves_a_control_or_open_span() {
+        use airlock_core::text::{has_hidden, html, md_cell, terminal};
+        let mut g = Lcg(7);
+        for _ in 0..2000 {
+            let len = g.below(30);
+            let s: String = (0..len).map(|_| char(&mut g)).collect();
+            let max = g.below(12);
+            assert!(!has_hidden(&terminal(&s, max)), "{s:?} cut at {max}");
+            assert!(!has_hidden(&md_cell(&s, max)), "{s:?} cut at {max}");
+            assert!(!html(&s, max).contains("<U+"), "{s:?} cut at {max}");
+        }
+    }
 }

@@ -18,9 +18,11 @@
 //! per entry, one GET per entry on a cloud store). So `airlock audit verify`, after a full
 //! verification, keeps what the ledger says of models in the trusted home
 //! (`cache/model-history.json`) with the entry it was read through, and a gate reads on from
-//! there: only the entries appended since, each verified. The kept entry must still hash the
-//! same, else the gate reads the whole ledger. The gate itself never writes it: a gate writes
-//! nothing outside its job directory.
+//! there: only the entries appended since, each verified. `airlock watch` keeps it too, after
+//! each pass that gated something (read on from the kept entry in the same way). The kept
+//! entry must still hash the same, else the gate reads the whole ledger. The gate itself never
+//! writes it: a gate writes nothing outside its job directory. A gate of a job that reported
+//! no model, or asked for none in particular, reads no history at all.
 //! Does not check: that the reported name is true (it is the worker's claim).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -175,13 +177,19 @@ impl ModelHistory {
         }
     }
 
+    /// Whether [`Self::check`] can say anything of this pair: not for an `unreported` answer
+    /// nor an `unspecified` request, so the gate reads no history for them.
+    pub fn checks(asked: &str, reported: &str) -> bool {
+        reported != MODEL_UNREPORTED && asked != MODEL_UNSPECIFIED
+    }
+
     /// With `verdict`: `model-drift` when `reported` never answered `asked` in an approved job
     /// and other answers did; `model-unseen` when no approved job asked for `asked` yet;
     /// `None` when an approved job got this answer, when nothing was reported or asked for, and
     /// when, with no approved history, the answer is the name asked for or a dated snapshot of
     /// it.
     pub fn check(&self, asked: &str, reported: &str, verdict: Verdict) -> Option<Reason> {
-        if reported == MODEL_UNREPORTED || asked == MODEL_UNSPECIFIED {
+        if !Self::checks(asked, reported) {
             return None;
         }
         let Some(earlier) = self.answers.get(asked).filter(|a| !a.is_empty()) else {

@@ -384,12 +384,19 @@ fn check_model_drift(
     report: &mut GateReport,
 ) {
     let job = &fetched.record.job;
+    let (asked, reported) = (
+        &fetched.record.model_requested,
+        &fetched.packet.model_reported,
+    );
+    if !super::drift::ModelHistory::checks(asked, reported) {
+        return;
+    }
     match super::drift::ModelHistory::read(store, &key.public(), home, job) {
-        Ok(history) => report.reasons.extend(history.check(
-            &fetched.record.model_requested,
-            &fetched.packet.model_reported,
-            policy.model_drift_verdict(),
-        )),
+        Ok(history) => {
+            report
+                .reasons
+                .extend(history.check(asked, reported, policy.model_drift_verdict()))
+        }
         Err(e) => report.warnings.push(format!(
             "model history unavailable, model drift not checked: {e:#}"
         )),
