@@ -191,3 +191,6 @@ pub mod planted {
 
 /// An in-process S3 server (s3s + s3s-fs, SigV4 enforced) with fault injection.
 pub mod s3;
+
+/// Azurite (the Azure Storage emulator from npm) as a child process, for the `az://` tests.
+pub mod azurite;
