@@ -13,14 +13,17 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use airlock_tests::azurite::Azurite;
 use airlock_tests::s3::S3Server;
 use airlock_tests::*;
 
 pub(super) const PREFIX: &str = "team/fleet";
 
-/// A trusted home (file:// or S3), a repository, and a generator any sandbox user can run.
+/// A trusted home (file://, S3 or Azurite), a repository, and a generator any sandbox user can
+/// run.
 pub(super) struct Fleet {
     pub(super) server: Option<S3Server>,
+    pub(super) azurite: Option<Azurite>,
     _tmp: tempfile::TempDir,
     pub(super) root: PathBuf,
     pub(super) home: PathBuf,
@@ -39,6 +42,15 @@ impl Drop for Fleet {
 
 impl Fleet {
     pub(super) fn new(s3: bool) -> Fleet {
+        Fleet::build(s3.then(S3Server::start), None)
+    }
+
+    /// The same with its store on Azurite (`az://`; suite/azure.rs).
+    pub(super) fn on_azurite(azurite: Azurite) -> Fleet {
+        Fleet::build(None, Some(azurite))
+    }
+
+    fn build(server: Option<S3Server>, azurite: Option<Azurite>) -> Fleet {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
         // The sandbox user runs the generator from here.
@@ -53,7 +65,8 @@ impl Fleet {
         .unwrap();
         std::fs::set_permissions(&gen, std::fs::Permissions::from_mode(0o755)).unwrap();
         let f = Fleet {
-            server: s3.then(S3Server::start),
+            server,
+            azurite,
             _tmp: tmp,
             home: root.join("home"),
             repo,
@@ -65,6 +78,9 @@ impl Fleet {
         if let Some(s) = &f.server {
             init.args(["--store", &s.store_url(PREFIX)]);
         }
+        if let Some(az) = &f.azurite {
+            init.args(["--store", &az.store_url(PREFIX)]);
+        }
         let out = run(&mut init);
         assert!(out.status.success(), "init: {}", show(&out));
         f
@@ -75,6 +91,11 @@ impl Fleet {
         c.arg("--home").arg(&self.home);
         if let Some(s3) = &self.server {
             for (k, v) in s3.aws_env() {
+                c.env(k, v);
+            }
+        }
+        if let Some(az) = &self.azurite {
+            for (k, v) in az.env() {
                 c.env(k, v);
             }
         }
