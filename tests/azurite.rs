@@ -1,8 +1,8 @@
 //! Azurite, Microsoft's Azure Storage emulator (the npm package `azurite`, installed by
 //! `scripts/ci-install-azurite.sh`), run as a child process for the `az://` tests: the blob
 //! service on `127.0.0.1:<ephemeral>` with its data in a fresh temp dir, one container
-//! ([`CONTAINER`]) created through the Blob REST API with a Shared Key request, and the
-//! environment the trusted side reads (`AZURE_STORAGE_USE_EMULATOR`,
+//! ([`CONTAINER`](crate::azurite::CONTAINER)) created through the Blob REST API with a Shared
+//! Key request, and the environment the trusted side reads (`AZURE_STORAGE_USE_EMULATOR`,
 //! `AZURITE_BLOB_STORAGE_URL`: object_store's emulator mode, account `devstoreaccount1`).
 //!
 //! Guards against: a test that passes without the emulator (a missing Azurite is a skip
