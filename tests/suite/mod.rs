@@ -5,8 +5,8 @@ mod agents;
 /// Review jobs by real agent CLIs (Claude Code, Codex CLI, aider) against the stand-in, which
 /// answers with comments: the docs/GENERATORS.md review recipe end to end.
 mod agents_review;
-/// `az://` on Azurite (the emulator from npm): a job through the real worker, the fleet, the
-/// write-once refusal (409), SAS URLs scoped to one blob each.
+/// `az://` on Azurite (the emulator from npm): a job through the real worker, a bundle in
+/// blocks, the fleet, the write-once refusal (409), SAS URLs scoped to one blob each.
 mod azure;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
