@@ -1,8 +1,9 @@
 //! `az://` against Azurite (`airlock_tests::azurite`, the emulator from npm): the trusted side
 //! through object_store's Azure client (Shared Key), the worker through the SAS URLs of its
 //! token or enrolment only (its environment is cleared). A whole job through the real worker;
-//! a bundle uploaded in blocks; the fleet (enrol, serve, heartbeat, sealed ticket, gated); the final artifact's write-once
-//! refusal (409) from the emulator itself; one worker's SAS URLs refused on another's blobs.
+//! a bundle uploaded in blocks; the fleet (enrol, serve, heartbeat, sealed ticket, gated); the
+//! final artifact's write-once refusal (409) from the emulator itself; one worker's SAS URLs
+//! refused on another's blobs.
 //! Without Azurite each test skips (outside CI) or fails (under CI).
 
 use std::path::{Path, PathBuf};
