@@ -1,6 +1,7 @@
 //! The fleet end to end (docs/FLEET.md): real `airlock-worker serve` processes enrolled with
 //! `airlock fleet enroll`, jobs queued with `submit --fleet`, dispatched, gated and recovered
-//! by `airlock watch`, on `file://` and on the in-process S3 server (SigV4, presigned URLs).
+//! by `airlock watch`, on `file://` and on the in-process S3 server (SigV4, presigned URLs);
+//! `Fleet::on_azurite` puts the same fleet on Azurite for `suite/azure.rs`.
 //! Then a hostile enrolled worker (`hostile.rs`: each attempt refused with a rule id) and
 //! eviction, resume and renewal (`eviction.rs`).
 
