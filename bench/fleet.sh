@@ -11,13 +11,13 @@
 # `superseded`), none lost, no superseded job gated; re-dispatches counted (each one is a
 # documented re-run of a killed worker's job).
 #
-# Usage: bench/fleet.sh [N] [W]      env: KEEP=dir (keep the run's files), TMPDIR
+# Usage: bench/fleet.sh [N] [W]      env: KEEP=dir (keep the run's files), TMPDIR, AIRLOCK_RELEASE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-1000}"
 W="${2:-8}"
 
-RELEASE="$(bash scripts/release.sh -p airlock -p airlock-worker)"
+RELEASE="${AIRLOCK_RELEASE:-$(bash scripts/release.sh -p airlock -p airlock-worker)}" # AIRLOCK_RELEASE: a directory holding both release binaries
 EXAMPLES="$(bash scripts/release.sh -p airlock-tests --example s3-server)/examples"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-fleet.XXXXXX")"
 pids=()

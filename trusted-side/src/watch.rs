@@ -1,7 +1,8 @@
 //! `airlock watch`: fetch and gate artifacts as they land, with bounded concurrency.
 //!
-//! Loop: list `drop/` for jobs whose `artifact.dsse.json` is present (the worker writes it
-//! last), drop the ones already gated, gate the rest with at most `--jobs N` at once
+//! Loop: look in `drop/` for jobs whose `artifact.dsse.json` is present (the worker writes it
+//! last; with a fleet, a full listing only every few seconds: `watch/landed.rs`), drop the
+//! ones already gated, gate the rest with at most `--jobs N` at once
 //! ([`crate::gate::run_gate`], the same path as `airlock gate`, so every verdict lands in the
 //! ledger), print one line per job as it finishes (the report with -v), then look again at
 //! once if the pass gated (or a fleet tick dispatched) anything, else wait: on a `file://`
@@ -37,6 +38,9 @@ use crate::gate::{GateOptions, GateReport};
 use crate::ledger::{Event, LedgerEntry, LedgerHead};
 use crate::store::Store;
 
+mod landed;
+pub use landed::{landed_jobs, Landed};
+
 /// First delay between two listings of a remote store (and after anything landed).
 pub const POLL_MIN: Duration = Duration::from_millis(500);
 /// Tries per job and process before it is left alone (it stays `landed` in `status`).
@@ -53,27 +57,6 @@ pub struct Pass {
     pub gated: Vec<(JobId, Verdict)>,
     /// Jobs that could not be gated (the error is printed).
     pub failed: Vec<JobId>,
-}
-
-/// Jobs whose final artifact envelope is in the drop (`drop/<job>/artifact.dsse.json`).
-pub fn landed_jobs(store: &Store) -> Result<BTreeSet<JobId>> {
-    let mut out = BTreeSet::new();
-    for o in store.list("drop/")? {
-        let Some(rest) = o.key.strip_prefix("drop/") else {
-            continue;
-        };
-        let Some((job, name)) = rest.split_once('/') else {
-            continue;
-        };
-        if name != "artifact.dsse.json" {
-            continue;
-        }
-        // Names that are not job ids were not made by `submit`: not ours to gate.
-        if let Ok(job) = JobId::parse(job) {
-            out.insert(job);
-        }
-    }
-    Ok(out)
 }
 
 /// The watcher's memory: what is gated (ledger + this process) and what keeps failing.
@@ -407,15 +390,24 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
         Some(Wake::new(&store)?)
     };
     let (mut gated, mut failed) = (0u64, 0u64);
+    let mut landed = Landed::default();
+    // The fleet's tickets out after the last tick (landed.rs: asked about between listings).
+    let mut ticketed: Option<Vec<JobId>> = None;
+    let mut memo = crate::fleet::dispatch::Memo::default();
     loop {
         // Fleet: dispatch queued jobs, renew enrolments, mark lost workers (fleet/dispatch.rs).
-        // One listing of the drop per loop, for the fleet and the gates.
-        let landed = landed_jobs(&store)?;
+        // One look at the drop per loop, for the fleet and the gates.
         let fleet = crate::fleet::dispatch::active(&home);
+        landed.refresh(&store, ticketed.as_deref().filter(|_| fleet))?;
+        let landed = landed.jobs();
         let mut dispatched = false;
         if fleet {
-            match crate::fleet::dispatch::tick(&home, &store, &key, &landed, Some(&opts)) {
-                Ok(t) => dispatched = t.dispatched + t.redispatched > 0,
+            match crate::fleet::dispatch::tick(&home, &store, &key, landed, Some(&opts), &mut memo)
+            {
+                Ok(t) => {
+                    dispatched = t.dispatched + t.redispatched > 0;
+                    ticketed = Some(t.out);
+                }
                 Err(e) => eprintln!(
                     "error: fleet: {}",
                     airlock_core::error::one_line(e.as_ref())
@@ -433,7 +425,7 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
             &ctx,
             &store,
             &mut watcher,
-            &landed,
+            landed,
             args,
             budget,
             global.verbose > 0,
@@ -466,44 +458,4 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
         bail!("watch: {failed} job(s) could not be gated (see the errors above)");
     }
     Ok(Outcome::Ok)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_jobs_whose_final_envelope_landed_count_as_landed() {
-        let store = Store::open("memory://").unwrap();
-        let a = "20260101T000000Z-00112233445566778899";
-        let b = "20260101T000001Z-00112233445566778899";
-        let c = "20260101T000002Z-00112233445566778899";
-        store
-            .put_bytes(&format!("drop/{a}/artifact.tar.gz"), b"x")
-            .unwrap();
-        store
-            .put_bytes(&format!("drop/{a}/artifact.dsse.json"), b"x")
-            .unwrap();
-        // The tarball without its envelope: still uploading (or died halfway).
-        store
-            .put_bytes(&format!("drop/{b}/artifact.tar.gz"), b"x")
-            .unwrap();
-        // Checkpoints are not results.
-        store
-            .put_bytes(&format!("drop/{c}/checkpoint.dsse.json"), b"x")
-            .unwrap();
-        // Names `submit` never makes.
-        store
-            .put_bytes("drop/not-a-job/artifact.dsse.json", b"x")
-            .unwrap();
-        store
-            .put_bytes(&format!("drop/{c}/nested/artifact.dsse.json"), b"x")
-            .unwrap();
-        let landed: Vec<String> = landed_jobs(&store)
-            .unwrap()
-            .into_iter()
-            .map(|j| j.to_string())
-            .collect();
-        assert_eq!(landed, vec![a.to_owned()]);
-    }
 }

@@ -38,6 +38,8 @@ pub struct Tick {
     pub dispatched: usize,
     /// Jobs dispatched again under a new job.
     pub redispatched: usize,
+    /// Every job whose ticket is out after the tick.
+    pub out: Vec<JobId>,
 }
 
 /// Whether a worker that writes `writes` can carry a job of this trusted side: for each
@@ -94,6 +96,7 @@ pub fn tick(
     key: &SigningKey,
     landed: &BTreeSet<JobId>,
     gate: Option<&crate::gate::GateOptions>,
+    memo: &mut Memo,
 ) -> Result<Tick> {
     let now = airlock_core::clock::now_unix();
     let mut state = State::load(&home.dir)?;
@@ -151,8 +154,11 @@ pub fn tick(
             out.redispatched += 1;
         }
     }
-    out.dispatched = dispatch_queue(home, store, &mut state, &workers, landed, now)?;
+    out.dispatched = dispatch_queue(home, store, &mut state, &workers, landed, now, memo)?;
     state.save(&home.dir)?;
+    out.out = (state.workers.values())
+        .flat_map(|w| w.tickets.iter().map(|t| t.job.clone()))
+        .collect();
     Ok(out)
 }
 
@@ -279,8 +285,16 @@ fn redispatch(
     Ok(true)
 }
 
+/// What a long-running `watch` keeps between ticks: the queue's entries already read (an
+/// entry is written once, under a new job id, and only ever removed), so a tick reads only the
+/// new ones rather than the whole queue.
+#[derive(Debug, Default)]
+pub struct Memo {
+    queued: std::collections::HashMap<JobId, Queued>,
+}
+
 /// The queued jobs not yet ticketed, oldest first.
-fn waiting(home: &Home, state: &State, landed: &BTreeSet<JobId>) -> Vec<Queued> {
+fn waiting(home: &Home, state: &State, landed: &BTreeSet<JobId>, memo: &mut Memo) -> Vec<Queued> {
     let qdir = super::dir(&home.dir).join("queue");
     let Ok(rd) = std::fs::read_dir(&qdir) else {
         return Vec::new();
@@ -290,6 +304,7 @@ fn waiting(home: &Home, state: &State, landed: &BTreeSet<JobId>) -> Vec<Queued> 
         .values()
         .flat_map(|w| w.tickets.iter().map(|t| t.job.clone()))
         .collect();
+    let mut present = std::collections::HashSet::new();
     let mut v: Vec<Queued> = rd
         .flatten()
         .filter_map(|e| {
@@ -299,11 +314,19 @@ fn waiting(home: &Home, state: &State, landed: &BTreeSet<JobId>) -> Vec<Queued> 
                 super::forget_queued(&home.dir, &job);
                 return None;
             }
-            (!out_now.contains(&job) && !state.superseded.contains_key(&job))
-                .then(|| super::read_json::<Queued>(&e.path()).ok())
-                .flatten()
+            present.insert(job.clone());
+            if out_now.contains(&job) || state.superseded.contains_key(&job) {
+                return None;
+            }
+            if let Some(q) = memo.queued.get(&job) {
+                return Some(q.clone());
+            }
+            let q = super::read_json::<Queued>(&e.path()).ok()?;
+            memo.queued.insert(job, q.clone());
+            Some(q)
         })
         .collect();
+    memo.queued.retain(|j, _| present.contains(j));
     v.sort_by(|a, b| (a.queued_at, &a.job).cmp(&(b.queued_at, &b.job)));
     v
 }
@@ -316,9 +339,14 @@ fn dispatch_queue(
     workers: &[(WorkerRecord, bool)],
     landed: &BTreeSet<JobId>,
     now: u64,
+    memo: &mut Memo,
 ) -> Result<usize> {
     let mut n = 0;
-    for q in waiting(home, state, landed) {
+    for q in waiting(home, state, landed, memo) {
+        let room = |ws: &WorkerState| ws.tickets.len() < MAILBOX_SLOTS && ws.free_slot().is_some();
+        if !state.workers.values().any(room) {
+            break; // every mailbox is full: the rest wait for the next tick
+        }
         let pick = workers
             .iter()
             .filter(|(rec, revoked)| {
