@@ -276,6 +276,7 @@ pub fn packet(job: &Job, patch: &[u8]) -> Packet {
         comments: 0,
         comments_refused: 0,
         review_edits: 0,
+        resumed_from: None,
     }
 }
 
