@@ -31,11 +31,11 @@ use base64::Engine as _;
 /// Rule-id families: the part before the first dot.
 const FAMILIES: &[&str] = &[
     "digest", "key", "dsse", "jobid", "token", "fileurl", "format", "manifest", "request",
-    "packet", "record", "limit", "path", "tar", "diff", "bundle",
+    "packet", "record", "limit", "path", "tar", "diff", "bundle", "resume",
 ];
 
 /// Literals shaped like rule ids that are not: token claim paths named in `token.url` errors.
-const NOT_RULE_IDS: &[&str] = &["bundle.url"];
+const NOT_RULE_IDS: &[&str] = &["bundle.url", "resume.url"];
 
 /// Literal suffixes that make `manifest.json` (or `MANIFEST.in`) a file name, not a rule id.
 const FILE_SUFFIXES: &[&str] = &[

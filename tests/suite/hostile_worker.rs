@@ -276,6 +276,7 @@ pub fn packet(job: &Job, patch: &[u8]) -> Packet {
         comments: 0,
         comments_refused: 0,
         review_edits: 0,
+        resumed_from: None,
     }
 }
 
@@ -771,6 +772,40 @@ fn a_packet_with_unknown_members_of_extensible_objects_is_read() {
         !codes.iter().any(|c| c == "packet-format"),
         "refused a packet for members it may ignore: {report:#}"
     );
+}
+
+/// A fresh job's worker claiming it resumed from another job's checkpoint (issue #40): the
+/// packet's `resumed_from` is only a claim, held to the job record, which names none: a person
+/// looks (`resume-claim-mismatch`, `human`, rule `packet.resumed-from`), and the report shows
+/// no inherited changes (the record, not the claim, says what was inherited).
+#[test]
+fn a_packet_claiming_a_resume_the_record_does_not_name_goes_to_a_human() {
+    let w = World::new();
+    let job = w.submit();
+    let patch = b"";
+    let mut p = packet(&job, patch);
+    p.resumed_from = Some(airlock_core::format::ResumedFrom::of_patch(
+        &job.claims.job,
+        b"diff --git a/x b/x\n",
+    ));
+    let (tgz, packet_bytes) = artifact(&p, patch);
+    w.drop_signed(&job, &tgz, &packet_bytes, None);
+    let out = w.gate(&job.id(), &[]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not the JSON report ({e}): {}", show(&out)));
+    let hit = report["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["code"] == "resume-claim-mismatch")
+        .unwrap_or_else(|| panic!("no resume-claim-mismatch in {report:#}"));
+    assert_eq!(hit["verdict"], "human", "{report:#}");
+    assert_eq!(hit["rule"], "packet.resumed-from", "{report:#}");
+    assert!(
+        hit["detail"].as_str().unwrap().contains("a fresh start"),
+        "{report:#}"
+    );
+    assert!(report["inherited"].is_null(), "{report:#}");
 }
 
 /// A file outside the store and the home that only the trusted user should know of: its

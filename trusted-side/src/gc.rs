@@ -1,10 +1,12 @@
 //! `airlock gc [--older-than DUR] [--dry-run]`: delete the payloads (bundle, checkpoint and
-//! artifact tarballs) of jobs that are gated or expired and older than DUR. Envelopes
-//! (`*.dsse.json`), records and the ledger stay: they are the audit trail, and a job's whole
-//! chain of signatures still verifies after gc (`docs/AUDIT.md`).
+//! artifact tarballs, and a resumed job's inherited `inbox/<job>/resume.diff`) of jobs that
+//! are gated or expired and older than DUR. Envelopes (`*.dsse.json`), records and the ledger
+//! stay: they are the audit trail, and a job's whole chain of signatures still verifies after
+//! gc (`docs/AUDIT.md`).
 //!
 //! Guards against: deleting a job still in flight (only gated, or expired past the token's
-//! lifetime, jobs qualify), deleting evidence (only `.tar.gz` payloads are ever removed), and
+//! lifetime, jobs qualify), deleting evidence (only `.tar.gz` payloads and the inherited patch,
+//! whose digest the record and the ledger keep, are ever removed), and
 //! silent deletion (every object removed is listed, and `--dry-run` lists without removing),
 //! and deleting outside the store: on a `file://` store the worker writes `drop/<job>/` itself,
 //! and may make it (or anything in it) a symbolic link; listing and deletion open every path
@@ -51,11 +53,19 @@ pub fn gc(
             continue;
         }
         let mut keys = Vec::new();
+        // The inherited patch is a payload too: its digest and size stay in the signed record
+        // and the ledger; `airlock show` says `resume.missing` once it is gone.
+        let resume = airlock_core::store_layout::inbox_resume(&job);
         for prefix in [format!("inbox/{job}/"), format!("drop/{job}/")] {
             // Payloads only: an envelope is evidence (a signature over a digest), never garbage.
             let (objects, bad) = store.list_checked(&prefix)?;
             refused.extend(bad.into_iter().map(|r| r.to_string()));
-            keys.extend(objects.into_iter().map(|o| o.key).filter(|k| is_payload(k)));
+            keys.extend(
+                objects
+                    .into_iter()
+                    .map(|o| o.key)
+                    .filter(|k| is_payload(k) || *k == resume),
+            );
         }
         if keys.is_empty() {
             continue;

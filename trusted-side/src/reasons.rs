@@ -92,6 +92,8 @@ reason_codes! {
     PathCollision = "path-collision", Gate, "An added path exists or collides with a packed path.";
     NewDirectory = "new-directory", Gate, "An added path creates a directory not in the packed tree.";
     PacketMismatch = "packet-mismatch", Gate, "The packet disagrees with the diff or the record.";
+    ResumePatchRefused = "resume-patch-refused", Gate, "A re-dispatched job's inherited patch (`inbox/<job>/resume.diff`, pinned by the job record's `resumed_from`) is missing, over its cap, not the pinned digest or refused by the strict parser (`resume.missing`, `resume.too-large`, `resume.digest`, `resume.parse`; `reject`): what the worker started from cannot be shown.";
+    ResumeClaimMismatch = "resume-claim-mismatch", Gate, "The packet's `resumed_from` (the worker's claim) is not the job record's (`packet.resumed-from`; `human`): the worker's account of what it started from is not what it was given.";
     Unsandboxed = "unsandboxed", Gate, "The worker ran the generator without a sandbox.";
     WorkerLimitHit = "worker-limit-hit", Gate, "The worker hit a limit: the diff may be cut short.";
     ModelDrift = "model-drift", Gate, "The model reported answers this model request for the first time among the jobs a person approved (`[models] drift` in the policy, default `human`).";

@@ -219,6 +219,13 @@ pub fn page_from_ledger(
         page.model_requested = Some(s.event.model_requested.clone());
     }
     page.model_reported = bom.fetches.first().map(|f| f.event.model_reported.clone());
+    // What a re-dispatched job's worker inherited, from the trusted side's own copy (after
+    // `airlock gc` deleted the inbox: `resume.missing`).
+    let record = crate::fetch::load_record(store, trusted, job).ok();
+    page.inherited = record
+        .as_ref()
+        .and_then(|r| r.resumed_from.as_ref())
+        .map(|from| crate::gate::inherit::section(store, job, from).0);
     for r in &bom.reviews {
         let e = &r.event;
         page.reviews.push(format!(
@@ -275,9 +282,7 @@ pub fn page_from_ledger(
                     )
                 })
                 .collect();
-            let wall_clock = crate::fetch::load_record(store, trusted, job)
-                .map(|r| r.limits.wall_clock_secs)
-                .unwrap_or(0);
+            let wall_clock = record.as_ref().map_or(0, |r| r.limits.wall_clock_secs);
             // Secret values are never published (`report::mask`): the log tail, the egress
             // lines and the patch's lines holding one are masked before any rendering.
             let scanner = crate::report::mask::scanner()?;
@@ -349,6 +354,7 @@ pub fn page_after_gate(
     let mut page = page_from_ledger(home, store, trusted, &report.job)?;
     page.source = "airlock gate, just now".into();
     page.comments = report.comments.clone();
+    page.inherited = report.inherited.clone();
     page.decision = report.decision.to_string();
     page.reasons = report
         .reasons
@@ -477,6 +483,7 @@ fn render_text(p: &ReviewPage) -> String {
     for r in &p.reviews {
         let _ = writeln!(s, "  {}", text::line(r));
     }
+    s.push_str(&crate::report::inherited::render_text(p.inherited.as_ref()));
     if let Some(n) = &p.diff_note {
         let _ = writeln!(s, "diff: {}", text::line(n));
     }

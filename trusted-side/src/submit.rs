@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
-use airlock_core::format::{JobRecord, Request, JOB_RECORD_FORMAT, PREDICATE_JOB_RECORD};
+use airlock_core::format::{JobRecord, Request, ResumedFrom};
+use airlock_core::format::{JOB_RECORD_FORMAT, PREDICATE_JOB_RECORD};
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::store_layout as layout;
@@ -411,6 +412,9 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
     // Upload bundle, then its envelope; then the record; the token last.
     store.put_file(&layout::inbox_bundle(&job), &summary.path)?;
     store.put_bytes(&layout::inbox_bundle_envelope(&job), &envelope)?;
+    let resumed_from = resume
+        .as_ref()
+        .map(|r| ResumedFrom::of_patch(&r.from_job, &r.patch));
     let job_key = SigningKey::generate();
     let record = JobRecord {
         format: JOB_RECORD_FORMAT.to_owned(),
@@ -425,6 +429,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
         expires_at,
         limits: request.limits.clone(),
         kind: request.kind,
+        resumed_from: resumed_from.clone(),
     };
     let statement = Statement::new(
         "bundle.tar.gz",
@@ -529,6 +534,7 @@ pub(crate) fn dispatch(store: &Store, key: &SigningKey, d: Dispatch<'_>) -> Resu
             expires_at,
             model_key_fingerprint: model_key_fingerprint.clone(),
             redispatch_of: redispatch_of.clone(),
+            resumed_from,
         },
         issued_at,
     )?;

@@ -47,6 +47,7 @@ pub fn packet(job: &JobId, bundle_sha256: Sha256Digest, patch: &[u8]) -> Packet 
         comments: 0,
         comments_refused: 0,
         review_edits: 0,
+        resumed_from: None,
     }
 }
 

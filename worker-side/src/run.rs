@@ -504,6 +504,12 @@ impl RunContext<'_> {
             comments,
             comments_refused,
             review_edits,
+            resumed_from: self
+                .job
+                .claims
+                .resume
+                .as_ref()
+                .map(airlock_core::format::ResumedFrom::of_claim),
         }
     }
 

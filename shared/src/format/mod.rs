@@ -31,7 +31,7 @@ pub use packet::{
     EgressAttempt, ExitInfo, ExitKind, ModelUsage, Packet, RefusedPath, Timings, LIMITS_HIT_VALUES,
     MAX_PACKET_MODELS, MODEL_UNREPORTED, PACKET_FORMAT, PACKET_MEMBERS_0_6, SANDBOX_VALUES,
 };
-pub use record::{JobRecord, JOB_RECORD_FORMAT};
+pub use record::{JobRecord, ResumedFrom, JOB_RECORD_FORMAT};
 pub use request::{check_model_key_env, EgressRule, JobKind, Request, REQUEST_FORMAT};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ResumedFrom;
 use super::{
     check_closed, check_tag, parse_json, to_json_bytes, FormatError, Reader, MAX_PACKET_BYTES,
 };
@@ -155,6 +156,11 @@ pub struct Packet {
     /// written only when not 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub review_edits: u64,
+    /// The checkpoint the worker resumed from, copied from its token's `resume` claim: a
+    /// claim, which the gate holds to the job record (`resume-claim-mismatch`). OPTIONAL
+    /// (absent: a fresh job; written only when the token had the claim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<ResumedFrom>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -369,6 +375,7 @@ mod tests {
             comments_refused: 0,
             review_edits: 0,
             models: Vec::new(),
+            resumed_from: None,
         }
     }
 
@@ -463,6 +470,26 @@ mod tests {
         };
         assert_eq!(p.to_json_for(Reader::Release0_6), to_json_bytes(&p));
         assert_eq!(p.to_json_for(contract), to_json_bytes(&p));
+    }
+
+    #[test]
+    fn resumed_from_is_optional_closed_and_left_out_for_release_0_6() {
+        let mut p = sample();
+        assert!(!String::from_utf8(to_json_bytes(&p))
+            .unwrap()
+            .contains("resumed_from"));
+        p.resumed_from = Some(ResumedFrom {
+            job: p.job.clone(),
+            patch_sha256: Sha256Digest::of_bytes(b"x"),
+            patch_bytes: 1,
+        });
+        let bytes = to_json_bytes(&p);
+        assert_eq!(Packet::from_json(&bytes).unwrap(), p);
+        let mut v: Value = serde_json::from_slice(&bytes).unwrap();
+        v["resumed_from"]["note"] = json!("x");
+        assert_eq!(parse(&v).unwrap_err().rule(), "format.unknown-member");
+        let old: Value = serde_json::from_slice(&p.to_json_for(Reader::Release0_6)).unwrap();
+        assert!(old.get("resumed_from").is_none(), "{old}");
     }
 
     #[test]

@@ -44,6 +44,27 @@ pub struct JobRecord {
     /// when `review`: the gate judges a review job by its comments.
     #[serde(default, skip_serializing_if = "JobKind::is_change")]
     pub kind: JobKind,
+    /// The checkpoint this job resumes from (a fleet re-dispatch). OPTIONAL, absent for a
+    /// fresh job: the trusted side's own account of the chain, which the gate reads the
+    /// inherited patch by and holds the packet's claim to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<ResumedFrom>,
+}
+
+/// Which checkpoint a re-dispatched job resumes from: the job whose gated checkpoint patch was
+/// copied into the new job's inbox (`inbox/<job>/resume.diff`), and that patch's digest and
+/// size as pinned in the new job's token. The same object in the job record (the trusted
+/// side's account), the ledger's `submit` entry and the packet (the worker's claim).
+/// Closed: an unknown member is refused (`format.unknown-member`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumedFrom {
+    /// The job whose checkpoint was resumed from.
+    pub job: JobId,
+    /// SHA-256 of the inherited patch (`resume.diff`).
+    pub patch_sha256: Sha256Digest,
+    /// Its size in bytes.
+    pub patch_bytes: u64,
 }
 
 impl JobRecord {
@@ -72,5 +93,25 @@ impl JobRecord {
             });
         }
         Ok(())
+    }
+}
+
+impl ResumedFrom {
+    /// The chain entry for resuming from `patch`, the checkpoint patch of job `from`.
+    pub fn of_patch(from: &JobId, patch: &[u8]) -> ResumedFrom {
+        ResumedFrom {
+            job: from.clone(),
+            patch_sha256: Sha256Digest::of_bytes(patch),
+            patch_bytes: patch.len() as u64,
+        }
+    }
+
+    /// The worker's copy of its token's `resume` claim, as it writes it in the packet.
+    pub fn of_claim(r: &crate::token::ResumeRef) -> ResumedFrom {
+        ResumedFrom {
+            job: r.from_job.clone(),
+            patch_sha256: r.sha256,
+            patch_bytes: r.max_bytes,
+        }
     }
 }

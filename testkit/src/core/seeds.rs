@@ -135,6 +135,7 @@ pub(super) fn packet() -> Packet {
         comments: 0,
         comments_refused: 0,
         review_edits: 0,
+        resumed_from: None,
     }
 }
 
@@ -166,6 +167,7 @@ fn statements() -> Vec<Statement> {
         expires_at: FUZZ_NOW_UNIX + 1200,
         limits: airlock_core::limits::JobLimits::default(),
         kind: Default::default(),
+        resumed_from: None,
     };
     vec![
         Statement::new(

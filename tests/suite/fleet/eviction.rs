@@ -80,6 +80,71 @@ fn eviction(sig: &str) {
         !f.decisions().contains_key(job),
         "the evicted job was gated"
     );
+    inherited_chain_is_shown_and_recorded(&f, job, &new_job);
+}
+
+/// The resumed job's review shows what its worker inherited and from which job (issue #40):
+/// the gate report (`--json`), `airlock show --json`, and the ledger's `submit` entry
+/// (`airlock audit show --json`) all name the old job and the inherited patch.
+fn inherited_chain_is_shown_and_recorded(f: &Fleet, old_job: &str, new_job: &str) {
+    let out = run(f
+        .airlock()
+        .args(["gate", new_job, "--json", "--repo"])
+        .arg(&f.repo));
+    assert!(
+        matches!(out.status.code(), Some(0 | 3 | 4)),
+        "gate: {}",
+        show(&out)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let inherited = &report["inherited"];
+    assert_eq!(inherited["from_job"], old_job, "{report}");
+    assert!(inherited["refused"].is_null(), "{inherited}");
+    let files = inherited["files"].as_array().unwrap();
+    let steps = files
+        .iter()
+        .find(|x| x["path"] == "src/steps.txt")
+        .unwrap_or_else(|| panic!("src/steps.txt is not listed as inherited: {inherited}"));
+    assert!(steps["lines_added"].as_u64().unwrap() >= 1, "{steps}");
+    let codes: Vec<&str> = report["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["code"].as_str())
+        .collect();
+    assert!(
+        !codes.iter().any(|c| c.starts_with("resume-")),
+        "the honest worker's resume was refused: {codes:?}"
+    );
+    let text = run(f.airlock().args(["gate", new_job, "--repo"]).arg(&f.repo));
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains(&format!("inherited from job {old_job}")),
+        "{text}"
+    );
+    let out = run(f.airlock().args(["show", new_job, "--json"]));
+    assert!(out.status.success(), "show: {}", show(&out));
+    let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["inherited"]["from_job"], old_job, "{page}");
+    let out = run(f.airlock().args(["audit", "show", new_job, "--json"]));
+    assert!(out.status.success(), "audit show: {}", show(&out));
+    let bom: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let chain = &bom["submit"];
+    assert_eq!(chain["redispatch_of"], old_job, "{bom}");
+    assert_eq!(chain["resumed_from"]["job"], old_job, "{bom}");
+    assert_eq!(
+        chain["resumed_from"]["patch_sha256"], inherited["patch_sha256"],
+        "{bom}"
+    );
+    // gc deletes the inherited copy with the payloads: a later show says so, by its rule.
+    let out = run(f.airlock().args(["gc", "--older-than", "0s"]));
+    assert!(out.status.success(), "gc: {}", show(&out));
+    let out = run(f.airlock().args(["show", new_job, "--json"]));
+    assert!(out.status.success(), "show after gc: {}", show(&out));
+    let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["inherited"]["from_job"], old_job, "{page}");
+    let why = page["inherited"]["refused"].as_str().unwrap_or_default();
+    assert!(why.contains("(resume.missing)"), "{page}");
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! bill-of-materials values, signature statuses) through the HTML report ([`html::render`])
 //! and the Markdown report ([`render_md`]).
 //!
+//! The page's "inherited" section (a resumed job's inherited paths, the refusal message) takes
+//! fields too.
+//!
 //! Input: text. Lines before a line `=== diff` are fields, handed out in turn to the page's
 //! worker-controlled strings (the prompt and the log tail take them all); the lines after it
 //! are a unified diff: `+++ b/PATH` starts a file, `@@` a hunk, each other line is a hunk line
@@ -16,6 +19,7 @@
 //!   file's `<summary>` line, where the input is HTML-escaped (no marker at all).
 
 use crate::report::html;
+use crate::report::inherited::{Inherited, InheritedFile};
 use crate::report::page::{
     render_md, ChainLink, FileView, HunkView, LineView, ReasonView, ReviewPage,
 };
@@ -185,6 +189,18 @@ pub fn page(data: &[u8]) -> ReviewPage {
             anchored_to: "revision".into(),
             withheld: false,
         }],
+        inherited: Some(Inherited {
+            from_job: airlock_core::jobid::JobId::new(1_767_225_600, [0x99; 10]),
+            patch_sha256: airlock_core::digest::Sha256Digest::of_bytes(data),
+            patch_bytes: data.len() as u64,
+            files: vec![InheritedFile {
+                path: f.take(),
+                kind: "modified".into(),
+                lines_added: 1,
+                lines_removed: 0,
+            }],
+            refused: Some(f.take()),
+        }),
     }
 }
 

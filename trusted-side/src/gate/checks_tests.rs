@@ -222,6 +222,7 @@ fn record() -> JobRecord {
         expires_at: 2,
         limits: airlock_core::limits::JobLimits::default(),
         kind: Default::default(),
+        resumed_from: None,
     }
 }
 
@@ -259,6 +260,7 @@ fn packet(p: &ParsedPatch) -> Packet {
         comments: 0,
         comments_refused: 0,
         review_edits: 0,
+        resumed_from: None,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod decide;
 pub mod deps;
 pub mod drift;
 pub mod index;
+pub mod inherit;
 pub mod parse;
 pub mod policy;
 pub mod record;

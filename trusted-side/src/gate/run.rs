@@ -5,6 +5,8 @@
 //! module named for it:
 //! 1. fetch: verify the artifact, keep `packet.json` and `patch.diff`, first artifact wins
 //!    ([`crate::fetch::fetch`]); a refusal is a `reject` with the fetch's code;
+//!    1b. for a re-dispatched job, the changes its worker inherited, read from the trusted
+//!    side's own copy, and the packet's claim of them held to the record ([`inherit::judge`]);
 //! 2. parse: `patch.diff` present and within its cap ([`parse::patch_member`]);
 //! 3. parse: it hashes to the packet's digest and passes the strict parser
 //!    ([`parse::parse_signed_patch`]); an empty change ends here as `no-change`
@@ -47,6 +49,7 @@ use super::checks;
 use super::comments;
 use super::decide::{self, from_policy};
 use super::index;
+use super::inherit;
 use super::parse;
 use super::policy::{Policy, Verdict};
 use super::record::{self, Ledger};
@@ -131,6 +134,8 @@ fn gate_job(
     };
     fill_bom_from_fetch(&mut report, &fetched);
     check_model_drift(&home.dir, store, key, &fetched, &opts.policy, &mut report);
+    // 1b. what a re-dispatched job inherited, and the packet's claim of it
+    inherit::judge(store, &fetched, &mut report);
     // Secrets in the worker's log or review (found by the fetch): reject, value never shown.
     report.extend(scan::worker_text_reasons(&fetched.worker_text_secrets));
     // 2. the patch

@@ -40,6 +40,9 @@ pub struct SubmitRecord {
     /// The job this one dispatched again, if it is a re-dispatch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redispatch_of: Option<airlock_core::jobid::JobId>,
+    /// The checkpoint it resumed from (job, inherited patch digest and size), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<airlock_core::format::ResumedFrom>,
 }
 
 /// A `fetch` entry's fields.
@@ -173,6 +176,7 @@ impl BillOfMaterials {
                     expires_at,
                     model_key_fingerprint,
                     redispatch_of,
+                    resumed_from,
                 } => {
                     if let Some(first) = &bom.submit {
                         bom.notes.push(format!(
@@ -190,6 +194,7 @@ impl BillOfMaterials {
                             expires_at,
                             model_key_fingerprint,
                             redispatch_of,
+                            resumed_from,
                         };
                         bom.submit = Some(Stamped { seq, at, event });
                     }
@@ -332,6 +337,13 @@ impl fmt::Display for BillOfMaterials {
             }
             if let Some(of) = &e.redispatch_of {
                 writeln!(f, "  re-dispatch of  {of}")?;
+            }
+            if let Some(r) = &e.resumed_from {
+                writeln!(
+                    f,
+                    "  resumed from    {} (inherited patch sha256:{}, {} bytes)",
+                    r.job, r.patch_sha256, r.patch_bytes
+                )?;
             }
             writeln!(f, "  prompt:")?;
             for line in e.prompt.lines() {

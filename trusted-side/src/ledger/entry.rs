@@ -136,6 +136,10 @@ pub enum Event {
         /// The job this one dispatches again (`airlock resubmit`); absent for a first dispatch.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         redispatch_of: Option<JobId>,
+        /// The checkpoint this job resumes from (a fleet re-dispatch): the job, the inherited
+        /// patch's SHA-256 and size, as in the job record; absent for a fresh job.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resumed_from: Option<airlock_core::format::ResumedFrom>,
     },
     /// An artifact was downloaded and verified (`airlock fetch`).
     Fetch {

@@ -33,6 +33,7 @@ fn submit(prompt: &str) -> Event {
         expires_at: T0 + 1200,
         model_key_fingerprint: None,
         redispatch_of: None,
+        resumed_from: None,
     }
 }
 

@@ -157,6 +157,7 @@ pub fn render(p: &ReviewPage) -> String {
         s.push_str("</table>\n");
     }
     s.push_str("</section>\n");
+    s.push_str(&super::inherited::render_html(p.inherited.as_ref()));
 
     let elsewhere = p.comments_elsewhere();
     if !elsewhere.is_empty() {

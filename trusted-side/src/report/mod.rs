@@ -10,6 +10,7 @@
 
 pub mod comments;
 pub mod html;
+pub mod inherited;
 pub mod mask;
 pub mod page;
 pub mod sarif;
@@ -202,6 +203,9 @@ pub struct GateReport {
     pub failed_run: Option<RunAccount>,
     /// The review comments that passed the gate (`gate/comments.rs`), in file order.
     pub comments: Vec<GatedComment>,
+    /// For a re-dispatched job: the changes its worker inherited and from which job
+    /// (`gate/inherit.rs`); `null` for a fresh job.
+    pub inherited: Option<inherited::Inherited>,
 }
 
 impl GateReport {
@@ -225,6 +229,7 @@ impl GateReport {
             egress: Vec::new(),
             failed_run: None,
             comments: Vec::new(),
+            inherited: None,
         }
     }
 
@@ -379,6 +384,7 @@ pub fn render_text(report: &GateReport) -> String {
         "  change    {} files, +{} -{}",
         st.files_changed, st.lines_added, st.lines_removed
     );
+    s.push_str(&inherited::render_text(report.inherited.as_ref()));
     let listed: Vec<&Reason> = notable(report).collect();
     if !listed.is_empty() {
         let _ = writeln!(s, "reasons:");

@@ -137,6 +137,8 @@ pub struct ReviewPage {
     /// The review comments that passed the gate (shown beside their file's diff, or in their
     /// own section for files without one).
     pub comments: Vec<GatedComment>,
+    /// For a re-dispatched job: the changes its worker inherited and from which job.
+    pub inherited: Option<super::inherited::Inherited>,
 }
 
 impl ReviewPage {
@@ -209,6 +211,7 @@ pub fn render_md(p: &ReviewPage) -> String {
     for r in &p.reviews {
         let _ = writeln!(s, "- {}", md_code(r));
     }
+    s.push_str(&super::inherited::render_md(p.inherited.as_ref()));
     let elsewhere = p.comments_elsewhere();
     if !elsewhere.is_empty() {
         let _ = writeln!(s, "\n### Review comments\n");
