@@ -344,7 +344,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{gpl,lgpl,agpl,gfdl,fdl,mpl,apache,epl,cddl}-[0-9]*",
             "{thirdpartynotices,third-party-notices,third_party_notices}{,.txt,.md}",
             "**/.licenses/**",
-            "**/.reuse/**",
+            "**/.reuse/dep5",
             "reuse.toml",
         ],
     ),
