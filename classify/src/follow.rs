@@ -414,6 +414,43 @@ pub(crate) fn nx_projects(line: &str) -> Option<Vec<String>> {
     }
 }
 
+/// The project directories a Gradle settings script includes (`include ':samples'`,
+/// `include(":app:core")` is `app/core`, `includeBuild("build-logic")`): Gradle configures and
+/// builds what is there, so an example project it includes runs. Empty for any other file.
+pub(crate) fn gradle_includes(from: &str, text: &str) -> Vec<String> {
+    let name = from.rsplit('/').next().unwrap_or(from).to_ascii_lowercase();
+    if !matches!(name.as_str(), "settings.gradle" | "settings.gradle.kts") {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim_start) {
+        let build = line.starts_with("includeBuild");
+        if !(build || line.starts_with("include")) {
+            continue;
+        }
+        // Every quoted string on the line: `include ':a', ':b'`, `include(":a", ":b")`.
+        let mut rest = line;
+        while let Some(open) = rest.find(['\'', '"']) {
+            let quote = rest[open..].chars().next().unwrap_or('"');
+            let after = &rest[open + 1..];
+            let Some(close) = after.find(quote) else {
+                break;
+            };
+            let project = &after[..close];
+            rest = &after[close + 1..];
+            let dir = if build {
+                project.to_owned()
+            } else {
+                project.trim_start_matches(':').replace(':', "/")
+            };
+            if !dir.is_empty() && out.len() < MAX_MATCHES {
+                out.push(dir);
+            }
+        }
+    }
+    out
+}
+
 /// A name with a glob or a variable inside it, as a pattern with `*` for each unknown part
 /// (`scripts/*.sh`; `build-${lang}.sh` is `build-*.sh`, `%DIR%\x.bat` is `*/x.bat`); `None`
 /// for a plain name, a pattern of only wildcards, or one naming a directory.

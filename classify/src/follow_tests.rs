@@ -109,3 +109,20 @@ fn nx_commands_name_their_projects() {
     assert_eq!(nx_projects("nx affected --target=lint"), Some(vec![]));
     assert_eq!(nx_projects("echo next"), None);
 }
+
+#[test]
+fn gradle_settings_name_the_projects_they_include() {
+    let text = "rootProject.name = 'r'\ninclude ':retrofit'\ninclude ':retrofit:java-test'\n\
+                include(\":samples\", \":app\")\nincludeBuild(\"build-logic\")\n// include ':x'\n";
+    assert_eq!(
+        gradle_includes("settings.gradle", text),
+        [
+            "retrofit",
+            "retrofit/java-test",
+            "samples",
+            "app",
+            "build-logic"
+        ]
+    );
+    assert!(gradle_includes("build.gradle", text).is_empty());
+}

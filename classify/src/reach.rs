@@ -210,6 +210,9 @@ impl TreeReach {
         for d in &dirs {
             self.name_dir(d, "", all, bucket, from);
         }
+        for d in follow::gradle_includes(from, &text) {
+            self.name_dir(&d, base, all, bucket, from);
+        }
         for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {
             for p in self.nx(&line, all, budget) {
                 out.insert(p);

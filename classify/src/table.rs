@@ -205,6 +205,12 @@ pub(crate) static RULES: &[Rule] = &[
         &["**/{.github,.gitlab,.gitea,.forgejo,.idea,.vscode}/**/*.{png,gif,jpg,jpeg,svg,ico,webp}"],
     ),
     rule(
+        "other.ide-data",
+        Bucket::Other,
+        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes): nothing there runs a program or names one to load (before the editor rule)",
+        &["**/.idea/{copyright,dictionaries,codestyles,inspectionprofiles,scopes}/**"],
+    ),
+    rule(
         "agent.editor-config",
         Bucket::Agent,
         "Editor and IDE workspace configuration (tasks, launch configs and settings that run programs on open)",
@@ -274,6 +280,12 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "tests.fixture-vendored",
+        Bucket::Tests,
+        "Installed packages inside a top-level test directory (`tests/fixtures/plugins/node_modules/x`, `test/app/vendor/y`): inputs of the tests, not the project's dependencies (anchored at the root, so `vendor/x/test/node_modules/` stays vendored)",
+        &["{test,tests,spec,__tests__}/**/{node_modules,vendor,bower_components}/**"],
+    ),
+    rule(
         "deps.vendored",
         Bucket::Deps,
         "Vendored or installed third-party code, whatever its inner path says (`vendor/x/testdata/y`, `third_party/z/examples/Makefile` are dependencies; before the test, example and CI rules)",
@@ -291,6 +303,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{testdata,test_data,test-data,__fixtures__,fixtures,fixture,test-fixtures,test_fixtures,test_resources,test-resources,__snapshots__,__snapshot__}/**",
             "**/{test,tests,spec,__tests__}/{data,resources,assets,samples,cases,inputs,snapshots}/**",
             "**/src/test/resources/**",
+            "**/{test,tests,spec}/{dummy,dummy_app,rails_app,test_app}/**",
         ],
     ),
     rule(
@@ -331,17 +344,21 @@ pub(crate) static RULES: &[Rule] = &[
             "{gpl,lgpl,agpl,gfdl,fdl,mpl,apache,epl,cddl}-[0-9]*",
             "{thirdpartynotices,third-party-notices,third_party_notices}{,.txt,.md}",
             "**/.licenses/**",
+            "**/.reuse/dep5",
+            "reuse.toml",
         ],
     ),
     rule(
         "governance.signing-keys",
         Bucket::Governance,
-        "Release-signing keys and keyrings kept in the repository (what users and scripts trust)",
+        "Release-signing keys, keyrings and detached signatures kept in the repository (what users and scripts trust): PGP keys and `.asc` signatures, .NET strong-name keys (`.snk`), minisign signatures",
         &[
             "gpg-key{,s}",
             "gpg-key{,s}.txt",
             "*.{gpg,pgp}",
-            "*key*.asc",
+            "*.asc",
+            "*.snk",
+            "*.minisig",
             "keys",
             "keys.txt",
         ],
@@ -383,6 +400,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{.,}sweep.{yml,yaml}",
             "{.,}ellipsis.{yml,yaml}",
             ".lgtm.yml",
+            "{.,}reviewdog.{yml,yaml}",
         ],
     ),
     rule(
@@ -807,6 +825,16 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "iac.systemd",
+        Bucket::Iac,
+        "systemd units, tmpfiles and sysusers configuration shipped with the app (what the host runs, as whom, with which files)",
+        &[
+            "**/systemd/**",
+            "*.{service,socket,timer,tmpfiles,sysusers}",
+            "**/{tmpfiles.d,sysusers.d}/**",
+        ],
+    ),
+    rule(
         "iac.secrets",
         Bucket::Iac,
         "Encrypted secrets deployed with the app (ejson, SOPS): what runs in production reads them",
@@ -904,7 +932,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake",
+        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`)",
         &[
             "*.{gn,gni}",
             ".gn",
@@ -920,6 +948,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*.in",
             "**/patches/**/*.{patch,diff}",
             "*.{wxs,wxi,wixproj,nsi,nsh,iss}",
+            "*.def",
         ],
     ),
     rule(
@@ -1196,6 +1225,9 @@ pub(crate) static RULES: &[Rule] = &[
             "go.*.mod",
             "go.*.sum",
             "{gemfile,gems.rb}",
+            "gemfile[-_]*",
+            "*.gemfile",
+            "**/gemfiles/**",
             "*.gemspec",
             "pom.xml",
             "ivy.xml",
@@ -1277,7 +1309,8 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "**/{test,tests,__tests__,__mocks__,__snapshots__,__fixtures__,spec,specs}/**",
             "**/{testdata,test_data,test-data,e2e,cypress,androidtest,unittests,unit_tests}/**",
-            "**/{integration_tests,integration-tests,testsuite,molecule}/**",
+            "**/{integration_tests,integration-tests,integration_test,integration-test,testsuite,molecule}/**",
+            "**/{test cases,test_cases,test-cases,testcases}/**",
             "t/**",
         ],
     ),
@@ -1399,6 +1432,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".jsbeautifyrc",
             ".mdlrc",
             ".gitlint",
+            ".*{allowlist,denylist,whitelist,blacklist}",
         ],
     ),
     rule(
@@ -1410,6 +1444,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{.,}opslevel.{yml,yaml}",
             "{.,}cortex.{yaml,yml}",
             "service.datadog.{yaml,yml}",
+            "**/.backstage/**/*.{yaml,yml}",
         ],
     ),
     rule(
@@ -1480,6 +1515,15 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "other.example-file",
+        Bucket::Other,
+        "Example copies of settings files (`serve_header.yml.example`, `config.sample`, `settings.example.json`): no tool reads them (after every specific rule, so `docker-compose.example.yml` stays `iac`, and before the tooling directories)",
+        &[
+            "*.{example,sample}",
+            "*.{example,sample}.{yml,yaml,json,toml,ini,cfg,conf,env,txt,properties,xml}",
+        ],
+    ),
+    rule(
         "build.tooling-dir",
         Bucket::Build,
         "Anything in a tooling directory (`scripts/`, `script/`, `tools/`, `tool/`, `hack/`, `build/`, `bin/`, `release/`, `packaging/`, `devtools/`, …) that no earlier rule claims: scripts developers, builds and releases run",
@@ -1499,6 +1543,16 @@ pub(crate) static RULES: &[Rule] = &[
             "{gen,generate,codegen,regen,regenerate}.{sh,bash,ps1}",
             "hook.{sh,bash}",
             "{docker-,}entrypoint.sh",
+        ],
+    ),
+    rule(
+        "src.completion",
+        Bucket::Src,
+        "Shell completion scripts the product ships (`completions/`, `zsh-completion/`, `bash_completion.d/`, `tool-completion.bash`): users' shells load them, no build runs them (after the tooling directories and build-step names, so `scripts/completions/gen.sh` stays `build`)",
+        &[
+            "**/{completion,completions,shell-completion,shell-completions,bash-completion,zsh-completion,fish-completion,bash_completion,zsh_completion,bash_completion.d}/**",
+            "*[-_]completion.{bash,zsh,fish,sh}",
+            "*.{bash_completion,bash-completion}",
         ],
     ),
     rule(
