@@ -397,23 +397,13 @@ fn azurite_fleet_worker_heartbeats_takes_a_sealed_ticket_and_the_job_is_gated() 
     }
 }
 
-/// Incompressible bytes from a fixed seed (xorshift).
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
 #[test]
 fn azurite_large_bundle_goes_up_in_blocks_and_the_worker_verifies_it() {
     let Some(env) = AzEnv::new() else { return };
-    let (a, b) = (noise(5 << 20, 7), noise(5 << 20, 11));
+    let (a, b) = (
+        super::store::noise(5 << 20, 7),
+        super::store::noise(5 << 20, 11),
+    );
     write_files(&env.repo, &[("data/a.bin", &a), ("data/b.bin", &b)]);
     git(&env.repo, &["add", "-A"]);
     git(&env.repo, &["commit", "-q", "-m", "data"]);

@@ -1310,7 +1310,7 @@ fn watch_on_a_file_store_wakes_on_filesystem_events() {
 // Large bundles
 
 /// `n` bytes that do not compress (xorshift), so the bundle stays large.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn noise(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     (0..n)
         .map(|_| {

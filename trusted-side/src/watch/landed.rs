@@ -57,7 +57,7 @@ pub struct Landed {
 
 impl Landed {
     /// Looks again: a full listing when `ticketed` is `None` (no fleet, or its books unread)
-    /// or the last one is [`FULL_EVERY`] old, else a HEAD per ticketed job not seen yet.
+    /// or the last one is `FULL_EVERY` old, else a HEAD per ticketed job not seen yet.
     pub fn refresh(&mut self, store: &Store, ticketed: Option<&[JobId]>) -> Result<()> {
         let due = self.listed_at.is_none_or(|t| t.elapsed() >= FULL_EVERY);
         match ticketed {
@@ -135,11 +135,11 @@ mod tests {
                 .unwrap()
         };
         let mut landed = Landed::default();
-        landed.refresh(&store, Some(&[a.clone()])).unwrap(); // the first look lists in full
+        landed.refresh(&store, Some(std::slice::from_ref(&a))).unwrap(); // the first look lists in full
         assert!(landed.jobs().is_empty());
         land(&a);
         land(&b);
-        landed.refresh(&store, Some(&[a.clone()])).unwrap();
+        landed.refresh(&store, Some(std::slice::from_ref(&a))).unwrap();
         assert_eq!(landed.jobs().iter().collect::<Vec<_>>(), vec![&a]);
         // Not ticketed (a plain submit beside the fleet): seen by the next full listing.
         landed.listed_at = Some(Instant::now() - FULL_EVERY);
