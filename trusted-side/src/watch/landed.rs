@@ -135,11 +135,15 @@ mod tests {
                 .unwrap()
         };
         let mut landed = Landed::default();
-        landed.refresh(&store, Some(std::slice::from_ref(&a))).unwrap(); // the first look lists in full
+        landed
+            .refresh(&store, Some(std::slice::from_ref(&a)))
+            .unwrap(); // the first look lists in full
         assert!(landed.jobs().is_empty());
         land(&a);
         land(&b);
-        landed.refresh(&store, Some(std::slice::from_ref(&a))).unwrap();
+        landed
+            .refresh(&store, Some(std::slice::from_ref(&a)))
+            .unwrap();
         assert_eq!(landed.jobs().iter().collect::<Vec<_>>(), vec![&a]);
         // Not ticketed (a plain submit beside the fleet): seen by the next full listing.
         landed.listed_at = Some(Instant::now() - FULL_EVERY);
