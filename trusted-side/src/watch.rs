@@ -406,7 +406,7 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
             {
                 Ok(t) => {
                     dispatched = t.dispatched + t.redispatched > 0;
-                    ticketed = Some(t.out);
+                    ticketed = Some(t.tickets_out);
                 }
                 Err(e) => eprintln!(
                     "error: fleet: {}",

@@ -39,7 +39,7 @@ pub struct Tick {
     /// Jobs dispatched again under a new job.
     pub redispatched: usize,
     /// Every job whose ticket is out after the tick.
-    pub out: Vec<JobId>,
+    pub tickets_out: Vec<JobId>,
 }
 
 /// Whether a worker that writes `writes` can carry a job of this trusted side: for each
@@ -156,7 +156,7 @@ pub fn tick(
     }
     out.dispatched = dispatch_queue(home, store, &mut state, &workers, landed, now, memo)?;
     state.save(&home.dir)?;
-    out.out = (state.workers.values())
+    out.tickets_out = (state.workers.values())
         .flat_map(|w| w.tickets.iter().map(|t| t.job.clone()))
         .collect();
     Ok(out)
