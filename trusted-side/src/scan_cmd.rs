@@ -7,8 +7,6 @@
 //! files are counted and listed).
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, Mutex};
 
 use airlock_scan::{ScanReport, Scanner, SkipReason, SkippedFile};
 use anyhow::{bail, Context, Result};
@@ -98,54 +96,38 @@ fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
             });
             continue;
         }
-        blobs.push((path, e.oid));
+        blobs.push((path, e.oid, e.size));
     }
-    let (mut requests, mut responses) = repo.blobs()?.split()?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // One git stream per worker, each with its share of the blobs (dealt by bytes).
+    let lists = crate::git::deal(blobs.iter().map(|b| b.2), threads);
+    let streams = (lists.iter())
+        .map(|list| repo.blobs(list.iter().map(|&i| blobs[i].1.clone()).collect()))
+        .collect::<Result<Vec<_>>>()?;
     let blobs = &blobs;
     let results: Result<Vec<ScanReport>> = std::thread::scope(|s| {
-        s.spawn(move || {
-            for (_, oid) in blobs {
-                if requests.request(oid).is_err() {
-                    break;
-                }
-            }
-        });
-        let (tx, rx) = sync_channel::<(usize, Vec<u8>)>(16);
-        let rx = Arc::new(Mutex::new(rx));
-        let reader = s.spawn(move || -> Result<()> {
-            for (i, (_, oid)) in blobs.iter().enumerate() {
-                let mut buf = Vec::new();
-                responses.next_blob(oid, max, &mut buf)?;
-                if tx.send((i, buf)).is_err() {
-                    break;
-                }
-            }
-            Ok(())
-        });
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let rx = Arc::clone(&rx);
-                s.spawn(move || {
+        let workers: Vec<_> = (lists.iter().zip(streams))
+            .map(|(list, mut stream)| {
+                s.spawn(move || -> Result<ScanReport> {
                     let mut part = ScanReport::default();
-                    loop {
-                        let next = rx.lock().map(|r| r.recv());
-                        let Ok(Ok((i, content))) = next else { break };
-                        let path = &blobs[i].0;
+                    let mut content = Vec::new();
+                    for &i in list {
+                        let (path, oid, _) = &blobs[i];
+                        stream.next_blob(oid, max, &mut content)?;
                         part.files_scanned += 1;
                         part.bytes_scanned += content.len() as u64;
                         part.findings.extend(scanner.scan(path, &content));
                     }
-                    part
+                    Ok(part)
                 })
             })
             .collect();
-        reader
-            .join()
-            .map_err(|_| anyhow::anyhow!("blob reader panicked"))??;
         let mut parts = Vec::new();
         for w in workers {
-            parts.push(w.join().map_err(|_| anyhow::anyhow!("scanner panicked"))?);
+            parts.push(
+                w.join()
+                    .map_err(|_| anyhow::anyhow!("scanner panicked"))??,
+            );
         }
         Ok(parts)
     });

@@ -1,7 +1,7 @@
 //! The `files/` part of a bundle: every selected file, in groups ([`super::groups`]), each
-//! group reused from the cache or built (blobs streamed from one `git cat-file --batch`,
-//! scanned, redacted or omitted, compressed) by a pool of workers, one per core, and written in
-//! order to a staging file, from which the bundle writer resumes.
+//! group reused from the cache or built (its blobs read from the worker's own
+//! `git cat-file --batch`, scanned, redacted or omitted, compressed) by a pool of workers, one
+//! per core, and written in order to a staging file, from which the bundle writer resumes.
 //!
 //! Guards against: a secret in a packed file leaving trusted ground (see [`super::groups`]), a
 //! cached group whose bytes were changed (checked against their SHA-256 before use; a mismatch
@@ -70,43 +70,58 @@ enum Source<'b> {
     Build,
 }
 
-/// A group to build, with its blobs.
-struct Job {
-    index: usize,
-    contents: Vec<Vec<u8>>,
-}
-
-/// Blob bytes read and not yet written; `acquire` waits while over [`IN_FLIGHT_BYTES`].
+/// Blob bytes read and not yet written, and the group the writer waits for; `acquire` waits
+/// while over [`IN_FLIGHT_BYTES`], unless the group is the writer's (which always goes ahead,
+/// so that no worker holding later groups can starve it).
 struct Budget {
-    state: Mutex<(u64, bool)>,
+    state: Mutex<BudgetState>,
     freed: Condvar,
 }
 
+#[derive(Default)]
+struct BudgetState {
+    in_flight: u64,
+    writing: usize,
+    aborted: bool,
+}
+
 impl Budget {
-    fn acquire(&self, n: u64) -> bool {
+    fn acquire(&self, group: usize, n: u64) -> bool {
         let Ok(mut s) = self.state.lock() else {
             return false;
         };
-        while !s.1 && s.0 > 0 && s.0 + n > IN_FLIGHT_BYTES {
+        while !s.aborted
+            && group > s.writing
+            && s.in_flight > 0
+            && s.in_flight + n > IN_FLIGHT_BYTES
+        {
             s = match self.freed.wait(s) {
                 Ok(s) => s,
                 Err(_) => return false,
             };
         }
-        s.0 += n;
-        !s.1
+        s.in_flight += n;
+        !s.aborted
+    }
+
+    /// The writer now waits for `group`.
+    fn writing(&self, group: usize) {
+        if let Ok(mut s) = self.state.lock() {
+            s.writing = group;
+        }
+        self.freed.notify_all();
     }
 
     fn release(&self, n: u64) {
         if let Ok(mut s) = self.state.lock() {
-            s.0 = s.0.saturating_sub(n);
+            s.in_flight = s.in_flight.saturating_sub(n);
         }
         self.freed.notify_all();
     }
 
     fn abort(&self) {
         if let Ok(mut s) = self.state.lock() {
-            s.1 = true;
+            s.aborted = true;
         }
         self.freed.notify_all();
     }
@@ -147,86 +162,52 @@ pub(super) fn write_files(
     let max = opts.max_file_bytes;
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
     let budget = Budget {
-        state: Mutex::new((0, false)),
+        state: Mutex::new(BudgetState::default()),
         freed: Condvar::new(),
     };
     let group_bytes = |i: usize| plan.groups[i].clone().map(|f| members[f].size).sum::<u64>();
 
-    let (mut requests, mut responses) = repo.blobs()?.split()?;
+    // One git stream per worker, each with its own share of the groups (dealt by bytes), so
+    // that git reads ahead of its worker and no thread waits for another to be scheduled.
+    let lists = crate::git::deal(to_build.iter().map(|&g| group_bytes(g)), workers);
+    let streams = (lists.iter())
+        .map(|list| {
+            let oids = (list.iter())
+                .flat_map(|&k| &members[plan.groups[to_build[k]].clone()])
+                .map(|m| m.oid.clone())
+                .collect();
+            repo.blobs(oids)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut out = Collector::new(staging)?;
-    let job_slot = Mutex::new(None);
     std::thread::scope(|s| -> Result<()> {
-        // Feeds object ids to git.
-        let wanted = &to_build;
-        s.spawn(move || {
-            for &g in wanted {
-                for m in &members[plan.groups[g].clone()] {
-                    if requests.request(&m.oid).is_err() {
+        let (done_tx, done_rx) = channel::<(usize, Result<Built>)>();
+        for (list, mut stream) in lists.iter().zip(streams) {
+            let (done_tx, cached, wanted) = (done_tx.clone(), &cached, &to_build);
+            let (budget, group_bytes) = (&budget, &group_bytes);
+            s.spawn(move || {
+                for &k in list {
+                    let g = wanted[k];
+                    if !budget.acquire(g, group_bytes(g)) {
+                        return;
+                    }
+                    let r = plan.groups[g].clone();
+                    let mut contents = Vec::with_capacity(r.len());
+                    let read = (members[r.clone()].iter()).try_for_each(|m| {
+                        let mut buf = Vec::new();
+                        stream.next_blob(&m.oid, max, &mut buf)?;
+                        contents.push(buf);
+                        Ok(())
+                    });
+                    let built = read.and_then(|()| {
+                        let c = &cached[r.clone()];
+                        groups::build(&members[r], contents, c, scanner, opts.redact)
+                    });
+                    let failed = built.is_err();
+                    if done_tx.send((g, built)).is_err() || failed {
                         return;
                     }
                 }
-            }
-        });
-        // Reads each group's blobs, within the budget, and hands the group to the workers.
-        let (job_tx, job_rx) = sync_channel::<Result<Job>>(workers * 2);
-        let (budget, group_bytes) = (&budget, &group_bytes);
-        s.spawn(move || {
-            for &g in wanted {
-                if !budget.acquire(group_bytes(g)) {
-                    return;
-                }
-                let mut contents = Vec::new();
-                let mut failed = None;
-                for m in &members[plan.groups[g].clone()] {
-                    let mut buf = Vec::new();
-                    if let Err(e) = responses.next_blob(&m.oid, max, &mut buf) {
-                        failed = Some(e);
-                        break;
-                    }
-                    contents.push(buf);
-                }
-                let stop = failed.is_some();
-                let job = match failed {
-                    Some(e) => Err(e),
-                    None => Ok(Job { index: g, contents }),
-                };
-                if job_tx.send(job).is_err() || stop {
-                    return;
-                }
-            }
-        });
-        let (done_tx, done_rx) = channel::<(usize, Result<Built>)>();
-        *job_slot
-            .lock()
-            .map_err(|_| anyhow::anyhow!("pack workers failed"))? = Some(job_rx);
-        for _ in 0..workers {
-            let (done_tx, job_slot, cached) = (done_tx.clone(), &job_slot, &cached);
-            // After the writer stopped (an error), a worker only drains the queue, so that the
-            // reader never blocks on a full queue.
-            let mut stopped = false;
-            s.spawn(move || loop {
-                let job = match job_slot.lock().map(|rx| rx.as_ref().map(|rx| rx.recv())) {
-                    Ok(Some(Ok(job))) => job,
-                    _ => return,
-                };
-                if stopped {
-                    continue;
-                }
-                let (index, built) = match job {
-                    Ok(job) => {
-                        let r = plan.groups[job.index].clone();
-                        let built = groups::build(
-                            &members[r.clone()],
-                            job.contents,
-                            &cached[r],
-                            scanner,
-                            opts.redact,
-                        );
-                        (job.index, built)
-                    }
-                    Err(e) => (usize::MAX, Err(e)),
-                };
-                stopped = done_tx.send((index, built)).is_err();
             });
         }
         drop(done_tx);
@@ -265,6 +246,7 @@ pub(super) fn write_files(
                         out.built(r.clone(), members, built)?;
                     }
                     (Source::Build, _) => {
+                        budget.writing(g);
                         let built = loop {
                             if let Some(b) = pending.remove(&g) {
                                 break b;
@@ -283,7 +265,7 @@ pub(super) fn write_files(
         budget.abort();
         drop(done_rx);
         drop(reuse_rx);
-        // The reader stops at the budget; the queue it fed closes, and the workers stop.
+        // The workers stop at the budget or when they find the writer gone.
         collected
     })?;
     bar.finish_and_clear();
