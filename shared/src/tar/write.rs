@@ -77,7 +77,7 @@ impl<W: Write> DeterministicTarWriter<W> {
     /// (still one gzip member: a sync flush, then a reset). Returns where the stream stands.
     ///
     /// The compressed bytes written so far after the 10-byte gzip header
-    /// ([`GZIP_HEADER`]) can later be replayed with [`DeterministicTarWriter::resume`]: a
+    /// ([`GZIP_HEADER`]) can later be continued with [`DeterministicTarWriter::resume`]: a
     /// packer reuses the members of one revision across bundles that differ only after the cut,
     /// and both routes give the same bytes.
     pub fn cut(&mut self) -> Result<Cut, TarError> {
@@ -90,36 +90,22 @@ impl<W: Write> DeterministicTarWriter<W> {
         r.map_err(|e| TarError::io(None, "cut gzip stream", e))
     }
 
-    /// A writer whose output starts with the gzip header and the `compressed` bytes of an
-    /// earlier writer up to its [`DeterministicTarWriter::cut`], holding `members` (each path,
-    /// whether it is a directory, and its size, in the order written). The members are checked
-    /// again exactly as [`DeterministicTarWriter::append_file`] checks them (path rules, order,
-    /// collisions, limits); the caller vouches that `compressed` is what that writer wrote for
-    /// them (e.g. by a digest taken then). `compressed` must yield exactly
-    /// `cut.compressed_bytes` bytes (`tar.size-mismatch` otherwise).
+    /// A writer continuing a stream whose start `w` already holds: the gzip header
+    /// ([`GZIP_HEADER`]) and the `cut.compressed_bytes` bytes an earlier writer wrote up to its
+    /// [`DeterministicTarWriter::cut`] (a packer writes its groups of files straight to the
+    /// bundle, some reused from an earlier pack), holding `members` (each path, whether it is
+    /// a directory, and its size, in the order written). The members are checked again exactly
+    /// as [`DeterministicTarWriter::append_file`] checks them (path rules, order, collisions,
+    /// limits); the caller vouches that the bytes are what that writer wrote for them (e.g. by
+    /// a digest taken then).
     pub fn resume<'a>(
         w: W,
         limits: TarLimits,
         cut: &Cut,
-        compressed: impl Read,
         members: impl IntoIterator<Item = (&'a str, bool, u64)>,
     ) -> Result<Self, TarError> {
         let mut gz = Gzip::new(w, cut.crc32, cut.tar_bytes, cut.compressed_bytes);
-        gz.header()
-            .map_err(|e| TarError::io(None, "write resumed stream", e))?;
-        let mut exact = ExactReader {
-            inner: compressed,
-            remaining: cut.compressed_bytes,
-            mismatch: None,
-        };
-        if let Err(e) = io::copy(&mut exact, &mut gz.out) {
-            return Err(match exact.mismatch {
-                Some(reason) => {
-                    TarError::member_rejected("(resumed stream)", TarRule::SizeMismatch, reason)
-                }
-                None => TarError::io(None, "write resumed stream", e),
-            });
-        }
+        gz.header_pending = false;
         let mut w = Self::from_gzip(gz, limits);
         for (path, is_dir, size) in members {
             w.account(path, is_dir, size)?;
@@ -479,7 +465,7 @@ mod tests {
         let prefix = &whole[start..start + cut.compressed_bytes as usize];
         let members = [("files/a.txt", false, 3000), ("files/b/c.sh", false, 5)];
         let mut w =
-            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, prefix, members)
+            DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, members)
                 .unwrap();
         w.append_file("manifest.json", false, 7, &b"{\"x\":1}"[..])
             .unwrap();
@@ -511,31 +497,30 @@ mod tests {
     }
 
     #[test]
-    fn resume_checks_the_prefix_length_and_the_members_again() {
+    fn resume_checks_the_members_again() {
         let (whole, cut) = cut_sample(b"{}");
         let prefix = &whole[GZIP_HEADER.len()..GZIP_HEADER.len() + cut.compressed_bytes as usize];
-        let short = &prefix[..prefix.len() - 1];
-        let members = [("files/a.txt", false, 3000u64)];
-        let e =
-            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, short, members)
-                .err()
-                .unwrap();
-        assert_eq!(e.rule(), TarRule::SizeMismatch);
         // Out of order, and a later member colliding with a resumed one: refused as if appended.
         let members = [("files/b", false, 1u64), ("files/a", false, 1)];
-        let e =
-            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, prefix, members)
-                .err()
-                .unwrap();
+        let e = DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, members)
+            .err()
+            .unwrap();
         assert_eq!(e.rule(), TarRule::OutOfOrder);
         let members = [("files/README", false, 1u64)];
         let mut w =
-            DeterministicTarWriter::resume(Vec::new(), TarLimits::bundle(), &cut, prefix, members)
+            DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, members)
                 .unwrap();
         let e = w
             .append_file("files/readme", false, 0, io::empty())
             .unwrap_err();
         assert_eq!(e.rule(), TarRule::Collision);
+    }
+
+    /// An output holding the gzip header and `prefix`, as a packer writes it before resuming.
+    fn started(prefix: &[u8]) -> Vec<u8> {
+        let mut out = GZIP_HEADER.to_vec();
+        out.extend_from_slice(prefix);
+        out
     }
 
     #[test]

@@ -371,14 +371,6 @@ impl PackCache {
 }
 
 impl Staging {
-    /// A staging file that is no cache entry (the cache is off): a temp file in `dir`.
-    pub fn scratch(dir: &Path) -> Result<Staging> {
-        let file = tempfile::tempfile_in(dir)
-            .with_context(|| format!("{}: cannot write", dir.display()))?;
-        file.write_all_at(MAGIC, 0)?;
-        Ok(Staging { file, dir: None })
-    }
-
     /// Offset of the data in the file.
     pub fn data_start() -> u64 {
         MAGIC.len() as u64

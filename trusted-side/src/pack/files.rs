@@ -1,7 +1,8 @@
 //! The `files/` part of a bundle: every selected file, in groups ([`super::groups`]), each
 //! group reused from the cache or built (its blobs read from the worker's own
 //! `git cat-file --batch`, scanned, redacted or omitted, compressed) by a pool of workers, one
-//! per core, and written in order to a staging file, from which the bundle writer resumes.
+//! per core, and written in order straight to the bundle (and, with the cache on, to the new
+//! cache entry), after which the bundle writer resumes for the manifest.
 //!
 //! Guards against: a secret in a packed file leaving trusted ground (see [`super::groups`]), a
 //! cached group whose bytes were changed (checked against their SHA-256 before use; a mismatch
@@ -24,6 +25,7 @@ use serde::Serialize;
 
 use super::cache::{Base, FileRecord, GroupRecord, Staging};
 use super::groups::{self, Built, FileResult, Member};
+use super::sink::Sink;
 use super::PackOptions;
 use crate::git::{Git, Repo};
 
@@ -134,7 +136,8 @@ pub(super) fn write_files(
     base: Option<&Base>,
     opts: &PackOptions<'_>,
     scanner: &Scanner,
-    staging: &Staging,
+    staging: Option<&Staging>,
+    bundle: &mut Sink,
 ) -> Result<FilesPart> {
     let members = &plan.members;
     let cached: Vec<Option<FileResult>> = members
@@ -179,7 +182,7 @@ pub(super) fn write_files(
             repo.blobs(oids)
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut out = Collector::new(staging)?;
+    let mut out = Collector::new(staging, bundle)?;
     std::thread::scope(|s| -> Result<()> {
         let (done_tx, done_rx) = channel::<(usize, Result<Built>)>();
         for (list, mut stream) in lists.iter().zip(streams) {
@@ -291,9 +294,11 @@ fn rebuild(opts: &PackOptions<'_>, members: &[Member], scanner: &Scanner) -> Res
     groups::build(members, contents, &none, scanner, opts.redact)
 }
 
-/// Writes the groups' bytes in order and gathers what the manifest and the cache need.
+/// Writes the groups' bytes in order, to the bundle and the new cache entry, and gathers what
+/// the manifest and the cache need.
 struct Collector<'a> {
-    w: BufWriter<&'a std::fs::File>,
+    entry: Option<BufWriter<&'a std::fs::File>>,
+    bundle: &'a mut Sink,
     crc: crc32fast::Hasher,
     tar_bytes: u64,
     offset: u64,
@@ -304,11 +309,18 @@ struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    fn new(staging: &'a Staging) -> Result<Collector<'a>> {
-        let mut w = BufWriter::with_capacity(256 * 1024, &staging.file);
-        w.seek(SeekFrom::Start(Staging::data_start()))?;
+    fn new(staging: Option<&'a Staging>, bundle: &'a mut Sink) -> Result<Collector<'a>> {
+        let entry = match staging {
+            Some(staging) => {
+                let mut w = BufWriter::with_capacity(256 * 1024, &staging.file);
+                w.seek(SeekFrom::Start(Staging::data_start()))?;
+                Some(w)
+            }
+            None => None,
+        };
         Ok(Collector {
-            w,
+            entry,
+            bundle,
             crc: crc32fast::Hasher::new(),
             tar_bytes: 0,
             offset: 0,
@@ -321,7 +333,10 @@ impl<'a> Collector<'a> {
 
     /// Writes a group's bytes; `rec` says what they are (its offset is set here).
     fn piece(&mut self, mut rec: GroupRecord, bytes: &[u8]) -> Result<()> {
-        self.w.write_all(bytes)?;
+        self.bundle.write_all(bytes)?;
+        if let Some(w) = &mut self.entry {
+            w.write_all(bytes)?;
+        }
         self.crc.combine(&crc32fast::Hasher::new_with_initial_len(
             rec.crc32,
             rec.tar_bytes,
@@ -368,7 +383,7 @@ impl<'a> Collector<'a> {
             digest,
             offset: 0,
             len: p.bytes.len() as u64,
-            sha256: airlock_core::digest::Sha256Digest::of_bytes(&p.bytes),
+            sha256: p.sha256,
             crc32: p.crc32,
             tar_bytes: p.tar_bytes,
         };
@@ -378,7 +393,9 @@ impl<'a> Collector<'a> {
     }
 
     fn finish(mut self, members: &[Member]) -> Result<FilesPart> {
-        self.w.flush()?;
+        if let Some(w) = &mut self.entry {
+            w.flush()?;
+        }
         let (mut files, mut redactions, mut omitted, mut bytes) =
             (Vec::new(), Vec::new(), Vec::new(), 0);
         for (m, r) in members.iter().zip(&self.results) {

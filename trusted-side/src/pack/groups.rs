@@ -119,7 +119,7 @@ pub fn digest<'a>(
 }
 
 /// A group's compressed bytes (without the gzip header) and what they hold.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Piece {
     /// Deflate bytes, ending on a byte boundary after a sync flush; empty for no member.
     pub bytes: Vec<u8>,
@@ -127,6 +127,8 @@ pub struct Piece {
     pub crc32: u32,
     /// Tar bytes.
     pub tar_bytes: u64,
+    /// SHA-256 of `bytes` (taken by the worker that compressed them).
+    pub sha256: Sha256Digest,
 }
 
 /// One group packed.
@@ -232,7 +234,7 @@ pub fn build(
     let piece = if findings.is_empty() {
         compress(&kept)?
     } else {
-        Piece::default() // refusing anyway
+        compress(&[])? // refusing anyway
     };
     Ok(Built {
         results,
@@ -259,7 +261,12 @@ fn omitted(omissions: Vec<Omission>) -> FileResult {
 /// The kept files as `files/…` members, compressed by a fresh writer and cut.
 fn compress(kept: &[(&Member, Vec<u8>)]) -> Result<Piece> {
     if kept.is_empty() {
-        return Ok(Piece::default());
+        return Ok(Piece {
+            bytes: Vec::new(),
+            crc32: 0,
+            tar_bytes: 0,
+            sha256: Sha256Digest::of_bytes(&[]),
+        });
     }
     let tar_len: usize = kept
         .iter()
@@ -284,6 +291,7 @@ fn compress(kept: &[(&Member, Vec<u8>)]) -> Result<Piece> {
     let end = start + usize::try_from(cut.compressed_bytes).context("piece too large")?;
     let bytes = out.get(start..end).context("cut past the output")?.to_vec();
     Ok(Piece {
+        sha256: Sha256Digest::of_bytes(&bytes),
         bytes,
         crc32: cut.crc32,
         tar_bytes: cut.tar_bytes,

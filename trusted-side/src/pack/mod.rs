@@ -22,16 +22,17 @@ mod command;
 mod files;
 pub mod groups;
 pub mod select;
+mod sink;
 
 pub use command::{run, PackCommandOptions, PackInputs};
 pub use files::CacheStats;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use airlock_core::digest::{HashingWriter, Sha256Digest};
+use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
 use airlock_core::format::{
     self, BundlePredicate, Manifest, Packer, Request, Source, MANIFEST_FORMAT, PREDICATE_BUNDLE,
@@ -39,7 +40,7 @@ use airlock_core::format::{
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
 use airlock_core::limits::TarLimits;
-use airlock_core::tar::DeterministicTarWriter;
+use airlock_core::tar::{DeterministicTarWriter, GZIP_HEADER};
 use airlock_scan::Scanner;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -50,7 +51,7 @@ use files::{write_files, FilesPart};
 use groups::redaction_of;
 
 /// The bundle's writer.
-type Tar = DeterministicTarWriter<HashingWriter<BufWriter<File>>>;
+type Tar = DeterministicTarWriter<sink::Sink>;
 
 /// Largest prompt file accepted.
 pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
@@ -216,7 +217,13 @@ fn pack_bundle_into(
     let (revision, tree) = repo.resolve(opts.rev)?;
     let cache = (opts.cache_dir.as_deref())
         .and_then(|home| cache::PackCache::new(home, opts, &scanner, key));
-    let base = cache.as_ref().and_then(|c| c.base(&tree));
+    // The tree is listed and selected beside the reading of the cache entry.
+    let (base, selected) = std::thread::scope(|s| {
+        let selected = s.spawn(|| select::plan(repo.list_tree(&revision)?, opts));
+        let base = cache.as_ref().and_then(|c| c.base(&tree));
+        (base, selected.join())
+    });
+    let selected = selected.map_err(|_| anyhow::anyhow!("the tree's selection panicked"))?;
     let plan = match &base {
         // The same tree: its listing and selection are in the entry.
         Some(b) if b.meta.tree == tree => files::Plan {
@@ -224,7 +231,7 @@ fn pack_bundle_into(
             members: b.meta.files.iter().map(|f| f.member.clone()).collect(),
             skipped: b.meta.skipped.clone(),
         },
-        _ => select::plan(repo.list_tree(&revision)?, opts)?,
+        _ => selected?,
     };
     let to_scan: u64 = (plan.members.iter())
         .filter(|m| base.as_ref().and_then(|b| b.file(m)).is_none())
@@ -265,16 +272,26 @@ fn pack_bundle_into(
         tree: tree.clone(),
     };
 
-    let staging = match &cache {
-        Some(c) => c.begin().or_else(|e| {
-            tracing::debug!("pack cache: not kept: {e:#}");
-            cache::Staging::scratch(out)
-        })?,
-        None => cache::Staging::scratch(out)?,
-    };
+    // The groups go straight to the bundle (hashed on the way) and, with the cache on, to
+    // the new cache entry.
+    let staging = cache.as_ref().and_then(|c| {
+        c.begin()
+            .map_err(|e| tracing::debug!("pack cache: not kept: {e:#}"))
+            .ok()
+    });
+    let mut bundle = sink::Sink::new(tmp_bundle.as_file().try_clone()?);
+    bundle.write_all(&GZIP_HEADER)?;
     // A prompt with findings (and no --redact) is refused after the whole tree was scanned,
     // so that the refusal lists every finding at once.
-    let part = write_files(&repo, &plan, base.as_ref(), opts, &scanner, &staging)?;
+    let part = write_files(
+        &repo,
+        &plan,
+        base.as_ref(),
+        opts,
+        &scanner,
+        staging.as_ref(),
+        &mut bundle,
+    )?;
     findings.extend(part.findings.iter().cloned());
     redactions.extend(part.redactions.iter().cloned());
     if !findings.is_empty() {
@@ -299,21 +316,19 @@ fn pack_bundle_into(
             *skipped.entry(rule.to_owned()).or_insert(0) += 1;
         }
     }
-    let tar = resume_bundle(&part, &staging, tmp_bundle.as_file().try_clone()?)?;
-    let written = finish_bundle(
-        tar,
-        &part,
-        skipped,
-        source.clone(),
-        &request_bytes,
-        request_sha256,
-        opts.durable,
-    )?;
-    // Every file was scanned (or its result for the same content, rules and options reused),
-    // and every redacted file scanned again after redaction; the members written now are
-    // scanned here.
-    rescan_tail(&written, &request_bytes, &scanner)?;
-    if let Some(c) = &cache {
+    let manifest = manifest_of(&part, skipped, source.clone(), request_sha256);
+    let (written, rescan) = std::thread::scope(|s| {
+        // Every file was scanned (or its result for the same content, rules and options
+        // reused), and every redacted file scanned again after redaction; the members written
+        // last are scanned here, beside the bundle's writing.
+        let rescan = s.spawn(|| rescan_tail(&manifest.bytes, &request_bytes, &scanner));
+        let written = resume_bundle(&part, bundle)
+            .and_then(|tar| finish_bundle(tar, &manifest, &request_bytes, opts.durable));
+        (written, rescan.join())
+    });
+    rescan.map_err(|_| anyhow::anyhow!("the rescan of the bundle panicked"))??;
+    let written = written?;
+    if let (Some(c), Some(staging)) = (&cache, staging) {
         // Best effort: a cache that cannot be written only costs the next pack time.
         let (files, groups) = part.records;
         if let Err(e) = c.commit(
@@ -330,7 +345,7 @@ fn pack_bundle_into(
 
     let predicate = BundlePredicate {
         job: opts.job.clone(),
-        manifest_sha256: written.manifest_sha256,
+        manifest_sha256: manifest.sha256,
         request_sha256,
         source,
     };
@@ -367,12 +382,12 @@ fn pack_bundle_into(
         revision,
         tree,
         files: part.files.len() as u64,
-        bytes: written.bytes,
-        skipped: written.skipped,
+        bytes: part.bytes,
+        skipped: manifest.skipped,
         redacted,
         redacted_files: redacted_paths.len() as u64,
         bundle_sha256: written.bundle_sha256,
-        manifest_sha256: written.manifest_sha256,
+        manifest_sha256: manifest.sha256,
         request_sha256,
         bundle_bytes: written.bundle_bytes,
         bundle_path,
@@ -382,24 +397,15 @@ fn pack_bundle_into(
     })
 }
 
-/// A bundle writer over `file` holding the `files/` part (the staging file's data), ready for
-/// the manifest. The writer checks every member again (paths, order, collisions, limits).
-fn resume_bundle(part: &FilesPart, staging: &cache::Staging, file: File) -> Result<Tar> {
-    let mut data = &staging.file;
-    data.seek(SeekFrom::Start(cache::Staging::data_start()))?;
+/// The bundle writer continuing `bundle`, which holds the gzip header and the `files/` part.
+/// The writer checks every member again (paths, order, collisions, limits).
+fn resume_bundle(part: &FilesPart, bundle: sink::Sink) -> Result<Tar> {
     let names: Vec<String> = (part.files.iter())
         .map(|f| format!("files/{}", f.path))
         .collect();
     let members = (names.iter().zip(&part.files)).map(|(n, f)| (n.as_str(), false, f.size));
-    let out = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file));
-    DeterministicTarWriter::resume(
-        out,
-        TarLimits::bundle(),
-        &part.cut,
-        BufReader::with_capacity(256 * 1024, data.take(part.cut.compressed_bytes)),
-        members,
-    )
-    .context("cannot write the bundle")
+    DeterministicTarWriter::resume(bundle, TarLimits::bundle(), &part.cut, members)
+        .context("cannot write the bundle")
 }
 
 /// Writes the envelope to a temp file, runs `place_bundle` (which renames the bundle into
@@ -426,26 +432,20 @@ fn crate_atomic_write(
     Ok(())
 }
 
-/// The bundle as written.
-struct Written {
-    bytes: u64,
+/// The manifest, serialized.
+struct ManifestBytes {
+    bytes: Vec<u8>,
+    sha256: Sha256Digest,
     skipped: BTreeMap<String, u64>,
-    manifest_bytes: Vec<u8>,
-    manifest_sha256: Sha256Digest,
-    bundle_sha256: Sha256Digest,
-    bundle_bytes: u64,
 }
 
-/// Writes `manifest.json` and `request.json` after the files part and finishes the bundle.
-fn finish_bundle(
-    mut tar: Tar,
+/// The manifest of the `files/` part: files, redactions, paths left out.
+fn manifest_of(
     part: &FilesPart,
     skipped: BTreeMap<String, u64>,
     source: Source,
-    request_bytes: &[u8],
     request_sha256: Sha256Digest,
-    durable: bool,
-) -> Result<Written> {
+) -> ManifestBytes {
     let manifest = Manifest {
         format: MANIFEST_FORMAT.to_owned(),
         packer: Packer {
@@ -467,13 +467,33 @@ fn finish_bundle(
             o
         },
     };
-    let manifest_bytes = format::to_json_bytes(&manifest);
-    let manifest_sha256 = Sha256Digest::of_bytes(&manifest_bytes);
+    let bytes = format::to_json_bytes(&manifest);
+    let sha256 = Sha256Digest::of_bytes(&bytes);
+    ManifestBytes {
+        bytes,
+        sha256,
+        skipped,
+    }
+}
+
+/// The bundle as written.
+struct Written {
+    bundle_sha256: Sha256Digest,
+    bundle_bytes: u64,
+}
+
+/// Writes `manifest.json` and `request.json` after the files part and finishes the bundle.
+fn finish_bundle(
+    mut tar: Tar,
+    manifest: &ManifestBytes,
+    request_bytes: &[u8],
+    durable: bool,
+) -> Result<Written> {
     tar.append_file(
         "manifest.json",
         false,
-        manifest_bytes.len() as u64,
-        manifest_bytes.as_slice(),
+        manifest.bytes.len() as u64,
+        manifest.bytes.as_slice(),
     )?;
     tar.append_file(
         "request.json",
@@ -481,27 +501,20 @@ fn finish_bundle(
         request_bytes.len() as u64,
         request_bytes,
     )?;
-    let hashing = tar.finish()?;
-    let (buf, bundle_sha256, bundle_bytes) = hashing.finish();
-    let file = buf
-        .into_inner()
-        .map_err(|e| anyhow::anyhow!("cannot write bundle: {}", e.error()))?;
+    let sink = tar.finish()?;
+    let (file, bundle_sha256, bundle_bytes) = sink.finish().context("cannot write the bundle")?;
     if durable {
         file.sync_all()?;
     }
     Ok(Written {
-        bytes: part.bytes,
-        skipped,
-        manifest_bytes,
-        manifest_sha256,
         bundle_sha256,
         bundle_bytes,
     })
 }
 
 /// The rescan of the members written last: the manifest and the request.
-fn rescan_tail(written: &Written, request_bytes: &[u8], scanner: &Scanner) -> Result<()> {
-    let mut findings = scanner.scan("manifest.json", &written.manifest_bytes);
+fn rescan_tail(manifest: &[u8], request_bytes: &[u8], scanner: &Scanner) -> Result<()> {
+    let mut findings = scanner.scan("manifest.json", manifest);
     findings.extend(scanner.scan("request.json", request_bytes));
     if findings.is_empty() {
         return Ok(());

@@ -1,0 +1,148 @@
+//! The bundle's sink: the bytes written go, in chunks, to a thread of their own that hashes
+//! them (the digest the envelope signs) and writes them to the file, so that hashing runs
+//! beside the packer's other work instead of after it.
+//!
+//! Guards against: a digest of other bytes than those written (the thread hashes exactly what
+//! it writes, in order), a write error lost on the way (it ends the thread and is the error
+//! [`Sink::finish`] returns), and a bundle held in memory (at most [`CHUNKS`] chunks of
+//! [`CHUNK`] bytes are queued; spent chunks are filled again).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use airlock_core::digest::Sha256Digest;
+use sha2::{Digest, Sha256};
+
+/// Bytes handed to the thread at a time.
+const CHUNK: usize = 256 * 1024;
+/// Chunks queued at most.
+const CHUNKS: usize = 8;
+
+/// What the thread wrote: the file, the SHA-256 of its bytes and their count.
+type Written = (File, Sha256Digest, u64);
+
+/// A writer whose bytes are hashed and written to a file by a thread of their own.
+pub struct Sink {
+    buf: Vec<u8>,
+    tx: Option<SyncSender<Vec<u8>>>,
+    /// Chunks the thread is done with, to fill again (no allocation a chunk).
+    spent: Receiver<Vec<u8>>,
+    thread: Option<JoinHandle<io::Result<Written>>>,
+}
+
+impl Sink {
+    /// A sink writing to `file`.
+    pub fn new(file: File) -> Sink {
+        let (tx, rx) = sync_channel::<Vec<u8>>(CHUNKS);
+        let (spent_tx, spent) = sync_channel::<Vec<u8>>(CHUNKS + 2);
+        let thread = std::thread::spawn(move || {
+            let mut out = BufWriter::with_capacity(CHUNK, file);
+            let (mut hasher, mut n) = (Sha256::new(), 0u64);
+            for mut chunk in rx {
+                out.write_all(&chunk)?;
+                hasher.update(&chunk);
+                n += chunk.len() as u64;
+                chunk.clear();
+                let _ = spent_tx.try_send(chunk);
+            }
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            Ok((file, Sha256Digest(hasher.finalize().into()), n))
+        });
+        Sink {
+            buf: Vec::with_capacity(CHUNK),
+            tx: Some(tx),
+            spent,
+            thread: Some(thread),
+        }
+    }
+
+    fn send(&mut self) -> io::Result<()> {
+        let next = (self.spent.try_recv()).unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.buf, next);
+        match &self.tx {
+            Some(tx) if tx.send(chunk).is_ok() => Ok(()),
+            // The thread stopped on an error, which `finish` returns.
+            _ => Err(io::Error::other("the bundle writer stopped")),
+        }
+    }
+
+    /// Writes what is buffered, waits for the thread and returns the file (flushed, not
+    /// synced), the SHA-256 of every byte written and their count.
+    pub fn finish(mut self) -> io::Result<Written> {
+        let sent = if self.buf.is_empty() {
+            Ok(())
+        } else {
+            self.send()
+        };
+        drop(self.tx.take());
+        let thread = self
+            .thread
+            .take()
+            .ok_or_else(|| io::Error::other("finished"))?;
+        let written = thread
+            .join()
+            .map_err(|_| io::Error::other("the bundle writer panicked"))?;
+        sent.and(written)
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let room = CHUNK - self.buf.len();
+        let n = data.len().min(room);
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == CHUNK {
+            self.send()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(()) // `finish` writes everything; a flush on the way need not wait
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek};
+
+    #[test]
+    fn the_digest_and_the_file_hold_every_byte_in_order() {
+        let file = tempfile::tempfile().unwrap();
+        let mut sink = Sink::new(file);
+        let data: Vec<u8> = (0..3 * CHUNK + 17).map(|i| (i * 7 % 251) as u8).collect();
+        for piece in data.chunks(1000) {
+            sink.write_all(piece).unwrap();
+        }
+        let (mut file, digest, n) = sink.finish().unwrap();
+        assert_eq!(n, data.len() as u64);
+        assert_eq!(digest, Sha256Digest::of_bytes(&data));
+        let mut back = Vec::new();
+        file.rewind().unwrap();
+        file.read_to_end(&mut back).unwrap();
+        assert_eq!(back, data);
+    }
+
+    #[test]
+    fn a_write_error_is_the_error_finish_returns() {
+        let file = File::open("/dev/null").unwrap(); // read-only: every write fails
+        let mut sink = Sink::new(file);
+        let data = vec![1u8; 4 * CHUNK];
+        let wrote = sink.write_all(&data);
+        let finished = sink.finish();
+        assert!(finished.is_err(), "{finished:?}");
+        let _ = wrote; // may or may not have seen the thread stop yet
+    }
+}
