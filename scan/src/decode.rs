@@ -118,24 +118,23 @@ const B64_OTHER: u8 = 4;
 /// Every base64 run worth a second look: decoded text as pieces, key structures as blobs.
 pub fn base64_pieces(content: &[u8], pieces: &mut Vec<Piece>, blobs: &mut Vec<KeyBlob>) {
     crate::work::walk(content.len());
-    let class = |i: usize| content.get(i).map_or(0, |&c| B64_CLASS[usize::from(c)]);
+    let class = |c: &u8| B64_CLASS[usize::from(*c)];
     let mut i = 0;
     let n = content.len();
     while i < n {
-        if class(i) == 0 {
-            i += 1;
-            continue;
+        let rest = content.get(i..).unwrap_or_default();
+        let Some(skip) = rest.iter().position(|c| class(c) != 0) else {
+            break;
+        };
+        let start = i + skip;
+        let run = content.get(start..).unwrap_or_default();
+        i = start + run.iter().position(|c| class(c) == 0).unwrap_or(run.len());
+        if i - start < MIN_BASE64 {
+            continue; // a word, mostly: too short to look at
         }
-        let start = i;
-        let mut seen = 0;
-        loop {
-            let k = class(i);
-            if k == 0 {
-                break;
-            }
-            seen |= k;
-            i += 1;
-        }
+        let seen = (content.get(start..i).unwrap_or_default())
+            .iter()
+            .fold(0, |seen, c| seen | class(c));
         let (upper, lower) = (seen & B64_UPPER != 0, seen & B64_LOWER != 0);
         // The run must not continue a word (`my_identifier_...` is not base64 data).
         let mut end = i;

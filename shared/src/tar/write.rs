@@ -97,15 +97,17 @@ impl<W: Write> DeterministicTarWriter<W> {
     /// a directory, and its size, in the order written). The members are checked again exactly
     /// as [`DeterministicTarWriter::append_file`] checks them (path rules, order, collisions,
     /// limits); the caller vouches that the bytes are what that writer wrote for them (e.g. by
-    /// a digest taken then).
+    /// a digest taken then). What follows deflates at zlib `level` (0-9).
     pub fn resume<'a>(
         w: W,
         limits: TarLimits,
         cut: &Cut,
+        level: u32,
         members: impl IntoIterator<Item = (&'a str, bool, u64)>,
     ) -> Result<Self, TarError> {
         let mut gz = Gzip::new(w, cut.crc32, cut.tar_bytes, cut.compressed_bytes);
         gz.header_pending = false;
+        gz.z = Compress::new(Compression::new(level.min(9)), false);
         let mut w = Self::from_gzip(gz, limits);
         for (path, is_dir, size) in members {
             w.account(path, is_dir, size)?;
@@ -465,7 +467,7 @@ mod tests {
         let prefix = &whole[start..start + cut.compressed_bytes as usize];
         let members = [("files/a.txt", false, 3000), ("files/b/c.sh", false, 5)];
         let mut w =
-            DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, members)
+            DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, 6, members)
                 .unwrap();
         w.append_file("manifest.json", false, 7, &b"{\"x\":1}"[..])
             .unwrap();
@@ -502,13 +504,14 @@ mod tests {
         let prefix = &whole[GZIP_HEADER.len()..GZIP_HEADER.len() + cut.compressed_bytes as usize];
         // Out of order, and a later member colliding with a resumed one: refused as if appended.
         let members = [("files/b", false, 1u64), ("files/a", false, 1)];
-        let e = DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, members)
-            .err()
-            .unwrap();
+        let e =
+            DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, 6, members)
+                .err()
+                .unwrap();
         assert_eq!(e.rule(), TarRule::OutOfOrder);
         let members = [("files/README", false, 1u64)];
         let mut w =
-            DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, members)
+            DeterministicTarWriter::resume(started(prefix), TarLimits::bundle(), &cut, 6, members)
                 .unwrap();
         let e = w
             .append_file("files/readme", false, 0, io::empty())

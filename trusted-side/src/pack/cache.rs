@@ -5,9 +5,9 @@
 //! byte-identical to one packed from scratch: a group's compressed bytes depend on its members
 //! only, and a member's result on its content, path, mode, the rules and the options.
 //!
-//! An entry file is `MAGIC`, the groups' compressed bytes, a JSON metadata block ([`Meta`]:
-//! every file's result, every group's place, length, SHA-256 and CRC), then a trailer: the two
-//! lengths and an HMAC-SHA256 over magic, lengths and metadata under a key derived from the
+//! An entry file is `MAGIC`, the groups' compressed bytes, a metadata block ([`Meta`], postcard
+//! encoded: every file's result, every group's place, length, SHA-256 and CRC), then a trailer:
+//! the two lengths and an HMAC-SHA256 over magic, lengths and metadata under a key derived from the
 //! trusted signing key.
 //!
 //! Guards against: reusing a result produced from other content or under other rules or
@@ -46,7 +46,7 @@ pub const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
 /// At most this many entries are kept (the oldest go first).
 pub const MAX_ENTRIES: usize = 16;
 /// First bytes of an entry file.
-const MAGIC: &[u8; 24] = b"airlock-pack-cache/v2\n\0\0";
+const MAGIC: &[u8; 24] = b"airlock-pack-cache/v3\n\0\0";
 /// Trailer: metadata length, data length, HMAC.
 const TRAILER: u64 = 8 + 8 + 32;
 /// Largest metadata block read back.
@@ -227,7 +227,7 @@ impl PackCache {
         if &magic != MAGIC || !equal {
             bail!("not an entry of this home (HMAC)");
         }
-        let meta: Meta = serde_json::from_slice(&meta).context("metadata")?;
+        let meta: Meta = postcard::from_bytes(&meta).context("metadata")?;
         if meta.key != self.key {
             bail!("entry stored under another key");
         }
@@ -320,7 +320,7 @@ impl PackCache {
             if data_len > MAX_ENTRY_BYTES {
                 bail!("entry too large");
             }
-            let block = serde_json::to_vec(meta)?;
+            let block = postcard::to_allocvec(meta)?;
             let mut lens = Vec::with_capacity(16);
             lens.extend((block.len() as u64).to_le_bytes());
             lens.extend(data_len.to_le_bytes());
@@ -390,6 +390,13 @@ impl Base {
     pub fn file(&self, m: &Member) -> Option<&FileResult> {
         let f = self.meta.files.get(*self.by_file.get(m.path.as_str())?)?;
         (f.member.exec == m.exec && f.member.oid == m.oid).then_some(&f.result)
+    }
+
+    /// The size of the blob `oid` at `path`, if this entry packed it.
+    pub fn size(&self, path: &[u8], oid: &str) -> Option<u64> {
+        let path = std::str::from_utf8(path).ok()?;
+        let f = self.meta.files.get(*self.by_file.get(path)?)?;
+        (f.member.oid == oid).then_some(f.member.size)
     }
 
     /// The group with these members, if kept.

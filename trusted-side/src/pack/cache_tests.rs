@@ -348,3 +348,36 @@ fn prune_keeps_the_newest_entries() {
     assert_eq!(left.len(), MAX_ENTRIES + 1, "{left:?}");
     assert!(left.iter().any(|p| p.ends_with("keep.txt")));
 }
+
+#[test]
+fn files_left_out_with_and_without_a_fingerprint_are_reused_from_the_entry() {
+    let (_t, r, home, out) = workspace(3);
+    // An archive (left out by `pack.archive`, no fingerprint) and a binary holding a key
+    // (left out for a finding it cannot be redacted from, with the finding's fingerprint).
+    let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+    gz.extend([3, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    std::fs::write(r.join("data.gz"), gz).unwrap();
+    let mut bin = vec![0u8, 1, 2, 0, 0xff, 0xfe, 0];
+    bin.extend_from_slice(b"AKIAQYLPMN5HHHFPZAM2\0\0\x01");
+    std::fs::write(r.join("blob.bin"), bin).unwrap();
+    commit(&r);
+    let fresh = pack(&r, None, &out);
+    let first = pack(&r, Some(&home), &out);
+    let second = pack(&r, Some(&home), &out);
+    assert_eq!(
+        fresh.summary.skipped.get(super::super::ARCHIVE_RULE),
+        Some(&1)
+    );
+    assert_eq!(
+        fresh.summary.skipped.get(super::super::UNREDACTABLE_RULE),
+        Some(&1)
+    );
+    assert_eq!(first.bytes, fresh.bytes);
+    assert_eq!(second.bytes, fresh.bytes);
+    assert_eq!(
+        second.summary.cache.files_scanned, 0,
+        "{:?}",
+        second.summary.cache
+    );
+    assert_eq!(second.summary.skipped, fresh.summary.skipped);
+}

@@ -34,8 +34,9 @@ pub const ONE_IN: u32 = 16;
 pub const GROUP_CAP: u64 = 1024 * 1024;
 /// A file this large (or larger) is a group of its own.
 pub const SOLO_BYTES: u64 = 64 * 1024;
-/// Zlib level of the groups: deflate is most of a pack's time at level 6; level 3 takes less
-/// than half of it for bundles about 8% larger (docs/PERFORMANCE.md).
+/// Zlib level of the groups and of the manifest after them: deflate is most of a pack's time
+/// at level 6; level 3 takes less than half of it for bundles about 8% larger
+/// (docs/PERFORMANCE.md).
 pub const LEVEL: u32 = 3;
 
 /// A selected file, as the tree lists it.
@@ -68,8 +69,36 @@ pub enum FileResult {
     /// Left out for its content (an archive, or a finding that cannot be cut out in place).
     Omitted {
         /// One entry per rule (and finding).
+        #[serde(with = "omissions")]
         omissions: Vec<Omission>,
     },
+}
+
+/// Omissions as `(path, rule, fingerprint)` triples: the manifest's form leaves out an absent
+/// fingerprint, which an encoding without field names (the cache's) cannot tell.
+mod omissions {
+    use airlock_core::format::Omission;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type Triple = (String, String, Option<String>);
+
+    pub fn serialize<S: Serializer>(v: &[Omission], s: S) -> Result<S::Ok, S::Error> {
+        let triples: Vec<(&str, &str, Option<&str>)> = (v.iter())
+            .map(|o| (o.path.as_str(), o.rule.as_str(), o.fingerprint.as_deref()))
+            .collect();
+        triples.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Omission>, D::Error> {
+        let triples = Vec::<Triple>::deserialize(d)?;
+        Ok((triples.into_iter())
+            .map(|(path, rule, fingerprint)| Omission {
+                path,
+                rule,
+                fingerprint,
+            })
+            .collect())
+    }
 }
 
 /// Cuts `members` (in bundle order) into groups of consecutive files.

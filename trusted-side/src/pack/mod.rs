@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
@@ -217,13 +218,17 @@ fn pack_bundle_into(
     let (revision, tree) = repo.resolve(opts.rev)?;
     let cache = (opts.cache_dir.as_deref())
         .and_then(|home| cache::PackCache::new(home, opts, &scanner, key));
-    // The tree is listed and selected beside the reading of the cache entry.
-    let (base, selected) = std::thread::scope(|s| {
-        let selected = s.spawn(|| select::plan(repo.list_tree(&revision)?, opts));
+    // The tree is listed beside the reading of the cache entry; with a cache, without sizes
+    // (the entry knows most of them).
+    let (base, listing) = std::thread::scope(|s| {
+        let listing = s.spawn(|| match &cache {
+            Some(_) => repo.list_tree_unsized(&revision),
+            None => repo.list_tree(&revision),
+        });
         let base = cache.as_ref().and_then(|c| c.base(&tree));
-        (base, selected.join())
+        (base, listing.join())
     });
-    let selected = selected.map_err(|_| anyhow::anyhow!("the tree's selection panicked"))?;
+    let listing = listing.map_err(|_| anyhow::anyhow!("the tree's listing panicked"))?;
     let plan = match &base {
         // The same tree: its listing and selection are in the entry.
         Some(b) if b.meta.tree == tree => files::Plan {
@@ -231,7 +236,14 @@ fn pack_bundle_into(
             members: b.meta.files.iter().map(|f| f.member.clone()).collect(),
             skipped: b.meta.skipped.clone(),
         },
-        _ => selected?,
+        _ => {
+            let mut entries = listing?;
+            if cache.is_some() {
+                let b = base.as_ref();
+                repo.fill_sizes(&mut entries, |e| b.and_then(|b| b.size(&e.path, &e.oid)))?;
+            }
+            select::plan(entries, opts)?
+        }
     };
     let to_scan: u64 = (plan.members.iter())
         .filter(|m| base.as_ref().and_then(|b| b.file(m)).is_none())
@@ -316,32 +328,50 @@ fn pack_bundle_into(
             *skipped.entry(rule.to_owned()).or_insert(0) += 1;
         }
     }
-    let manifest = manifest_of(&part, skipped, source.clone(), request_sha256);
-    let (written, rescan) = std::thread::scope(|s| {
+    let (written, tail) = std::thread::scope(|s| {
         // Every file was scanned (or its result for the same content, rules and options
         // reused), and every redacted file scanned again after redaction; the members written
-        // last are scanned here, beside the bundle's writing.
-        let rescan = s.spawn(|| rescan_tail(&manifest.bytes, &request_bytes, &scanner));
-        let written = resume_bundle(&part, bundle)
-            .and_then(|tar| finish_bundle(tar, &manifest, &request_bytes, opts.durable));
-        (written, rescan.join())
+        // last are built and scanned here, beside the bundle's writing.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<ManifestBytes>>(1);
+        let (part, request, scanner, source) = (&part, &request_bytes, &scanner, source.clone());
+        let tail = s.spawn(move || {
+            let manifest = Arc::new(manifest_of(part, skipped, source, request_sha256));
+            let _ = tx.send(Arc::clone(&manifest));
+            rescan_tail(&manifest.bytes, request, scanner).map(|()| manifest)
+        });
+        let written = resume_bundle(part, bundle).and_then(|tar| {
+            let manifest = rx.recv().context("the manifest was not built")?;
+            finish_bundle(tar, &manifest, request)
+        });
+        (written, tail.join())
     });
-    rescan.map_err(|_| anyhow::anyhow!("the rescan of the bundle panicked"))??;
+    let manifest = tail.map_err(|_| anyhow::anyhow!("the rescan of the bundle panicked"))??;
     let written = written?;
-    if let (Some(c), Some(staging)) = (&cache, staging) {
-        // Best effort: a cache that cannot be written only costs the next pack time.
-        let (files, groups) = part.records;
-        if let Err(e) = c.commit(
-            staging,
-            part.cut.compressed_bytes,
-            &tree,
-            files,
-            groups,
-            &plan.skipped,
-        ) {
-            tracing::debug!("pack cache: not stored: {e:#}");
+    let synced = std::thread::scope(|s| {
+        // The bundle reaches the disk while the cache entry is stored.
+        let sync = s.spawn(|| match opts.durable {
+            true => written.file.sync_all(),
+            false => Ok(()),
+        });
+        if let (Some(c), Some(staging)) = (&cache, staging) {
+            // Best effort: a cache that cannot be written only costs the next pack time.
+            let (files, groups) = part.records;
+            if let Err(e) = c.commit(
+                staging,
+                part.cut.compressed_bytes,
+                &tree,
+                files,
+                groups,
+                &plan.skipped,
+            ) {
+                tracing::debug!("pack cache: not stored: {e:#}");
+            }
         }
-    }
+        sync.join()
+    });
+    synced
+        .map_err(|_| anyhow::anyhow!("the bundle's sync panicked"))?
+        .context("cannot write the bundle")?;
 
     let predicate = BundlePredicate {
         job: opts.job.clone(),
@@ -383,7 +413,7 @@ fn pack_bundle_into(
         tree,
         files: part.files.len() as u64,
         bytes: part.bytes,
-        skipped: manifest.skipped,
+        skipped: manifest.skipped.clone(),
         redacted,
         redacted_files: redacted_paths.len() as u64,
         bundle_sha256: written.bundle_sha256,
@@ -404,8 +434,14 @@ fn resume_bundle(part: &FilesPart, bundle: sink::Sink) -> Result<Tar> {
         .map(|f| format!("files/{}", f.path))
         .collect();
     let members = (names.iter().zip(&part.files)).map(|(n, f)| (n.as_str(), false, f.size));
-    DeterministicTarWriter::resume(bundle, TarLimits::bundle(), &part.cut, members)
-        .context("cannot write the bundle")
+    DeterministicTarWriter::resume(
+        bundle,
+        TarLimits::bundle(),
+        &part.cut,
+        groups::LEVEL,
+        members,
+    )
+    .context("cannot write the bundle")
 }
 
 /// Writes the envelope to a temp file, runs `place_bundle` (which renames the bundle into
@@ -476,19 +512,15 @@ fn manifest_of(
     }
 }
 
-/// The bundle as written.
+/// The bundle as written (not yet synced).
 struct Written {
+    file: File,
     bundle_sha256: Sha256Digest,
     bundle_bytes: u64,
 }
 
 /// Writes `manifest.json` and `request.json` after the files part and finishes the bundle.
-fn finish_bundle(
-    mut tar: Tar,
-    manifest: &ManifestBytes,
-    request_bytes: &[u8],
-    durable: bool,
-) -> Result<Written> {
+fn finish_bundle(mut tar: Tar, manifest: &ManifestBytes, request_bytes: &[u8]) -> Result<Written> {
     tar.append_file(
         "manifest.json",
         false,
@@ -503,10 +535,9 @@ fn finish_bundle(
     )?;
     let sink = tar.finish()?;
     let (file, bundle_sha256, bundle_bytes) = sink.finish().context("cannot write the bundle")?;
-    if durable {
-        file.sync_all()?;
-    }
+
     Ok(Written {
+        file,
         bundle_sha256,
         bundle_bytes,
     })

@@ -13,12 +13,15 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use airlock_core::digest::Sha256Digest;
+use rustix::fs::Advice;
 use sha2::{Digest, Sha256};
 
 /// Bytes handed to the thread at a time.
 const CHUNK: usize = 256 * 1024;
 /// Chunks queued at most.
 const CHUNKS: usize = 8;
+/// Bytes written between two hand-overs to the kernel's writeback.
+const WRITEBACK: u64 = 4 * 1024 * 1024;
 
 /// What the thread wrote: the file, the SHA-256 of its bytes and their count.
 type Written = (File, Sha256Digest, u64);
@@ -40,12 +43,22 @@ impl Sink {
         let thread = std::thread::spawn(move || {
             let mut out = BufWriter::with_capacity(CHUNK, file);
             let (mut hasher, mut n) = (Sha256::new(), 0u64);
+            let mut handed = 0u64; // bytes handed to the kernel's writeback
             for mut chunk in rx {
                 out.write_all(&chunk)?;
                 hasher.update(&chunk);
                 n += chunk.len() as u64;
                 chunk.clear();
                 let _ = spent_tx.try_send(chunk);
+                if n - handed >= WRITEBACK {
+                    // Start writing what is done to disk now (and drop it from the page cache,
+                    // as nothing reads it back), so that a final sync has little left to wait
+                    // for. Advice only: its failure changes nothing.
+                    out.flush()?;
+                    let len = std::num::NonZeroU64::new(n - handed);
+                    let _ = rustix::fs::fadvise(out.get_ref(), handed, len, Advice::DontNeed);
+                    handed = n;
+                }
             }
             let file = out.into_inner().map_err(|e| e.into_error())?;
             Ok((file, Sha256Digest(hasher.finalize().into()), n))
