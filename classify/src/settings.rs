@@ -135,6 +135,48 @@ const PROGRAM_EXTENSIONS: &[&str] = &[
     ".kts", ".gradle", ".wasm",
 ];
 
+/// Extensions of a dotfile's name that make it a program (Elixir, Ruby, Lisp, shells, …).
+const NAME_CODE_EXTENSIONS: &[&str] = &[
+    "js",
+    "cjs",
+    "mjs",
+    "ts",
+    "cts",
+    "mts",
+    "py",
+    "rb",
+    "sh",
+    "bash",
+    "zsh",
+    "fish",
+    "pl",
+    "pm",
+    "php",
+    "lua",
+    "ex",
+    "exs",
+    "el",
+    "lisp",
+    "clj",
+    "groovy",
+    "gradle",
+    "kts",
+    "ps1",
+    "psm1",
+    "bat",
+    "cmd",
+    "tcl",
+    "r",
+    "vim",
+    "nix",
+    "star",
+    "bzl",
+    "jsonnet",
+    "libsonnet",
+    "cue",
+    "rego",
+];
+
 /// Whether a dotfile that no rule knows (`build.tool-dotfile`) holds data only: an ignore list
 /// (a name ending in `ignore`, one pattern a line), or plain settings (`key: value`,
 /// `key = value`, JSON, `[section]`, list items) whose keys name no plugin, hook, command,
@@ -147,6 +189,14 @@ pub fn data_only_dotfile(path: &str, head: &[u8]) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     // Environment files set variables (`NODE_OPTIONS`, `LD_PRELOAD`) that load code.
     if name.starts_with(".env") {
+        return false;
+    }
+    // A dotfile written in a programming language (`.formatter.exs`, `.pryrc.rb`) is code
+    // whatever it holds.
+    let code_ext = name[1.min(name.len())..]
+        .rsplit_once('.')
+        .is_some_and(|(_, ext)| NAME_CODE_EXTENSIONS.contains(&ext));
+    if code_ext {
         return false;
     }
     let Ok(text) = std::str::from_utf8(head) else {
@@ -352,6 +402,10 @@ mod tests {
             (".thing", b"export PATH=$PATH:./bin\n"),
             (".deployignore", b"build $(curl x)\n"),
             (".bin", b"\xff\xfe"),
+            (
+                ".formatter.exs",
+                b"[\n  inputs: [\"{mix,.formatter}.exs\"]\n]\n",
+            ),
             (".dir-locals.el", b"((ruby-mode\n  (fill-column . 100)))\n"),
             (
                 ".stestr.conf",
