@@ -52,6 +52,25 @@ pub fn names_code(head: &[u8]) -> bool {
         if line.starts_with('#') || line.starts_with(';') || line.starts_with("//") {
             return false;
         }
+        // An XML element that loads code (Psalm's `<plugins><pluginClass …/>`, a `bootstrap=`
+        // or `autoloader=` attribute, an `<xi:include>`); Checkstyle's and PMD's `<module>` and
+        // `<rule>` elements name checks the tool already has.
+        if line.starts_with('<') {
+            let lower = line.to_ascii_lowercase();
+            return [
+                "plugin",
+                "bootstrap",
+                "autoload",
+                "extension",
+                "include",
+                "script",
+                "command",
+                "classpath",
+                "require",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+        }
         // A section (`[flake8:local-plugins]`) names its purpose in full.
         if line.starts_with('[') {
             return line.to_ascii_lowercase().contains("plugin");
@@ -340,6 +359,8 @@ mod tests {
             b"[flake8]\nmax-line-length = 80\n# plugins are not used here\n",
             b"BasedOnStyle: Google\nColumnLimit: 100\n",
             b"[*.kt]\nij_kotlin_imports_layout = *\nij_kotlin_allow_trailing_comma = true\n",
+            b"<?xml version=\"1.0\"?>\n<module name=\"Checker\">\n  <module name=\"TreeWalker\">\n    <module name=\"AvoidStarImport\"/>\n  </module>\n</module>\n",
+            b"<psalm errorLevel=\"4\" findUnusedCode=\"false\">\n  <projectFiles>\n    <directory name=\"src\"/>\n  </projectFiles>\n</psalm>\n",
         ] {
             assert!(!names_code(plain), "{}", String::from_utf8_lossy(plain));
         }
@@ -349,6 +370,8 @@ mod tests {
             b"require:\n  - ./lib/cop.rb\n",
             b"{ \"parser\": \"./my-parser.js\" }",
             b"[mypy]\nplugins = tools.mypy_plugin\n",
+            b"<psalm errorLevel=\"4\">\n  <plugins>\n    <pluginClass class=\"Psalm\\PhpUnitPlugin\\Plugin\"/>\n  </plugins>\n</psalm>\n",
+            b"<psalm autoloader=\"tests/psalm-bootstrap.php\">\n</psalm>\n",
         ] {
             assert!(names_code(code), "{}", String::from_utf8_lossy(code));
         }

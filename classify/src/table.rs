@@ -1042,7 +1042,6 @@ pub(crate) static RULES: &[Rule] = &[
             "*.vcxproj",
             "*.vcxproj.filters",
             "directory.build.{props,targets,rsp}",
-            "compatibilitysuppressions.xml",
         ],
     ),
     rule(
@@ -1412,8 +1411,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.lint-baseline",
         Bucket::Other,
-        "Baselines of linters and static analysers in XML or JSON (`psalm-baseline.xml`, `lint-baseline.xml`, `detekt-baseline.xml`): lists of known findings, which cannot make the tool load code (a NEON baseline can include configuration and stays `build.executable-config`)",
-        &["*[-_.]baseline.{xml,json}", "baseline.xml"],
+        "Baselines of linters and static analysers in XML or JSON (`psalm-baseline.xml`, `lint-baseline.xml`, `detekt-baseline.xml`, MSBuild package validation's `CompatibilitySuppressions.xml`): lists of known findings, which cannot make the tool load code (a NEON baseline can include configuration and stays `build.executable-config`)",
+        &[
+            "*[-_.]baseline.{xml,json}",
+            "baseline.xml",
+            "compatibilitysuppressions.xml",
+        ],
     ),
     rule(
         "other.tool-settings",
@@ -1468,6 +1471,9 @@ pub(crate) static RULES: &[Rule] = &[
             ".mdlrc",
             ".gitlint",
             ".*{allowlist,denylist,whitelist,blacklist}",
+            "{checkstyle,pmd,spotbugs,findbugs}.xml",
+            "{checkstyle,pmd,spotbugs,findbugs}[-_]{rules,ruleset,config,checks,code,test,main,exclude,include,filter}.xml",
+            "psalm.xml{,.dist}",
         ],
     ),
     rule(
