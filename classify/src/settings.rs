@@ -42,7 +42,11 @@ pub fn format_can_load_code(path: &str) -> bool {
         || name.ends_with("ignore")
         || name.ends_with("clang-format")
         || name == ".clang-tidy"
-        || name == ".vsconfig")
+        || name == ".vsconfig"
+        // yamllint has no plugins: its `extends` names another YAML configuration.
+        || name.starts_with(".yamllint")
+        || name == "yamllint.yml"
+        || name == "yamllint.yaml")
 }
 
 /// Whether `head` (a settings file's start) names something the tool would load or run.
@@ -70,6 +74,11 @@ pub fn names_code(head: &[u8]) -> bool {
             ]
             .iter()
             .any(|w| lower.contains(w));
+        }
+        // A list item without a key is a value (`- github.com/x/testify/require` in a list
+        // of banned imports): the key above it decides (`plugins:`).
+        if line.starts_with("- ") && !line.contains(':') && !line.contains('=') {
+            return false;
         }
         // A section (`[flake8:local-plugins]`) names its purpose in full.
         if line.starts_with('[') {
@@ -346,6 +355,8 @@ mod tests {
     #[test]
     fn formats_that_cannot_name_code_are_not_read_for_it() {
         assert!(!format_can_load_code(".editorconfig"));
+        assert!(!format_can_load_code(".yamllint"));
+        assert!(!format_can_load_code("tools/.yamllint.yml"));
         assert!(!format_can_load_code("web/.prettierignore"));
         assert!(format_can_load_code(".prettierrc"));
         assert!(format_can_load_code("pylintrc"));
@@ -360,6 +371,7 @@ mod tests {
             b"BasedOnStyle: Google\nColumnLimit: 100\n",
             b"[*.kt]\nij_kotlin_imports_layout = *\nij_kotlin_allow_trailing_comma = true\n",
             b"<?xml version=\"1.0\"?>\n<module name=\"Checker\">\n  <module name=\"TreeWalker\">\n    <module name=\"AvoidStarImport\"/>\n  </module>\n</module>\n",
+            b"linters:\n  settings:\n    depguard:\n      deny:\n        - github.com/stretchr/testify/require\n",
             b"<psalm errorLevel=\"4\" findUnusedCode=\"false\">\n  <projectFiles>\n    <directory name=\"src\"/>\n  </projectFiles>\n</psalm>\n",
         ] {
             assert!(!names_code(plain), "{}", String::from_utf8_lossy(plain));

@@ -372,8 +372,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.security-policy",
         Bucket::Governance,
-        "Security contacts of the project (who is told of vulnerabilities); `SECURITY.md` prose is `docs.community-health`",
-        &["security_contacts", "security-insights.{yml,yaml}"],
+        "Security contacts of the project (who is told of vulnerabilities), Artifact Hub repository metadata (who owns the published charts or packages); `SECURITY.md` prose is `docs.community-health`",
+        &["security_contacts", "security-insights.{yml,yaml}", "artifacthub-repo.{yml,yaml}"],
     ),
     rule(
         "governance.bots",
@@ -1538,11 +1538,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.docs-build",
         Bucket::Build,
-        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, VitePress, VuePress, Docusaurus, Hugo, Sphinx `conf.py` (`build.python`)",
+        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, Jekyll (`_config.yml` loads plugins), Zensical, Doxygen (input filters run commands), VitePress, VuePress, Docusaurus, Hugo, Sphinx `conf.py` (`build.python`)",
         &[
             "mkdocs.{yml,yaml}",
             "book.toml",
             "zensical.toml",
+            "_config.{yml,yaml,toml}",
+            "_config[-_]*.{yml,yaml}",
             "doxyfile",
             "doxyfile.*",
             "*.doxyfile",
