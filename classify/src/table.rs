@@ -616,13 +616,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "ci.release",
         Bucket::Ci,
-        "Release automation that runs with publishing credentials: GoReleaser, semantic-release, release-please, fastlane",
+        "Release automation that runs with publishing credentials: GoReleaser, semantic-release, release-please, fastlane, the Terraform Registry manifest a provider release publishes",
         &[
             "{.,}goreleaser.{yml,yaml}",
             ".releaserc",
             ".releaserc.{json,yml,yaml,js,cjs,mjs}",
             "release.config.{js,cjs,mjs}",
             "release-please-config.json",
+            "terraform-registry-manifest.json",
             ".release-please-manifest.json",
             "**/fastlane/**",
             "{fastfile,appfile,matchfile}",
@@ -750,7 +751,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "iac.ansible",
         Bucket::Iac,
-        "Ansible: config, playbooks, roles, inventories, group and host variables, Galaxy requirements",
+        "Ansible: config, playbooks, roles (a role repository's own `tasks/`, `templates/*.j2`), inventories, group and host variables, Galaxy requirements",
         &[
             "ansible.cfg",
             "galaxy.{yml,yaml}",
@@ -763,6 +764,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{inventory,inventories}/**/hosts",
             "inventory.{ini,yml,yaml}",
             "{tasks,handlers,defaults,vars,meta}/*.{yml,yaml}",
+            "templates/**/*.j2",
             "hosts",
             "**/ansible/**/*.{yml,yaml,cfg,ini,j2}",
         ],
