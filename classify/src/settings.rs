@@ -163,6 +163,38 @@ const PROGRAM_EXTENSIONS: &[&str] = &[
     ".kts", ".gradle", ".wasm",
 ];
 
+/// Parts of the names of security scanners' dotfiles (`.gitguardian.yaml`,
+/// `.trufflehogignore`, `.checkov.yml`): never data, whatever they hold.
+const SCANNER_NAME_PARTS: &[&str] = &[
+    "secret",
+    "leak",
+    "scan",
+    "vuln",
+    "audit",
+    "secur",
+    "safety",
+    "checkov",
+    "tfsec",
+    "kics",
+    "trufflehog",
+    "gitguardian",
+    "ggshield",
+    "sonar",
+    "snyk",
+    "semgrep",
+    "grype",
+    "trivy",
+    "osv",
+    "bandit",
+    "codeql",
+    "gosec",
+    "brakeman",
+    "detect",
+    "sast",
+    "cve",
+    "sbom",
+];
+
 /// Extensions of a dotfile's name that make it a program (Elixir, Ruby, Lisp, shells, …).
 const NAME_CODE_EXTENSIONS: &[&str] = &[
     "js",
@@ -215,8 +247,10 @@ const NAME_CODE_EXTENSIONS: &[&str] = &[
 /// caught.
 pub fn data_only_dotfile(path: &str, head: &[u8]) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    // Environment files set variables (`NODE_OPTIONS`, `LD_PRELOAD`) that load code.
-    if name.starts_with(".env") {
+    // Environment files set variables (`NODE_OPTIONS`, `LD_PRELOAD`) that load code; the
+    // settings and ignore lists of security scanners decide what is reported (a suppression
+    // is a trust decision, not data).
+    if name.starts_with(".env") || SCANNER_NAME_PARTS.iter().any(|p| name.contains(p)) {
         return false;
     }
     // A dotfile written in a programming language (`.formatter.exs`, `.pryrc.rb`) is code
@@ -437,6 +471,8 @@ mod tests {
             (".thing", b"export PATH=$PATH:./bin\n"),
             (".deployignore", b"build $(curl x)\n"),
             (".bin", b"\xff\xfe"),
+            (".trufflehogignore", b"tests/fixtures/\n"),
+            (".checkov.yml", b"skip-check:\n  - CKV_AWS_20\n"),
             (
                 ".formatter.exs",
                 b"[\n  inputs: [\"{mix,.formatter}.exs\"]\n]\n",
