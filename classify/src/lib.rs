@@ -506,7 +506,9 @@ fn classify_content(
         return named;
     }
     if named.rule == TOOL_SETTINGS_RULE {
-        return match settings::format_can_load_code(path) && settings::names_code(head) {
+        return match settings::format_can_load_code(path)
+            && settings::settings_name_code(path, head)
+        {
             true => Classification {
                 bucket: Bucket::Build,
                 rule: settings::SETTINGS_CODE_RULE,

@@ -49,6 +49,21 @@ pub fn format_can_load_code(path: &str) -> bool {
         || name == "yamllint.yaml")
 }
 
+/// Whether the settings at `path` (`head`, their start) name code the tool would load. For
+/// golangci-lint, whose presets, formatters and `require-*` options are built in, only a custom
+/// linter (`custom`, a plugin) loads code.
+pub fn settings_name_code(path: &str, head: &[u8]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    if name.starts_with(".golangci") {
+        return String::from_utf8_lossy(head).lines().any(|line| {
+            let key = line.trim_start().split(':').next().unwrap_or("");
+            let key = key.trim().to_ascii_lowercase();
+            !key.starts_with('#') && (key == "custom" || key.contains("plugin"))
+        });
+    }
+    names_code(head)
+}
+
 /// Whether `head` (a settings file's start) names something the tool would load or run.
 pub fn names_code(head: &[u8]) -> bool {
     String::from_utf8_lossy(head).lines().any(|line| {
@@ -388,6 +403,11 @@ mod tests {
 
     #[test]
     fn formats_that_cannot_name_code_are_not_read_for_it() {
+        let golangci = b"linters:\n  default: none\n  settings:\n    nolintlint:\n      require-specific: false\nformatters:\n  enable:\n    - gofmt\n";
+        assert!(!settings_name_code(".golangci.yaml", golangci));
+        let custom =
+            b"linters:\n  settings:\n    custom:\n      example:\n        path: ./example.so\n";
+        assert!(settings_name_code(".golangci.yml", custom));
         assert!(!format_can_load_code(".editorconfig"));
         assert!(!format_can_load_code(".yamllint"));
         assert!(!format_can_load_code("tools/.yamllint.yml"));
