@@ -200,6 +200,7 @@ pub(crate) fn runnable(path: &str, executable: bool) -> bool {
                 | "go"
                 | "awk"
                 | "sed"
+                | "jq"
         )
 }
 
@@ -208,7 +209,7 @@ pub(crate) fn runnable(path: &str, executable: bool) -> bool {
 pub(crate) fn config_reference(line: &str) -> bool {
     [
         "include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config",
-        "--values", "config:", "playbook",
+        "--env", "-env ", "env-file", "--values", "config:", "playbook",
     ]
     .iter()
     .any(|k| line.contains(k))

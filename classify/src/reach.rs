@@ -239,6 +239,7 @@ impl TreeReach {
                         ".cfg",
                         ".conf",
                         ".properties",
+                        ".env",
                     ]
                     .iter()
                     .any(|e| p.to_ascii_lowercase().ends_with(e));
