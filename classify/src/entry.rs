@@ -200,6 +200,7 @@ pub(crate) fn runnable(path: &str, executable: bool) -> bool {
                 | "go"
                 | "awk"
                 | "sed"
+                | "jq"
         )
 }
 
@@ -208,7 +209,7 @@ pub(crate) fn runnable(path: &str, executable: bool) -> bool {
 pub(crate) fn config_reference(line: &str) -> bool {
     [
         "include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config",
-        "--values", "config:", "playbook",
+        "--env", "-env ", "env-file", "--values", "config:", "playbook",
     ]
     .iter()
     .any(|k| line.contains(k))
@@ -243,6 +244,18 @@ pub(crate) fn tokens(line: &str) -> Vec<String> {
             )
     }) {
         let raw = raw.strip_prefix('@').unwrap_or(raw);
+        // What is left of a command substitution or macro the split cut at its `(`:
+        // `$(Build.SourcesDirectory)/x`, `$(CURDIR)/x`, `$(git rev-parse --show-toplevel)/x`.
+        let raw = match raw.find(")/") {
+            Some(i)
+                if raw[..i]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) =>
+            {
+                &raw[i + 2..]
+            }
+            _ => raw,
+        };
         let t = drop_variable_prefix(raw).trim_end_matches([':', ')', '}', '\\']);
         // A sentence's full stop is not part of the name (`see @docs/x.md.`).
         let t = match t.trim_end_matches('.') {

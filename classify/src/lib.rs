@@ -245,7 +245,7 @@ fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification
         };
         let content_ok = match rule.content {
             None => true,
-            Some(test) => head.is_some_and(|h| content_matches(test, h)),
+            Some(test) => head.is_some_and(|h| content_matches(test, path, h)),
         };
         if content_ok {
             return Classification {
@@ -272,6 +272,10 @@ fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification
     }
 }
 
+/// Rule id of dotfiles of unknown tools: their content may show them data only
+/// (`other.data-dotfile`, see `settings.rs`).
+const TOOL_DOTFILE_RULE: &str = "build.tool-dotfile";
+
 /// Rule id of data-only tool settings (see `settings.rs`).
 const TOOL_SETTINGS_RULE: &str = "other.tool-settings";
 
@@ -290,17 +294,24 @@ fn root_executable(path: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// An extension-less upper-case name with an underscore at the root (`NGINX_BASE`,
-/// `BASE_IMAGE`, `GO_VERSION`): by convention a pin CI and builds read (`$(cat NGINX_BASE)`),
-/// not a document (`README`, `LICENSE` have no underscore).
+/// An extension-less upper-case name with an underscore at the root whose last word names a
+/// pin (`NGINX_BASE`, `BASE_IMAGE`, `GO_VERSION`, `LLVM_COMMIT`): by convention a pin CI and
+/// builds read (`$(cat NGINX_BASE)`), not a document (`README`, `LICENSE` have no underscore;
+/// `PORTING_INFO`, `BUILDING_OSS` end in a word that names no pin).
 fn root_pin(path: &str) -> bool {
+    const PIN_WORDS: &[&str] = &[
+        "VERSION", "VERSIONS", "BASE", "IMAGE", "TAG", "SHA", "REF", "COMMIT", "REV", "REVISION",
+        "DIGEST", "HASH", "RELEASE", "BRANCH", "PIN", "PINS",
+    ];
     let norm = normalize_path(path);
     !norm.contains('/')
-        && norm.contains('_')
         && norm.starts_with(|c: char| c.is_ascii_uppercase())
         && norm
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && norm
+            .rsplit_once('_')
+            .is_some_and(|(_, last)| PIN_WORDS.contains(&last))
 }
 
 /// Whether the content could change `path`'s classification: some content rule matches the
@@ -308,14 +319,17 @@ fn root_pin(path: &str) -> bool {
 /// post-image when it would not matter.
 pub fn needs_content(path: &str) -> bool {
     let name = classify_path_with(path, None);
-    name.rule == table::OTHER_RULE || content_may_raise(name.bucket)
+    name.rule == table::OTHER_RULE
+        || name.rule == TOOL_DOTFILE_RULE
+        || content_may_raise(name.bucket)
 }
 
 /// Runs one content test on the start of a file.
-fn content_matches(test: table::ContentTest, head: &[u8]) -> bool {
+fn content_matches(test: table::ContentTest, path: &str, head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     match test {
         table::ContentTest::Shebang => head.starts_with(b"#!"),
+        table::ContentTest::DataOnly => settings::data_only_dotfile(path, head),
     }
 }
 
@@ -478,8 +492,12 @@ fn classify_content(
 ) -> Classification {
     let Some(head) = content else { return name };
     let head = &head[..head.len().min(CONTENT_HINT_MAX_BYTES)];
-    let named = if name.rule == table::OTHER_RULE || name.rule == "src.code" {
-        // The table's own content rule (a shebang makes an unnamed file a script).
+    let named = if name.rule == table::OTHER_RULE
+        || name.rule == "src.code"
+        || name.rule == TOOL_DOTFILE_RULE
+    {
+        // The table's own content rules (a shebang makes an unnamed file a script; a dotfile
+        // of an unknown tool holding data only is `other.data-dotfile`).
         classify_path_with(path, Some(head))
     } else {
         name
@@ -488,7 +506,9 @@ fn classify_content(
         return named;
     }
     if named.rule == TOOL_SETTINGS_RULE {
-        return match settings::format_can_load_code(path) && settings::names_code(head) {
+        return match settings::format_can_load_code(path)
+            && settings::settings_name_code(path, head)
+        {
             true => Classification {
                 bucket: Bucket::Build,
                 rule: settings::SETTINGS_CODE_RULE,

@@ -225,9 +225,24 @@ impl TreeReach {
                     if p == from {
                         continue;
                     }
-                    let data = [".yml", ".yaml", ".json", ".jsonnet", ".libsonnet"]
-                        .iter()
-                        .any(|e| p.to_ascii_lowercase().ends_with(e));
+                    // Configuration a tool reads: marked only where the line passes it as
+                    // configuration (`-f`, `--config`, `--configuration`, `include`, …).
+                    let data = [
+                        ".yml",
+                        ".yaml",
+                        ".json",
+                        ".jsonnet",
+                        ".libsonnet",
+                        ".xml",
+                        ".toml",
+                        ".ini",
+                        ".cfg",
+                        ".conf",
+                        ".properties",
+                        ".env",
+                    ]
+                    .iter()
+                    .any(|e| p.to_ascii_lowercase().ends_with(e));
                     let ok = match accept {
                         follow::Accept::AnyFile => true,
                         follow::Accept::Document => follow::document(&p),

@@ -42,7 +42,26 @@ pub fn format_can_load_code(path: &str) -> bool {
         || name.ends_with("ignore")
         || name.ends_with("clang-format")
         || name == ".clang-tidy"
-        || name == ".vsconfig")
+        || name == ".vsconfig"
+        // yamllint has no plugins: its `extends` names another YAML configuration.
+        || name.starts_with(".yamllint")
+        || name == "yamllint.yml"
+        || name == "yamllint.yaml")
+}
+
+/// Whether the settings at `path` (`head`, their start) name code the tool would load. For
+/// golangci-lint, whose presets, formatters and `require-*` options are built in, only a custom
+/// linter (`custom`, a plugin) loads code.
+pub fn settings_name_code(path: &str, head: &[u8]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    if name.starts_with(".golangci") {
+        return String::from_utf8_lossy(head).lines().any(|line| {
+            let key = line.trim_start().split(':').next().unwrap_or("");
+            let key = key.trim().to_ascii_lowercase();
+            !key.starts_with('#') && (key == "custom" || key.contains("plugin"))
+        });
+    }
+    names_code(head)
 }
 
 /// Whether `head` (a settings file's start) names something the tool would load or run.
@@ -50,6 +69,30 @@ pub fn names_code(head: &[u8]) -> bool {
     String::from_utf8_lossy(head).lines().any(|line| {
         let line = line.trim_start();
         if line.starts_with('#') || line.starts_with(';') || line.starts_with("//") {
+            return false;
+        }
+        // An XML element that loads code (Psalm's `<plugins><pluginClass …/>`, a `bootstrap=`
+        // or `autoloader=` attribute, an `<xi:include>`); Checkstyle's and PMD's `<module>` and
+        // `<rule>` elements name checks the tool already has.
+        if line.starts_with('<') {
+            let lower = line.to_ascii_lowercase();
+            return [
+                "plugin",
+                "bootstrap",
+                "autoload",
+                "extension",
+                "include",
+                "script",
+                "command",
+                "classpath",
+                "require",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+        }
+        // A list item without a key is a value (`- github.com/x/testify/require` in a list
+        // of banned imports): the key above it decides (`plugins:`).
+        if line.starts_with("- ") && !line.contains(':') && !line.contains('=') {
             return false;
         }
         // A section (`[flake8:local-plugins]`) names its purpose in full.
@@ -71,13 +114,303 @@ pub fn names_code(head: &[u8]) -> bool {
     })
 }
 
+/// Key parts (anywhere in the key) through which an unknown tool's settings could name
+/// something to load or run, on top of [`LOADERS`].
+const CODE_KEY_PARTS: &[&str] = &[
+    "plugin",
+    "hook",
+    "command",
+    "exec",
+    "script",
+    "require",
+    "load",
+    "extend",
+    "preset",
+    "parser",
+    "transform",
+    "import",
+    "include",
+    "module",
+    "program",
+    "shell",
+    "launch",
+    "entry",
+    "cmd",
+    "pager",
+    "editor",
+    "runner",
+    "binary",
+    "interpreter",
+    "bootstrap",
+    "custom",
+];
+
+/// Whole key words of the same kind, too short to look for inside other words (`runtime`).
+const CODE_KEY_WORDS: &[&str] = &[
+    "run",
+    "bin",
+    "env",
+    "environment",
+    "init",
+    "setup",
+    "task",
+    "tasks",
+    "action",
+    "actions",
+    "before",
+    "after",
+    "pre",
+    "post",
+    "start",
+    "install",
+    "path",
+    "paths",
+    "dir",
+    "file",
+    "files",
+    "support",
+];
+
+/// Extensions of programs: a value naming such a file could be what the tool runs.
+const PROGRAM_EXTENSIONS: &[&str] = &[
+    ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb", ".sh", ".bash", ".zsh", ".pl",
+    ".php", ".lua", ".jar", ".so", ".dll", ".dylib", ".exe", ".ps1", ".bat", ".cmd", ".groovy",
+    ".kts", ".gradle", ".wasm",
+];
+
+/// Parts of the names of security scanners' dotfiles (`.gitguardian.yaml`,
+/// `.trufflehogignore`, `.checkov.yml`): never data, whatever they hold.
+const SCANNER_NAME_PARTS: &[&str] = &[
+    "secret",
+    "leak",
+    "scan",
+    "vuln",
+    "audit",
+    "secur",
+    "safety",
+    "checkov",
+    "tfsec",
+    "kics",
+    "trufflehog",
+    "gitguardian",
+    "ggshield",
+    "sonar",
+    "snyk",
+    "semgrep",
+    "grype",
+    "trivy",
+    "osv",
+    "bandit",
+    "codeql",
+    "gosec",
+    "brakeman",
+    "detect",
+    "sast",
+    "cve",
+    "sbom",
+];
+
+/// Extensions of a dotfile's name that make it a program (Elixir, Ruby, Lisp, shells, …).
+const NAME_CODE_EXTENSIONS: &[&str] = &[
+    "js",
+    "cjs",
+    "mjs",
+    "ts",
+    "cts",
+    "mts",
+    "py",
+    "rb",
+    "sh",
+    "bash",
+    "zsh",
+    "fish",
+    "pl",
+    "pm",
+    "php",
+    "lua",
+    "ex",
+    "exs",
+    "el",
+    "lisp",
+    "clj",
+    "groovy",
+    "gradle",
+    "kts",
+    "ps1",
+    "psm1",
+    "bat",
+    "cmd",
+    "tcl",
+    "r",
+    "vim",
+    "nix",
+    "star",
+    "bzl",
+    "jsonnet",
+    "libsonnet",
+    "cue",
+    "rego",
+];
+
+/// Whether a dotfile that no rule knows (`build.tool-dotfile`) holds data only: an ignore list
+/// (a name ending in `ignore`, one pattern a line), or plain settings (`key: value`,
+/// `key = value`, JSON, `[section]`, list items) whose keys name no plugin, hook, command,
+/// script, path or environment and whose values name no program (`./x`, `x.js`, a flag, a
+/// command substitution). Anything else (code, command-line options such as `--require x`,
+/// environment files, prose, invalid UTF-8) is not data: the dotfile stays `build`. The
+/// content after the change decides, so a change that adds `plugins:` or `run: ./x.sh` is
+/// caught.
+pub fn data_only_dotfile(path: &str, head: &[u8]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    // Environment files set variables (`NODE_OPTIONS`, `LD_PRELOAD`) that load code; the
+    // settings and ignore lists of security scanners decide what is reported (a suppression
+    // is a trust decision, not data).
+    if name.starts_with(".env") || SCANNER_NAME_PARTS.iter().any(|p| name.contains(p)) {
+        return false;
+    }
+    // A dotfile written in a programming language (`.formatter.exs`, `.pryrc.rb`) is code
+    // whatever it holds.
+    let code_ext = name[1.min(name.len())..]
+        .rsplit_once('.')
+        .is_some_and(|(_, ext)| NAME_CODE_EXTENSIONS.contains(&ext));
+    if code_ext {
+        return false;
+    }
+    let Ok(text) = std::str::from_utf8(head) else {
+        return false;
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.starts_with("#!") {
+        return false;
+    }
+    let ignore_list = name.ends_with("ignore");
+    text.lines().all(|raw| {
+        let line = raw.trim();
+        if line.is_empty()
+            || line.starts_with('#')
+            || line.starts_with("//")
+            || line.starts_with(';')
+        {
+            return true;
+        }
+        if ignore_list {
+            return pattern_line(line);
+        }
+        setting_line(line)
+    })
+}
+
+/// One pattern of an ignore list: no spaces, no shell syntax.
+fn pattern_line(line: &str) -> bool {
+    !line
+        .chars()
+        .any(|c| c.is_whitespace() || "`$;|&<>()=".contains(c))
+}
+
+/// One line of plain settings.
+fn setting_line(line: &str) -> bool {
+    // JSON and YAML structure.
+    if line.chars().all(|c| "{}[],".contains(c)) {
+        return true;
+    }
+    // A section names its purpose in full (`[tool.x]`, `[[rules]]`).
+    if line.starts_with('[') && line.ends_with(']') {
+        return !key_names_code(line.trim_matches(['[', ']']));
+    }
+    let item = line.strip_prefix("- ").map(str::trim_start).unwrap_or(line);
+    if item == "-" {
+        return true;
+    }
+    let sep = [item.find(':'), item.find('=')].into_iter().flatten().min();
+    let Some(at) = sep else {
+        // A bare scalar (a list item, a JSON array element): one token or a quoted string.
+        return scalar(item);
+    };
+    let key = item[..at].trim().trim_matches(['"', '\'']);
+    let value = item[at + 1..].trim();
+    // `--require x`, `-p plugin`: command-line options, not settings.
+    if key.is_empty() || key.starts_with('-') || key.chars().any(char::is_whitespace) {
+        return false;
+    }
+    // An environment assignment (`NODE_OPTIONS=--require ./x.js`).
+    if item.as_bytes()[at] == b'='
+        && key
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        return false;
+    }
+    // A switch or a number names nothing, whatever its key (`"OrderedImports": true`).
+    let plain = value.trim_end_matches(',');
+    if matches!(plain, "true" | "false" | "null" | "~") || plain.parse::<f64>().is_ok() {
+        return true;
+    }
+    !key_names_code(key) && value_is_data(value)
+}
+
+/// Whether a key (or a section name) names code to load or run.
+fn key_names_code(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    if CODE_KEY_PARTS.iter().any(|p| key.contains(p)) {
+        return true;
+    }
+    key.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+        CODE_KEY_WORDS.contains(&w)
+            || LOADERS
+                .iter()
+                .any(|l| w == *l || w.strip_suffix('s') == Some(l))
+    })
+}
+
+/// A bare scalar: a quoted string or one token, holding data.
+fn scalar(item: &str) -> bool {
+    let quoted = item.len() >= 2
+        && (item.starts_with('"') || item.starts_with('\''))
+        && item.trim_end_matches(',').ends_with(['"', '\'']);
+    (quoted
+        || !item
+            .chars()
+            .any(|c| c.is_whitespace() || c == '(' || c == ')'))
+        && value_is_data(item)
+}
+
+/// Whether a value is data: no command substitution, chaining or pipe, no flag, no path that
+/// starts with `./`, no file with a program's extension.
+fn value_is_data(value: &str) -> bool {
+    if ["$(", "${", "`", "&&", "||", " | "]
+        .iter()
+        .any(|s| value.contains(s))
+    {
+        return false;
+    }
+    value
+        .split(|c: char| c.is_whitespace() || "\"',[]{}".contains(c))
+        .filter(|t| !t.is_empty())
+        .all(|t| {
+            let t = t.to_ascii_lowercase();
+            let flag = t.starts_with('-')
+                && t[1..].starts_with(|c: char| c.is_ascii_alphabetic() || c == '-');
+            !flag
+                && !t.starts_with("./")
+                && !t.starts_with("../")
+                && !PROGRAM_EXTENSIONS.iter().any(|e| t.ends_with(e))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn formats_that_cannot_name_code_are_not_read_for_it() {
+        let golangci = b"linters:\n  default: none\n  settings:\n    nolintlint:\n      require-specific: false\nformatters:\n  enable:\n    - gofmt\n";
+        assert!(!settings_name_code(".golangci.yaml", golangci));
+        let custom =
+            b"linters:\n  settings:\n    custom:\n      example:\n        path: ./example.so\n";
+        assert!(settings_name_code(".golangci.yml", custom));
         assert!(!format_can_load_code(".editorconfig"));
+        assert!(!format_can_load_code(".yamllint"));
+        assert!(!format_can_load_code("tools/.yamllint.yml"));
         assert!(!format_can_load_code("web/.prettierignore"));
         assert!(format_can_load_code(".prettierrc"));
         assert!(format_can_load_code("pylintrc"));
@@ -91,6 +424,9 @@ mod tests {
             b"[flake8]\nmax-line-length = 80\n# plugins are not used here\n",
             b"BasedOnStyle: Google\nColumnLimit: 100\n",
             b"[*.kt]\nij_kotlin_imports_layout = *\nij_kotlin_allow_trailing_comma = true\n",
+            b"<?xml version=\"1.0\"?>\n<module name=\"Checker\">\n  <module name=\"TreeWalker\">\n    <module name=\"AvoidStarImport\"/>\n  </module>\n</module>\n",
+            b"linters:\n  settings:\n    depguard:\n      deny:\n        - github.com/stretchr/testify/require\n",
+            b"<psalm errorLevel=\"4\" findUnusedCode=\"false\">\n  <projectFiles>\n    <directory name=\"src\"/>\n  </projectFiles>\n</psalm>\n",
         ] {
             assert!(!names_code(plain), "{}", String::from_utf8_lossy(plain));
         }
@@ -100,8 +436,78 @@ mod tests {
             b"require:\n  - ./lib/cop.rb\n",
             b"{ \"parser\": \"./my-parser.js\" }",
             b"[mypy]\nplugins = tools.mypy_plugin\n",
+            b"<psalm errorLevel=\"4\">\n  <plugins>\n    <pluginClass class=\"Psalm\\PhpUnitPlugin\\Plugin\"/>\n  </plugins>\n</psalm>\n",
+            b"<psalm autoloader=\"tests/psalm-bootstrap.php\">\n</psalm>\n",
         ] {
             assert!(names_code(code), "{}", String::from_utf8_lossy(code));
+        }
+    }
+    #[test]
+    fn dotfiles_of_unknown_tools_holding_data_only_are_told_from_code() {
+        // Real shapes: Swift Package Index, swift-format, CLOMonitor, ignore lists of a license
+        // checker and of helm-docs.
+        for (path, data) in [
+            (".spi.yml", &b"version: 1\nmetadata:\n  authors: \"Maintained by the Core Team.\"\nexternal_links:\n  documentation: \"https://docs.example.org\"\n"[..]),
+            (".swift-format", b"{\n  \"indentation\" : {\n    \"spaces\" : 2\n  },\n  \"lineLength\" : 80,\n  \"noAssignmentInExpressions\" : {\n    \"allowedFunctions\" : [\n      \"XCTAssertNoThrow\"\n    ]\n  }\n}\n"),
+            (".clomonitor.yml", b"# CLOMonitor metadata file\nexemptions:\n  - check: sbom\n    reason: \"Tracking Helm dependencies is not yet a stable practice.\"\n"),
+            (".licenseignore", b".gitignore\n**/.gitignore\n*.md\nPackage@*.swift\n.github/*\n"),
+            ("charts/.helmdocsignore", b"charts/fluent-bit\n# TODO\ncharts/loki\n"),
+            (".empty-settings", b""),
+            (".swift-format", b"{\n  \"rules\" : {\n    \"OrderedImports\" : true,\n    \"UseEarlyExits\" : false\n  }\n}\n"),
+        ] {
+            assert!(data_only_dotfile(path, data), "{path}");
+        }
+        for (path, code) in [
+            // Ruby run by IRB and SimpleCov, options of a test runner, an environment file.
+            (".irbrc", &b"def reload!\n  load 'x.rb'\nend\n"[..]),
+            (
+                ".simplecov",
+                b"SimpleCov.start do\n  add_filter '/spec/'\nend\n",
+            ),
+            (".rspec", b"--format progress\n--require spec_helper\n"),
+            (".ackrc", b"--ignore-dir=build\n--pager=less\n"),
+            (".env", b"LOG_LEVEL=debug\n"),
+            (".tool.env", b"NODE_OPTIONS=--require ./hook.js\n"),
+            // Keys and values that name code.
+            (".mocharc.yml", b"spec: test/**/*.spec.js\ntimeout: 5000\n"),
+            (".mocharc.yml", b"require: ts-node/register\n"),
+            (".foo.yml", b"on_save: ./scripts/fmt\n"),
+            (".foo.yml", b"tool: rm -rf /\n"),
+            (
+                ".zunit.yml",
+                b"tap: false\ndirectories:\n  support: tests/_support\n",
+            ),
+            (
+                ".markdownlint-cli2.yaml",
+                b"customRules:\n  - \"./doc/rules/x.js\"\n",
+            ),
+            (".foo.json", b"{ \"plugins\": [\"x\"] }\n"),
+            (".foo.toml", b"[hooks]\npre = \"make\"\n"),
+            (
+                ".copier-answers.yml",
+                b"_src_path: gh:org/template\npython_package_command_line_name: x\n",
+            ),
+            (".foo.yml", b"script: |\n  echo hi\n"),
+            (".thing", b"export PATH=$PATH:./bin\n"),
+            (".deployignore", b"build $(curl x)\n"),
+            (".bin", b"\xff\xfe"),
+            (".trufflehogignore", b"tests/fixtures/\n"),
+            (".checkov.yml", b"skip-check:\n  - CKV_AWS_20\n"),
+            (
+                ".formatter.exs",
+                b"[\n  inputs: [\"{mix,.formatter}.exs\"]\n]\n",
+            ),
+            (".dir-locals.el", b"((ruby-mode\n  (fill-column . 100)))\n"),
+            (
+                ".stestr.conf",
+                b"[DEFAULT]\ntest_path=${OS_TEST_PATH:-./nova/tests}\n",
+            ),
+        ] {
+            assert!(
+                !data_only_dotfile(path, code),
+                "{path}: {}",
+                String::from_utf8_lossy(code)
+            );
         }
     }
 }

@@ -20,6 +20,8 @@ use super::Bucket;
 pub(crate) enum ContentTest {
     /// The file starts with `#!`.
     Shebang,
+    /// A dotfile whose content is data only (`settings::data_only_dotfile`).
+    DataOnly,
 }
 
 impl ContentTest {
@@ -31,6 +33,7 @@ impl ContentTest {
     pub(crate) fn describe(self) -> &'static str {
         match self {
             ContentTest::Shebang => "content: starts with `#!`",
+            ContentTest::DataOnly => "content: data only (an ignore list, or settings with no key or value that names code)",
         }
     }
 }
@@ -202,7 +205,7 @@ pub(crate) static RULES: &[Rule] = &[
         "docs.forge-media",
         Bucket::Docs,
         "Images under a forge's or an IDE's directory (logos, README and sponsor images, project icons): nothing reads them as settings (before the editor and forge rules)",
-        &["**/{.github,.gitlab,.gitea,.forgejo,.idea,.vscode}/**/*.{png,gif,jpg,jpeg,svg,ico,webp}"],
+        &["**/{.github,.gitlab,.gitea,.forgejo,.idea,.vscode}/**/*.{png,gif,jpg,jpeg,svg,ico,webp,excalidraw,drawio,pdf}"],
     ),
     rule(
         "other.ide-data",
@@ -335,6 +338,9 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
+            "notices{,.md,.txt,.rst}",
+            "dco.{md,txt}",
+            "developer-certificate-of-origin{,.md,.txt}",
             "{license,licence}[-_]*",
             "{license,licence,copying}.{apache,bsd,mit,gpl,lgpl,python,psf,lib,isc,mpl,zlib,boost,ofl,html}",
             "*[-_]{license,licence}",
@@ -366,8 +372,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.security-policy",
         Bucket::Governance,
-        "Security contacts of the project (who is told of vulnerabilities); `SECURITY.md` prose is `docs.community-health`",
-        &["security_contacts", "security-insights.{yml,yaml}"],
+        "Security contacts of the project (who is told of vulnerabilities), Artifact Hub repository metadata (who owns the published charts or packages); `SECURITY.md` prose is `docs.community-health`",
+        &["security_contacts", "security-insights.{yml,yaml}", "artifacthub-repo.{yml,yaml}"],
     ),
     rule(
         "governance.bots",
@@ -451,6 +457,7 @@ pub(crate) static RULES: &[Rule] = &[
             "deny.toml",
             "supply-chain/**",
             ".snyk",
+            "{.,}zizmor.{yml,yaml}",
             ".trivyignore",
             ".trivyignore.yaml",
             "trivy.yaml",
@@ -609,13 +616,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "ci.release",
         Bucket::Ci,
-        "Release automation that runs with publishing credentials: GoReleaser, semantic-release, release-please, fastlane",
+        "Release automation that runs with publishing credentials: GoReleaser, semantic-release, release-please, fastlane, the Terraform Registry manifest a provider release publishes",
         &[
             "{.,}goreleaser.{yml,yaml}",
             ".releaserc",
             ".releaserc.{json,yml,yaml,js,cjs,mjs}",
             "release.config.{js,cjs,mjs}",
             "release-please-config.json",
+            "terraform-registry-manifest.json",
             ".release-please-manifest.json",
             "**/fastlane/**",
             "{fastfile,appfile,matchfile}",
@@ -643,6 +651,8 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "**/{test,tests,e2e,__tests__,testing}/**/*.{yaml,yml,json,tf,tfvars,hcl,tpl,j2}",
             "**/{test,tests,e2e,__tests__,testing}/**/{nginx,httpd,apache2,haproxy,redis,my}.conf",
+            "**/{test,tests,e2e,__tests__,testing}/**/{dockerfile,containerfile}",
+            "**/{test,tests,e2e,__tests__,testing}/**/{dockerfile,containerfile}.*",
         ],
     ),
     rule(
@@ -654,6 +664,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*.{tf,tofu}.json",
             "*.tfvars",
             "*.tfvars.json",
+            "*.{tf,tofu,tfvars}.{tmpl,tpl,j2,jinja,jinja2,gotmpl,erb}",
             "*.tftest.hcl",
             "*.tfbackend",
             "terragrunt.hcl",
@@ -720,6 +731,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/manifests/**/*.{yaml,yml}",
             "*.k8s.{yaml,yml}",
             "skaffold.{yaml,yml}",
+            ".sourceignore",
             "**/flux-system/**/*.{yaml,yml}",
             "tiltfile",
         ],
@@ -739,7 +751,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "iac.ansible",
         Bucket::Iac,
-        "Ansible: config, playbooks, roles, inventories, group and host variables, Galaxy requirements",
+        "Ansible: config, playbooks, roles (a role repository's own `tasks/`, `templates/*.j2`), inventories, group and host variables, Galaxy requirements",
         &[
             "ansible.cfg",
             "galaxy.{yml,yaml}",
@@ -752,6 +764,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{inventory,inventories}/**/hosts",
             "inventory.{ini,yml,yaml}",
             "{tasks,handlers,defaults,vars,meta}/*.{yml,yaml}",
+            "templates/**/*.j2",
             "hosts",
             "**/ansible/**/*.{yml,yaml,cfg,ini,j2}",
         ],
@@ -790,6 +803,9 @@ pub(crate) static RULES: &[Rule] = &[
         "Platform deployment descriptors: Heroku, Fly, Render, Vercel, Netlify, Railway, Cloudflare Wrangler, Firebase (incl. security rules), App Engine, Cloud Foundry, Elastic Beanstalk, CodeDeploy, App Runner",
         &[
             "procfile",
+            "_redirects",
+            "_headers",
+            ".{gcloud,vercel,now,slug,cf,func,eb,clasp}ignore",
             "heroku.yml",
             "app.{yaml,yml}",
             "manifest.{yml,yaml}",
@@ -832,6 +848,9 @@ pub(crate) static RULES: &[Rule] = &[
             "**/systemd/**",
             "*.{service,socket,timer,tmpfiles,sysusers}",
             "**/{tmpfiles.d,sysusers.d}/**",
+            "**/udev/**",
+            "*udev*.rules",
+            "**/rules.d/*.rules",
         ],
     ),
     rule(
@@ -930,6 +949,12 @@ pub(crate) static RULES: &[Rule] = &[
         ],
     ),
     rule(
+        "src.configured-header",
+        Bucket::Src,
+        "C and C++ sources and headers that a build configures from a template (`config.h.in`, `catch_user_config.hpp.in`): the product's code with placeholders (before `build.other-system`'s `*.in`)",
+        &["*.{h,hh,hpp,hxx,h++,inl,ipp,c,cc,cpp,cxx}.in"],
+    ),
+    rule(
         "build.other-system",
         Bucket::Build,
         "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`)",
@@ -946,6 +971,8 @@ pub(crate) static RULES: &[Rule] = &[
             "*.{gyp,gypi}",
             "emakefile",
             "*.in",
+            "*.{ld,lds,ver}",
+            "*{versionscript,version-script,version_script}*",
             "**/patches/**/*.{patch,diff}",
             "*.{wxs,wxi,wixproj,nsi,nsh,iss}",
             "*.def",
@@ -1061,6 +1088,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/githooks/**",
             "**/git-hooks/**",
             "**/.git-hooks/**",
+            "**/.*-hooks/**",
             "**/.husky/**",
             "{.,}lefthook.{yml,yaml,json,toml}",
             "lefthook-local.{yml,yaml,json,toml}",
@@ -1132,6 +1160,7 @@ pub(crate) static RULES: &[Rule] = &[
         "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements",
         &[
             ".npmignore",
+            ".vscodeignore",
             "*.appxmanifest",
             "*.entitlements",
             "snapcraft.yaml",
@@ -1226,6 +1255,7 @@ pub(crate) static RULES: &[Rule] = &[
             "go.*.sum",
             "{gemfile,gems.rb}",
             "gemfile[-_]*",
+            "gemfile.*",
             "*.gemfile",
             "**/gemfiles/**",
             "*.gemspec",
@@ -1329,8 +1359,6 @@ pub(crate) static RULES: &[Rule] = &[
             "*.tests.ps1",
             "*_spec.rb",
             "pytest.ini",
-            "phpunit.xml",
-            "phpunit.xml.dist",
             "karma.conf.js",
             "*.snap",
         ],
@@ -1375,9 +1403,21 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.executable-config",
         Bucket::Build,
-        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes",
+        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root)",
         &[
-            "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist,tape}",
+            "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist,neon.php,tape,tt,t4,ttinclude}",
+            "**/config/*.exs",
+            "plugins/*/**/*.swift",
+        ],
+    ),
+    rule(
+        "other.lint-baseline",
+        Bucket::Other,
+        "Baselines of linters and static analysers in XML or JSON (`psalm-baseline.xml`, `lint-baseline.xml`, `detekt-baseline.xml`, MSBuild package validation's `CompatibilitySuppressions.xml`): lists of known findings, which cannot make the tool load code (a NEON baseline can include configuration and stays `build.executable-config`)",
+        &[
+            "*[-_.]baseline.{xml,json}",
+            "baseline.xml",
+            "compatibilitysuppressions.xml",
         ],
     ),
     rule(
@@ -1433,6 +1473,9 @@ pub(crate) static RULES: &[Rule] = &[
             ".mdlrc",
             ".gitlint",
             ".*{allowlist,denylist,whitelist,blacklist}",
+            "{checkstyle,pmd,spotbugs,findbugs}.xml",
+            "{checkstyle,pmd,spotbugs,findbugs}[-_]{rules,ruleset,config,checks,code,test,main,exclude,include,filter}.xml",
+            "psalm.xml{,.dist}",
         ],
     ),
     rule(
@@ -1455,6 +1498,10 @@ pub(crate) static RULES: &[Rule] = &[
             "{checkstyle,pmd,spotbugs,findbugs}*.{xml,properties}",
             "*[-_]suppressions.xml",
             "{stylua,selene}.toml",
+            "phpunit.xml",
+            "phpunit.xml.dist",
+            "phpunit.dist.xml",
+            "ct.{yaml,yml}",
             "{biome,dprint,pyrightconfig,stylecop}.{json,jsonc}",
             "sonar-project.properties",
             "{phpcs,psalm,phpmd}.xml{,.dist}",
@@ -1493,10 +1540,16 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.docs-build",
         Bucket::Build,
-        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, VitePress, VuePress, Docusaurus, Hugo, Sphinx `conf.py` (`build.python`)",
+        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, Jekyll (`_config.yml` loads plugins), Zensical, Doxygen (input filters run commands), VitePress, VuePress, Docusaurus, Hugo, Sphinx `conf.py` (`build.python`)",
         &[
             "mkdocs.{yml,yaml}",
             "book.toml",
+            "zensical.toml",
+            "_config.{yml,yaml,toml}",
+            "_config[-_]*.{yml,yaml}",
+            "doxyfile",
+            "doxyfile.*",
+            "*.doxyfile",
             "**/.{vitepress,vuepress}/config.{js,ts,mjs,mts,cjs,cts}",
             "docusaurus.config.{js,ts,mjs}",
             "hugo.{toml,yaml,yml,json}",
@@ -1521,6 +1574,14 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "*.{example,sample}",
             "*.{example,sample}.{yml,yaml,json,toml,ini,cfg,conf,env,txt,properties,xml}",
+        ],
+    ),
+    rule(
+        "other.tooling-data",
+        Bucket::Other,
+        "Images, drawings, tables and documents inside tooling directories (a release analysis's CSV and plots, a diagram in `scripts/`): no tool runs them (before `build.tooling-dir`)",
+        &[
+            "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**/*.{png,jpg,jpeg,gif,ico,webp,bmp,svg,excalidraw,drawio,csv,tsv,pdf}",
         ],
     ),
     rule(
@@ -1553,6 +1614,8 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{completion,completions,shell-completion,shell-completions,bash-completion,zsh-completion,fish-completion,bash_completion,zsh_completion,bash_completion.d}/**",
             "*[-_]completion.{bash,zsh,fish,sh}",
             "*.{bash_completion,bash-completion}",
+            "*.bashcomp",
+            "*.bashcomp.sh",
         ],
     ),
     rule(
@@ -1579,6 +1642,24 @@ pub(crate) static RULES: &[Rule] = &[
         "Placeholders and templates of local settings that no tool reads (`.gitkeep`, `.keep`, `.nojekyll`, `.env.example`)",
         &[".gitkeep", ".keep", ".nojekyll", ".empty", ".ds_store", ".env.{example,sample,dist,template}"],
     ),
+    rule(
+        "other.header-template",
+        Bucket::Other,
+        "License and copyright header templates that header checkers compare source files with (`.header`, `.license_header_template`, `.copyright-header.txt`): text, nothing runs",
+        &[
+            ".{license,licence,copyright,}{-,_,}header",
+            ".{license,licence,copyright,}{-,_,}header.txt",
+            ".{license,licence,copyright,}{-,_,}header{-,_}template{,.txt}",
+        ],
+    ),
+    Rule {
+        id: "other.data-dotfile",
+        bucket: Bucket::Other,
+        what: "Dotfiles of tools no rule knows whose content is data only: an ignore list (`.licenseignore`, `.helmdocsignore`), or settings (YAML, JSON, INI, TOML) with no key that names a plugin, hook, command, script, path or environment and no value that names a program (`.spi.yml`, `.swift-format`, `.clomonitor.yml`); without content, or with code, command-line options or environment variables, the dotfile stays `build.tool-dotfile`",
+        globs: &[".*"],
+        exact_globs: &[],
+        content: Some(ContentTest::DataOnly),
+    },
     rule(
         "build.tool-dotfile",
         Bucket::Build,
