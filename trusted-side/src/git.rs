@@ -11,13 +11,15 @@
 //! injection through the revision (`--end-of-options`, revisions on stdin or full ids only).
 //! Does not check: what the repository holds; callers read trees and blobs as data.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+mod blobs;
 mod objects;
+pub use blobs::{deal, BlobStream};
 pub use objects::Object;
 
 /// Environment variables that would point git at another repository, index or object store,
@@ -430,113 +432,6 @@ fn parse_ls_tree_record(rec: &[u8], sized: bool) -> Result<TreeEntry> {
     })
 }
 
-/// Streams the contents of a list of blobs, in order, from one `git cat-file --batch --buffer`
-/// fed the whole list by a thread of its own: git runs ahead of the reader by up to a pipe's
-/// worth (enlarged to [`PIPE_BYTES`] where the kernel allows), so that the reader and git do
-/// not take turns object by object. A packer runs one per worker thread.
-pub struct BlobStream {
-    child: Child,
-    feeder: Option<std::thread::JoinHandle<()>>,
-    stdout: BufReader<ChildStdout>,
-    line: String,
-}
-
-/// Deals items (by their sizes, in order) to `n` readers: each item goes to the reader with the
-/// fewest bytes so far, so that readers working through their lists in order keep pace with one
-/// another. Returns each reader's item indices, ascending; none is empty.
-pub fn deal(sizes: impl IntoIterator<Item = u64>, n: usize) -> Vec<Vec<usize>> {
-    let mut lists: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); n.max(1)];
-    for (i, size) in sizes.into_iter().enumerate() {
-        if let Some(l) = lists.iter_mut().min_by_key(|l| l.0) {
-            l.0 += size.max(1);
-            l.1.push(i);
-        }
-    }
-    lists
-        .into_iter()
-        .map(|l| l.1)
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
-/// Pipe size asked for git's output (Linux's default limit for an unprivileged process).
-const PIPE_BYTES: usize = 1024 * 1024;
-
-impl BlobStream {
-    fn start(git: &Git, oids: Vec<String>) -> Result<BlobStream> {
-        let mut child = git
-            .command()
-            .args(["cat-file", "--batch", "--buffer"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot run git cat-file (is git installed?)")?;
-        let stdin = child.stdin.take().context("git cat-file: no stdin")?;
-        let stdout = child.stdout.take().context("git cat-file: no stdout")?;
-        // A smaller pipe only costs time.
-        let _ = rustix::pipe::fcntl_setpipe_size(&stdout, PIPE_BYTES);
-        let feeder = std::thread::spawn(move || {
-            let mut w = std::io::BufWriter::with_capacity(64 * 1024, stdin);
-            for oid in oids {
-                if writeln!(w, "{oid}").is_err() {
-                    return; // git is gone; the reader reports it
-                }
-            }
-            let _ = w.flush(); // then stdin closes, and git flushes what it buffered
-        });
-        Ok(BlobStream {
-            child,
-            feeder: Some(feeder),
-            stdout: BufReader::with_capacity(256 * 1024, stdout),
-            line: String::new(),
-        })
-    }
-
-    /// Reads the next blob, which must be `oid` and at most `max` bytes (checked before reading).
-    pub fn next_blob(&mut self, oid: &str, max: u64, buf: &mut Vec<u8>) -> Result<()> {
-        let header = &mut self.line;
-        header.clear();
-        self.stdout
-            .read_line(header)
-            .context("git cat-file: read")?;
-        let mut parts = header.split_whitespace();
-        let (Some(got), Some(kind), Some(size)) = (parts.next(), parts.next(), parts.next()) else {
-            bail!("git cat-file: object {oid} missing");
-        };
-        if got != oid || kind != "blob" {
-            bail!("git cat-file: expected blob {oid}, got {kind} {got}");
-        }
-        let size: u64 = size.parse().context("git cat-file: bad size")?;
-        if size > max {
-            bail!("git cat-file: blob {oid} is {size} bytes, over the {max} limit");
-        }
-        buf.clear();
-        let size = usize::try_from(size).context("blob too large")?;
-        buf.reserve_exact(size + 1);
-        (&mut self.stdout)
-            .take(size as u64 + 1)
-            .read_to_end(buf)
-            .context("git cat-file: read")?;
-        // The record ends with a newline after the content.
-        if buf.len() != size + 1 || buf.pop() != Some(b'\n') {
-            bail!("git cat-file: truncated blob {oid}");
-        }
-        Ok(())
-    }
-}
-
-impl Drop for BlobStream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        // Its writes fail once git is gone.
-        if let Some(f) = self.feeder.take() {
-            let _ = f.join();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,16 +464,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn deal_balances_by_bytes_keeps_order_and_leaves_no_list_empty() {
-        let sizes = [100, 1, 1, 1, 50, 50, 0, 0];
-        let lists = deal(sizes, 2);
-        assert_eq!(lists, vec![vec![0, 6, 7], vec![1, 2, 3, 4, 5]]);
-        let bytes = |l: &Vec<usize>| l.iter().map(|&i| sizes[i].max(1)).sum::<u64>();
-        assert!(bytes(&lists[0]).abs_diff(bytes(&lists[1])) <= 100);
-        assert_eq!(deal([5, 5], 4), vec![vec![0], vec![1]]);
-        assert!(deal([], 3).is_empty());
-    }
     use crate::gate::test_git::git;
 
     /// A repository whose config and hooks would change what git reads or does, and a
