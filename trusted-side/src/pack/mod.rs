@@ -291,7 +291,7 @@ fn pack_bundle_into(
             .map_err(|e| tracing::debug!("pack cache: not kept: {e:#}"))
             .ok()
     });
-    let mut bundle = sink::Sink::new(tmp_bundle.as_file().try_clone()?);
+    let mut bundle = sink::Sink::new(tmp_bundle.as_file().try_clone()?, opts.durable);
     bundle.write_all(&GZIP_HEADER)?;
     // A prompt with findings (and no --redact) is refused after the whole tree was scanned,
     // so that the refusal lists every finding at once.

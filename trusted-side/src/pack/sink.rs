@@ -36,8 +36,9 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// A sink writing to `file`.
-    pub fn new(file: File) -> Sink {
+    /// A sink writing to `file`; `durable`: the file will be synced, so its writeback starts
+    /// as it is written (a staging file deleted after its upload is left to the page cache).
+    pub fn new(file: File, durable: bool) -> Sink {
         let (tx, rx) = sync_channel::<Vec<u8>>(CHUNKS);
         let (spent_tx, spent) = sync_channel::<Vec<u8>>(CHUNKS + 2);
         let thread = std::thread::spawn(move || {
@@ -50,7 +51,7 @@ impl Sink {
                 n += chunk.len() as u64;
                 chunk.clear();
                 let _ = spent_tx.try_send(chunk);
-                if n - handed >= WRITEBACK {
+                if durable && n - handed >= WRITEBACK {
                     // Start writing what is done to disk now (and drop it from the page cache,
                     // as nothing reads it back), so that a final sync has little left to wait
                     // for. Advice only: its failure changes nothing.
@@ -134,7 +135,7 @@ mod tests {
     #[test]
     fn the_digest_and_the_file_hold_every_byte_in_order() {
         let file = tempfile::tempfile().unwrap();
-        let mut sink = Sink::new(file);
+        let mut sink = Sink::new(file, true);
         let data: Vec<u8> = (0..3 * CHUNK + 17).map(|i| (i * 7 % 251) as u8).collect();
         for piece in data.chunks(1000) {
             sink.write_all(piece).unwrap();
@@ -151,7 +152,7 @@ mod tests {
     #[test]
     fn a_write_error_is_the_error_finish_returns() {
         let file = File::open("/dev/null").unwrap(); // read-only: every write fails
-        let mut sink = Sink::new(file);
+        let mut sink = Sink::new(file, false);
         let data = vec![1u8; 4 * CHUNK];
         let wrote = sink.write_all(&data);
         let finished = sink.finish();
