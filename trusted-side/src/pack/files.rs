@@ -27,7 +27,7 @@ use super::cache::{Base, FileRecord, GroupRecord, Staging};
 use super::groups::{self, Built, FileResult, Member};
 use super::sink::Sink;
 use super::PackOptions;
-use crate::git::{Git, Repo};
+use crate::git::{BlobStream, Repo};
 
 /// Bytes of blobs read for groups not yet written, at most (one larger group at a time).
 const IN_FLIGHT_BYTES: u64 = 32 * 1024 * 1024;
@@ -52,7 +52,7 @@ pub(super) struct Plan {
     pub(super) skipped: BTreeMap<String, u64>,
 }
 
-/// The `files/` part as written to the staging file.
+/// The `files/` part as written to the bundle.
 pub(super) struct FilesPart {
     pub(super) files: Vec<FileEntry>,
     pub(super) findings: Vec<Finding>,
@@ -195,16 +195,8 @@ pub(super) fn write_files(
                         return;
                     }
                     let r = plan.groups[g].clone();
-                    let mut contents = Vec::with_capacity(r.len());
-                    let read = (members[r.clone()].iter()).try_for_each(|m| {
-                        let mut buf = Vec::new();
-                        stream.next_blob(&m.oid, max, &mut buf)?;
-                        contents.push(buf);
-                        Ok(())
-                    });
-                    let built = read.and_then(|()| {
-                        let c = &cached[r.clone()];
-                        groups::build(&members[r], contents, c, scanner, opts.redact)
+                    let built = read_group(&mut stream, &members[r.clone()], max).and_then(|c| {
+                        groups::build(&members[r.clone()], c, &cached[r], scanner, opts.redact)
                     });
                     let failed = built.is_err();
                     if done_tx.send((g, built)).is_err() || failed {
@@ -245,7 +237,7 @@ pub(super) fn write_files(
                     }
                     (Source::Reuse(_), None) => {
                         // Changed on disk: rebuilt from the repository, every file scanned again.
-                        let built = rebuild(opts, &members[r.clone()], scanner)?;
+                        let built = rebuild(repo, opts, &members[r.clone()], scanner)?;
                         out.built(r.clone(), members, built)?;
                     }
                     (Source::Build, _) => {
@@ -275,21 +267,26 @@ pub(super) fn write_files(
     out.finish(members)
 }
 
-/// Reads a group's blobs with a git process of its own and builds it with no cached result.
-fn rebuild(opts: &PackOptions<'_>, members: &[Member], scanner: &Scanner) -> Result<Built> {
-    let oids: Vec<&str> = members.iter().map(|m| m.oid.as_str()).collect();
-    let objects = Git::new(opts.repo).cat_file(&oids, opts.max_file_bytes)?;
+/// Reads the blobs of a group's `members`, in order, from `stream`.
+fn read_group(stream: &mut BlobStream, members: &[Member], max: u64) -> Result<Vec<Vec<u8>>> {
     let mut contents = Vec::with_capacity(members.len());
-    for (m, o) in members.iter().zip(objects) {
-        let o = o.with_context(|| format!("git cat-file: object {} missing", m.oid))?;
-        if o.kind != "blob" || o.size != o.data.len() as u64 {
-            anyhow::bail!(
-                "git cat-file: {} is not a blob of at most the size limit",
-                m.oid
-            );
-        }
-        contents.push(o.data);
+    for m in members {
+        let mut buf = Vec::new();
+        stream.next_blob(&m.oid, max, &mut buf)?;
+        contents.push(buf);
     }
+    Ok(contents)
+}
+
+/// Reads a group's blobs with a git process of its own and builds it with no cached result.
+fn rebuild(
+    repo: &Repo,
+    opts: &PackOptions<'_>,
+    members: &[Member],
+    scanner: &Scanner,
+) -> Result<Built> {
+    let mut stream = repo.blobs(members.iter().map(|m| m.oid.clone()).collect())?;
+    let contents = read_group(&mut stream, members, opts.max_file_bytes)?;
     let none = vec![None; members.len()];
     groups::build(members, contents, &none, scanner, opts.redact)
 }

@@ -3,12 +3,14 @@
 //! Stages, in order (the body of [`pack_bundle`] is these calls):
 //! 1. resolve the revision and list its tree (never the working tree);
 //! 2. select paths: deny-list, `--include`, `--exclude`, links, submodules, size, bad names;
-//! 3. stream each selected blob from one `git cat-file --batch`, scan every byte of it
+//! 3. stream each selected blob (each worker from a `git cat-file --batch` of its own, see
+//!    `files.rs`), scan every byte of it
 //!    (text, UTF-16, printable runs of binaries, one level of decoding, joined literals),
 //!    refuse, redact in place, or (binary/UTF-16 with a finding, under `--redact`) omit it
 //!    with a manifest entry; archives are always omitted with a manifest entry;
 //! 4. write `files/…`, `manifest.json`, `request.json` into a deterministic tar.gz (temp file);
-//! 5. scan the finished bundle again, member by member (second line of defense);
+//! 5. scan again what was written last (the manifest and the request; every redacted file
+//!    was scanned again after its redaction);
 //! 6. sign the statement over the bundle digest with the trusted key;
 //! 7. move bundle and envelope into place (temp then rename; nothing half-written on error).
 //!
