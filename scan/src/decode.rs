@@ -116,19 +116,36 @@ const B64_LOWER: u8 = 2;
 const B64_OTHER: u8 = 4;
 
 /// Every base64 run worth a second look: decoded text as pieces, key structures as blobs.
+///
+/// A run of [`MIN_BASE64`] characters or more covers a position `p` with
+/// `p % MIN_BASE64 == MIN_BASE64 - 1`, so only those positions are probed; a probe that lands
+/// in a run walks back and forward to the run's ends (never back past the last run's end).
+/// Each byte is read at most twice, most bytes not at all: the same runs as a walk over
+/// every byte (`the_probing_walk_finds_the_runs_of_a_walk_over_every_byte`).
 pub fn base64_pieces(content: &[u8], pieces: &mut Vec<Piece>, blobs: &mut Vec<KeyBlob>) {
     crate::work::walk(content.len());
     let class = |c: &u8| B64_CLASS[usize::from(*c)];
-    let mut i = 0;
+    let in_run = |at: usize| content.get(at).is_some_and(|c| class(c) != 0);
     let n = content.len();
-    while i < n {
-        let rest = content.get(i..).unwrap_or_default();
-        let Some(skip) = rest.iter().position(|c| class(c) != 0) else {
-            break;
-        };
-        let start = i + skip;
-        let run = content.get(start..).unwrap_or_default();
-        i = start + run.iter().position(|c| class(c) == 0).unwrap_or(run.len());
+    // The next position probed, and the end of the last run (no run starts before it).
+    let mut probe = MIN_BASE64 - 1;
+    let mut floor = 0;
+    while probe < n {
+        if !in_run(probe) {
+            probe += MIN_BASE64;
+            continue;
+        }
+        let mut start = probe;
+        while start > floor && in_run(start - 1) {
+            start -= 1;
+        }
+        let mut i = probe + 1;
+        while in_run(i) {
+            i += 1;
+        }
+        floor = i;
+        // The first probe position at or after the run's end (a byte not in a run, or n).
+        probe = i + (MIN_BASE64 - 1 - i % MIN_BASE64);
         if i - start < MIN_BASE64 {
             continue; // a word, mostly: too short to look at
         }
@@ -217,6 +234,96 @@ pub fn percent_pieces(content: &[u8], pieces: &mut Vec<Piece>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The walk over every byte that [`base64_pieces`] replaced: the oracle it is held to.
+    fn base64_pieces_by_every_byte(content: &[u8]) -> (Vec<Piece>, Vec<KeyBlob>) {
+        let (mut pieces, mut blobs) = (Vec::new(), Vec::new());
+        let class = |c: &u8| B64_CLASS[usize::from(*c)];
+        let mut i = 0;
+        while i < content.len() {
+            let Some(skip) = content[i..].iter().position(|c| class(c) != 0) else {
+                break;
+            };
+            let start = i + skip;
+            let run = &content[start..];
+            i = start + run.iter().position(|c| class(c) == 0).unwrap_or(run.len());
+            let len = i - start;
+            let seen = content[start..i].iter().fold(0, |seen, c| seen | class(c));
+            if !(MIN_BASE64..=MAX_ENCODED).contains(&len)
+                || seen & B64_UPPER == 0
+                || seen & B64_LOWER == 0
+            {
+                continue;
+            }
+            let mut end = i;
+            while end - i < 2 && content.get(end) == Some(&b'=') {
+                end += 1;
+            }
+            let Some(decoded) = decode_base64(&content[start..i]) else {
+                continue;
+            };
+            if let Some(rule) = crate::der::key_structure(&decoded) {
+                blobs.push(KeyBlob {
+                    rule,
+                    span: (start, end),
+                });
+            } else if mostly_printable(&decoded) {
+                pieces.push(piece(content, (start, end), &decoded));
+            }
+        }
+        (pieces, blobs)
+    }
+
+    #[test]
+    fn the_probing_walk_finds_the_runs_of_a_walk_over_every_byte() {
+        let check = |content: &[u8]| {
+            let (mut p, mut k) = (Vec::new(), Vec::new());
+            base64_pieces(content, &mut p, &mut k);
+            assert_eq!((p, k), base64_pieces_by_every_byte(content));
+        };
+        // Runs of every length around the probe stride, at every offset, between separators
+        // of every kind, padded or not; base64 of printable text, so that runs are kept.
+        let value = b"c3VwZXJTZWNyZXRWYWx1ZTEyMzQ1NmFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6QUJD";
+        let mut kept = 0;
+        for len in (MIN_BASE64 - 3)..(3 * MIN_BASE64 + 2) {
+            for offset in 0..(MIN_BASE64 + 2) {
+                for sep in [&b" "[..], b"\n", b"=", b"==x", b"\"", b".", b""] {
+                    let mut text = b"ab".repeat(offset / 2);
+                    text.extend(std::iter::repeat_n(b'-', offset % 2));
+                    text.extend_from_slice(sep);
+                    text.extend_from_slice(&value[..len.min(value.len())]);
+                    text.extend_from_slice(sep);
+                    text.extend_from_slice(&value[..(len / 2).min(value.len())]);
+                    let (p, _) = base64_pieces_by_every_byte(&text);
+                    kept += p.len();
+                    check(&text);
+                }
+            }
+        }
+        assert!(kept > 100, "the cases must hold runs that are kept: {kept}");
+        // Real text: this crate's own sources, rules and test data.
+        let files = crate::testgen::own_files();
+        assert!(files.len() > 10);
+        for bytes in &files {
+            for cut in [0, 1, 7, 23, 24, 25] {
+                check(&bytes[cut.min(bytes.len())..]);
+            }
+        }
+        // Pseudo-random bytes drawn mostly from the base64 alphabet and a few separators.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200 {
+            let text: Vec<u8> = (0..2000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let alphabet = b"AaBbQqZz09+/-_= \n:\"";
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            check(&text);
+        }
+    }
 
     #[test]
     fn base64_both_alphabets_and_padding() {

@@ -26,59 +26,92 @@ const MIN_JOINED: usize = 12;
 struct Literal {
     start: usize,
     end: usize,
-    value: Vec<u8>,
+    /// The value, when it is not the bytes between the quotes (a line continuation was
+    /// dropped from it); most literals have none, and cost no allocation.
+    joined: Option<Vec<u8>>,
+}
+
+impl Literal {
+    /// The literal's value: its bytes between the quotes, escapes kept, line continuations
+    /// and their following indentation dropped.
+    fn value<'c>(&'c self, content: &'c [u8]) -> &'c [u8] {
+        match &self.joined {
+            Some(v) => v,
+            None => content
+                .get(self.start + 1..self.end - 1)
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// Reads the literal opening at `open`; `None` if it runs to the line end unclosed (or
-/// past [`MAX_LITERAL`]). Also returns where the walk stopped.
+/// past [`MAX_LITERAL`]). Also returns where the walk stopped. Jumps from one quote,
+/// backslash or line end to the next (`memchr`), counting the bytes in between.
 fn literal(content: &[u8], open: usize) -> (Option<Literal>, usize) {
     let Some(&q) = content.get(open) else {
         return (None, open);
     };
-    let mut value = Vec::new();
+    let stop = |at: usize| {
+        crate::work::walk(at - open);
+        (None, at)
+    };
+    // The value's length so far, and the value itself once a continuation was dropped.
+    let (mut len, mut joined): (usize, Option<Vec<u8>>) = (0, None);
     let mut i = open + 1;
     loop {
+        let rest = content.get(i..).unwrap_or_default();
+        let next = match q {
+            b'`' => memchr::memchr2(q, b'\\', rest),
+            _ => memchr::memchr3(q, b'\\', b'\n', rest),
+        };
+        let plain = next.unwrap_or(rest.len());
+        // Each plain byte adds one to the value; the walk stops at the first one reached
+        // with the value already longer than MAX_LITERAL.
+        let fail_at = (MAX_LITERAL + 1).saturating_sub(len);
+        if fail_at < plain {
+            return stop(i + fail_at);
+        }
+        if let Some(v) = &mut joined {
+            v.extend_from_slice(rest.get(..plain).unwrap_or_default());
+        }
+        len += plain;
+        i += plain;
         let Some(&c) = content.get(i) else {
-            crate::work::walk(i - open);
-            return (None, i);
+            return stop(i);
         };
         if c == q {
             let lit = Literal {
                 start: open,
                 end: i + 1,
-                value,
+                joined,
             };
             crate::work::walk(i + 1 - open);
             return (Some(lit), i + 1);
         }
-        if value.len() > MAX_LITERAL || (c == b'\n' && q != b'`') {
-            crate::work::walk(i - open);
-            return (None, i);
+        if len > MAX_LITERAL || c == b'\n' {
+            return stop(i);
         }
-        if c == b'\\' {
-            match content.get(i + 1) {
-                Some(b'\n') => {
-                    // A continuation: the line break and the next line's indentation go.
-                    i += 2;
-                    while content.get(i).is_some_and(|&c| c == b' ' || c == b'\t') {
-                        i += 1;
-                    }
-                    continue;
-                }
-                Some(&e) => {
-                    value.push(c);
-                    value.push(e);
-                    i += 2;
-                    continue;
-                }
-                None => {
-                    crate::work::walk(i - open);
-                    return (None, i);
+        // A backslash.
+        match content.get(i + 1) {
+            Some(b'\n') => {
+                // A continuation: the line break and the next line's indentation go.
+                let v = joined
+                    .get_or_insert_with(|| content.get(open + 1..i).unwrap_or_default().to_vec());
+                debug_assert_eq!(v.len(), len);
+                i += 2;
+                while content.get(i).is_some_and(|&c| c == b' ' || c == b'\t') {
+                    i += 1;
                 }
             }
+            Some(&e) => {
+                if let Some(v) = &mut joined {
+                    v.extend_from_slice(&[c, e]);
+                }
+                len += 2;
+                i += 2;
+            }
+            None => return stop(i),
         }
-        value.push(c);
-        i += 1;
     }
 }
 
@@ -146,11 +179,8 @@ fn assignment_prefix(content: &[u8], first: usize) -> Vec<u8> {
 }
 
 fn flush(content: &[u8], group: &mut Vec<Literal>, pieces: &mut Vec<Piece>) {
-    let joined: usize = group.iter().map(|l| l.value.len()).sum();
-    let split = group.len() >= 2
-        || group
-            .first()
-            .is_some_and(|l| l.end - l.start > l.value.len() + 2);
+    let joined: usize = group.iter().map(|l| l.value(content).len()).sum();
+    let split = group.len() >= 2 || group.first().is_some_and(|l| l.joined.is_some());
     if let (true, true, Some(first), Some(last)) =
         (split, joined >= MIN_JOINED, group.first(), group.last())
     {
@@ -159,7 +189,7 @@ fn flush(content: &[u8], group: &mut Vec<Literal>, pieces: &mut Vec<Piece>) {
         let value_at = text.len();
         text.push(q);
         for l in group.iter() {
-            text.extend_from_slice(&l.value);
+            text.extend_from_slice(l.value(content));
         }
         text.push(q);
         pieces.push(Piece {
@@ -236,6 +266,105 @@ mod tests {
         p.iter()
             .map(|p| String::from_utf8_lossy(&p.text).into_owned())
             .collect()
+    }
+
+    /// The walk byte by byte that [`literal`] replaced: the oracle it is held to.
+    fn literal_byte_by_byte(content: &[u8], open: usize) -> (Option<(usize, Vec<u8>)>, usize) {
+        let q = content[open];
+        let mut value = Vec::new();
+        let mut i = open + 1;
+        loop {
+            let Some(&c) = content.get(i) else {
+                return (None, i);
+            };
+            if c == q {
+                return (Some((i + 1, value)), i + 1);
+            }
+            if value.len() > MAX_LITERAL || (c == b'\n' && q != b'`') {
+                return (None, i);
+            }
+            if c == b'\\' {
+                match content.get(i + 1) {
+                    Some(b'\n') => {
+                        i += 2;
+                        while content.get(i).is_some_and(|&c| c == b' ' || c == b'\t') {
+                            i += 1;
+                        }
+                        continue;
+                    }
+                    Some(&e) => {
+                        value.extend_from_slice(&[c, e]);
+                        i += 2;
+                        continue;
+                    }
+                    None => return (None, i),
+                }
+            }
+            value.push(c);
+            i += 1;
+        }
+    }
+
+    #[test]
+    fn the_jumping_walk_reads_each_literal_as_the_walk_byte_by_byte() {
+        let check = |content: &[u8]| {
+            for (open, &c) in content.iter().enumerate() {
+                if !matches!(c, b'"' | b'\'' | b'`') {
+                    continue;
+                }
+                let (lit, stop) = literal(content, open);
+                let got = lit.map(|l| (l.end, l.value(content).to_vec()));
+                assert_eq!(
+                    (got, stop),
+                    literal_byte_by_byte(content, open),
+                    "at {open}"
+                );
+            }
+        };
+        // Literals around MAX_LITERAL, with escapes and continuations at its edge.
+        for len in [
+            MAX_LITERAL - 2,
+            MAX_LITERAL - 1,
+            MAX_LITERAL,
+            MAX_LITERAL + 1,
+            MAX_LITERAL + 2,
+        ] {
+            for tail in [
+                &b"\""[..],
+                b"\\\"\"",
+                b"\\\n  x\"",
+                b"\\",
+                b"\n\"",
+                b"ab\"",
+                b"`",
+            ] {
+                for q in [b'"', b'`'] {
+                    let mut text = vec![q];
+                    text.extend(std::iter::repeat_n(b'a', len));
+                    text.extend_from_slice(tail);
+                    text.push(q);
+                    check(&text);
+                }
+            }
+        }
+        // Pseudo-random text over quotes, backslashes, line ends and letters.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..300 {
+            let text: Vec<u8> = (0..3000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let alphabet = b"\"'`\\\n \tabcdefgh+.,";
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            check(&text);
+        }
+        // Real text: this crate's own sources, rules and test data.
+        for bytes in crate::testgen::own_files() {
+            check(&bytes);
+        }
     }
 
     #[test]

@@ -154,7 +154,7 @@ impl PackCache {
             "cache": std::str::from_utf8(&MAGIC[..21]).ok()?,
             "packer": env!("CARGO_PKG_VERSION"),
             "manifest": airlock_core::format::MANIFEST_FORMAT,
-            "groups": [super::groups::ONE_IN as u64, super::groups::GROUP_CAP, super::groups::SOLO_BYTES, super::groups::LEVEL as u64],
+            "groups": [super::groups::ONE_IN as u64, super::groups::GROUP_CAP, super::groups::SOLO_BYTES, super::groups::LEVEL as u64, super::groups::TAIL_LEVEL as u64],
             "binary": [m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()],
             "rules": rules_digest(scanner).ok()?,
             "include": opts.include,

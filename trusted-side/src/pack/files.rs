@@ -183,6 +183,8 @@ pub(super) fn write_files(
         })
         .collect::<Result<Vec<_>>>()?;
     let mut out = Collector::new(staging, bundle)?;
+    // Groups are digested (by the workers) only for a cache entry.
+    let keep = staging.is_some();
     std::thread::scope(|s| -> Result<()> {
         let (done_tx, done_rx) = channel::<(usize, Result<Built>)>();
         for (list, mut stream) in lists.iter().zip(streams) {
@@ -196,7 +198,14 @@ pub(super) fn write_files(
                     }
                     let r = plan.groups[g].clone();
                     let built = read_group(&mut stream, &members[r.clone()], max).and_then(|c| {
-                        groups::build(&members[r.clone()], c, &cached[r], scanner, opts.redact)
+                        groups::build(
+                            &members[r.clone()],
+                            c,
+                            &cached[r],
+                            scanner,
+                            opts.redact,
+                            keep,
+                        )
                     });
                     let failed = built.is_err();
                     if done_tx.send((g, built)).is_err() || failed {
@@ -237,7 +246,7 @@ pub(super) fn write_files(
                     }
                     (Source::Reuse(_), None) => {
                         // Changed on disk: rebuilt from the repository, every file scanned again.
-                        let built = rebuild(repo, opts, &members[r.clone()], scanner)?;
+                        let built = rebuild(repo, opts, &members[r.clone()], scanner, keep)?;
                         out.built(r.clone(), members, built)?;
                     }
                     (Source::Build, _) => {
@@ -284,11 +293,12 @@ fn rebuild(
     opts: &PackOptions<'_>,
     members: &[Member],
     scanner: &Scanner,
+    keep: bool,
 ) -> Result<Built> {
     let mut stream = repo.blobs(members.iter().map(|m| m.oid.clone()).collect())?;
     let contents = read_group(&mut stream, members, opts.max_file_bytes)?;
     let none = vec![None; members.len()];
-    groups::build(members, contents, &none, scanner, opts.redact)
+    groups::build(members, contents, &none, scanner, opts.redact, keep)
 }
 
 /// Writes the groups' bytes in order, to the bundle and the new cache entry, and gathers what
@@ -328,20 +338,26 @@ impl<'a> Collector<'a> {
         })
     }
 
-    /// Writes a group's bytes; `rec` says what they are (its offset is set here).
-    fn piece(&mut self, mut rec: GroupRecord, bytes: &[u8]) -> Result<()> {
+    /// Writes a group's bytes (`crc32` and `tar_bytes` of the tar bytes they compress); `rec`
+    /// records them in the cache entry, if one is written (its offset is set here).
+    fn piece(
+        &mut self,
+        bytes: &[u8],
+        (crc32, tar_bytes): (u32, u64),
+        rec: Option<GroupRecord>,
+    ) -> Result<()> {
         self.bundle.write_all(bytes)?;
         if let Some(w) = &mut self.entry {
             w.write_all(bytes)?;
         }
-        self.crc.combine(&crc32fast::Hasher::new_with_initial_len(
-            rec.crc32,
-            rec.tar_bytes,
-        ));
-        rec.offset = self.offset;
-        self.offset += rec.len;
-        self.tar_bytes += rec.tar_bytes;
-        self.records.push(rec);
+        self.crc
+            .combine(&crc32fast::Hasher::new_with_initial_len(crc32, tar_bytes));
+        if let Some(mut rec) = rec {
+            rec.offset = self.offset;
+            self.records.push(rec);
+        }
+        self.offset += bytes.len() as u64;
+        self.tar_bytes += tar_bytes;
         Ok(())
     }
 
@@ -354,14 +370,12 @@ impl<'a> Collector<'a> {
     ) -> Result<()> {
         self.stats.groups_reused += 1;
         self.stats.files_reused += r.len() as u64;
-        self.piece(
-            GroupRecord {
-                first: r.start,
-                end: r.end,
-                ..rec.clone()
-            },
-            bytes,
-        )?;
+        let kept = self.entry.is_some().then(|| GroupRecord {
+            first: r.start,
+            end: r.end,
+            ..rec.clone()
+        });
+        self.piece(bytes, (rec.crc32, rec.tar_bytes), kept)?;
         self.results.extend(results);
         Ok(())
     }
@@ -371,20 +385,23 @@ impl<'a> Collector<'a> {
         self.stats.files_scanned += built.scanned;
         self.stats.files_reused += r.len() as u64 - built.scanned;
         self.findings.extend(built.findings);
-        let digest = groups::digest(&members[r.clone()], built.results.iter().map(Some))
-            .context("group digest")?;
         let p = &built.piece;
-        let rec = GroupRecord {
-            first: r.start,
-            end: r.end,
-            digest,
-            offset: 0,
-            len: p.bytes.len() as u64,
-            sha256: p.sha256,
-            crc32: p.crc32,
-            tar_bytes: p.tar_bytes,
+        let rec = match (&self.entry, p.sha256) {
+            (None, _) => None,
+            (Some(_), None) => anyhow::bail!("pack cache: a group built without its digest"),
+            (Some(_), Some(sha256)) => Some(GroupRecord {
+                first: r.start,
+                end: r.end,
+                digest: groups::digest(&members[r.clone()], built.results.iter().map(Some))
+                    .context("group digest")?,
+                offset: 0,
+                len: p.bytes.len() as u64,
+                sha256,
+                crc32: p.crc32,
+                tar_bytes: p.tar_bytes,
+            }),
         };
-        self.piece(rec, &p.bytes)?;
+        self.piece(&p.bytes, (p.crc32, p.tar_bytes), rec)?;
         self.results.extend(built.results);
         Ok(())
     }

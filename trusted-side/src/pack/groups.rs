@@ -38,6 +38,11 @@ pub const SOLO_BYTES: u64 = 64 * 1024;
 /// at level 6; level 3 takes less than half of it for bundles about 8% larger
 /// (docs/PERFORMANCE.md).
 pub const LEVEL: u32 = 3;
+/// Zlib level of what follows the groups (the manifest and the request): written by every
+/// pack, cached by none, so its time counts in full against an incremental pack; level 1
+/// takes half of level 3's time on a 12,600-file manifest, for 2% of the bundle
+/// (docs/PERFORMANCE.md).
+pub const TAIL_LEVEL: u32 = 1;
 
 /// A selected file, as the tree lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,8 +161,9 @@ pub struct Piece {
     pub crc32: u32,
     /// Tar bytes.
     pub tar_bytes: u64,
-    /// SHA-256 of `bytes` (taken by the worker that compressed them).
-    pub sha256: Sha256Digest,
+    /// SHA-256 of `bytes`, taken by the worker that compressed them when the pack keeps a
+    /// cache entry (which checks them with it); `None` otherwise.
+    pub sha256: Option<Sha256Digest>,
 }
 
 /// One group packed.
@@ -175,13 +181,15 @@ pub struct Built {
 
 /// Scans, redacts and compresses one group. `contents` holds each file's blob, `cached` the
 /// result of packing the same file before (reused as it is for a file packed unchanged or
-/// omitted; a redacted file is scanned again, since its redacted bytes are not kept).
+/// omitted; a redacted file is scanned again, since its redacted bytes are not kept);
+/// `digest`: take the SHA-256 of the compressed bytes (for a cache entry).
 pub fn build(
     members: &[Member],
     contents: Vec<Vec<u8>>,
     cached: &[Option<FileResult>],
     scanner: &Scanner,
     redact: bool,
+    digest: bool,
 ) -> Result<Built> {
     let mut results = Vec::with_capacity(members.len());
     let mut findings = Vec::new();
@@ -260,11 +268,14 @@ pub fn build(
         });
         kept.push((m, content));
     }
-    let piece = if findings.is_empty() {
+    let mut piece = if findings.is_empty() {
         compress(&kept)?
     } else {
         compress(&[])? // refusing anyway
     };
+    if digest {
+        piece.sha256 = Some(Sha256Digest::of_bytes(&piece.bytes));
+    }
     Ok(Built {
         results,
         findings,
@@ -294,7 +305,7 @@ fn compress(kept: &[(&Member, Vec<u8>)]) -> Result<Piece> {
             bytes: Vec::new(),
             crc32: 0,
             tar_bytes: 0,
-            sha256: Sha256Digest::of_bytes(&[]),
+            sha256: None,
         });
     }
     let tar_len: usize = kept
@@ -320,7 +331,7 @@ fn compress(kept: &[(&Member, Vec<u8>)]) -> Result<Piece> {
     let end = start + usize::try_from(cut.compressed_bytes).context("piece too large")?;
     let bytes = out.get(start..end).context("cut past the output")?.to_vec();
     Ok(Piece {
-        sha256: Sha256Digest::of_bytes(&bytes),
+        sha256: None,
         bytes,
         crc32: cut.crc32,
         tar_bytes: cut.tar_bytes,
@@ -366,8 +377,24 @@ mod tests {
         let ms = [member("a.txt", 3), member("b/c.sh", 5)];
         let contents = vec![b"abc".to_vec(), b"#!x\n\n".to_vec()];
         let scanner = Scanner::with_default_detectors().unwrap();
-        let one = build(&ms[..1], vec![contents[0].clone()], &[None], &scanner, true).unwrap();
-        let two = build(&ms[1..], vec![contents[1].clone()], &[None], &scanner, true).unwrap();
+        let one = build(
+            &ms[..1],
+            vec![contents[0].clone()],
+            &[None],
+            &scanner,
+            true,
+            true,
+        )
+        .unwrap();
+        let two = build(
+            &ms[1..],
+            vec![contents[1].clone()],
+            &[None],
+            &scanner,
+            true,
+            true,
+        )
+        .unwrap();
         let mut expect = DeterministicTarWriter::new(Vec::new());
         for (m, c) in ms.iter().zip(&contents) {
             expect

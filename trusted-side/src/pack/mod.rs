@@ -207,8 +207,11 @@ pub(crate) fn pack_bundle_with(
 }
 
 /// Below this many bytes to scan, the keyword index that is quick to build suits better than
-/// the DFA that is quick to run (same matches).
-const SMALL_SCAN_BYTES: u64 = 8 * 1024 * 1024;
+/// the DFA that is quick to run (same matches): the DFA takes about half a millisecond more
+/// to build and scans about twice as fast (docs/PERFORMANCE.md, "pack").
+const SMALL_SCAN_BYTES: u64 = 256 * 1024;
+/// What the manifest takes per file, about: it is scanned too, in every pack.
+const MANIFEST_BYTES_PER_FILE: u64 = 200;
 
 fn pack_bundle_into(
     opts: &PackOptions<'_>,
@@ -216,6 +219,12 @@ fn pack_bundle_into(
     key: &SigningKey,
     out: &Path,
 ) -> Result<PackSummary> {
+    let started = std::time::Instant::now();
+    // Where the time goes, with -vv (docs/PERFORMANCE.md, "pack").
+    let phase = |what: &str| {
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!("pack: {what} at {ms:.1} ms");
+    };
     let repo = Repo::open(opts.repo)?;
     let (revision, tree) = repo.resolve(opts.rev)?;
     let cache = (opts.cache_dir.as_deref())
@@ -231,6 +240,7 @@ fn pack_bundle_into(
         (base, listing.join())
     });
     let listing = listing.map_err(|_| anyhow::anyhow!("the tree's listing panicked"))?;
+    phase("tree listed, cache entry read");
     let plan = match &base {
         // The same tree: its listing and selection are in the entry.
         Some(b) if b.meta.tree == tree => files::Plan {
@@ -247,10 +257,12 @@ fn pack_bundle_into(
             select::plan(entries, opts)?
         }
     };
+    phase("files selected");
     let to_scan: u64 = (plan.members.iter())
         .filter(|m| base.as_ref().and_then(|b| b.file(m)).is_none())
         .map(|m| m.size)
-        .sum();
+        .sum::<u64>()
+        + MANIFEST_BYTES_PER_FILE * plan.members.len() as u64;
     let scanner = if to_scan < SMALL_SCAN_BYTES {
         scanner.with_small_inputs()
     } else {
@@ -306,6 +318,7 @@ fn pack_bundle_into(
         staging.as_ref(),
         &mut bundle,
     )?;
+    phase("files written");
     findings.extend(part.findings.iter().cloned());
     redactions.extend(part.redactions.iter().cloned());
     if !findings.is_empty() {
@@ -348,6 +361,7 @@ fn pack_bundle_into(
         (written, tail.join())
     });
     let manifest = tail.map_err(|_| anyhow::anyhow!("the rescan of the bundle panicked"))??;
+    phase("manifest written and scanned");
     let written = written?;
     let synced = std::thread::scope(|s| {
         // The bundle reaches the disk while the cache entry is stored.
@@ -375,6 +389,7 @@ fn pack_bundle_into(
         .map_err(|_| anyhow::anyhow!("the bundle's sync panicked"))?
         .context("cannot write the bundle")?;
 
+    phase("bundle synced, cache entry stored");
     let predicate = BundlePredicate {
         job: opts.job.clone(),
         manifest_sha256: manifest.sha256,
@@ -440,7 +455,7 @@ fn resume_bundle(part: &FilesPart, bundle: sink::Sink) -> Result<Tar> {
         bundle,
         TarLimits::bundle(),
         &part.cut,
-        groups::LEVEL,
+        groups::TAIL_LEVEL,
         members,
     )
     .context("cannot write the bundle")
