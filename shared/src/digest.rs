@@ -103,14 +103,23 @@ impl std::str::FromStr for Sha256Digest {
     }
 }
 
+/// Lowercase hex in documents (JSON); the 32 bytes as they are in a binary encoding that says
+/// it is not for people (the pack cache's postcard metadata), which reads 14,000 of them.
 impl serde::Serialize for Sha256Digest {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(self.0))
+        if s.is_human_readable() {
+            s.serialize_str(&hex::encode(self.0))
+        } else {
+            serde::Serialize::serialize(&self.0, s)
+        }
     }
 }
 
 impl<'de> serde::Deserialize<'de> for Sha256Digest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if !d.is_human_readable() {
+            return <[u8; 32] as serde::Deserialize>::deserialize(d).map(Sha256Digest);
+        }
         let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
         Sha256Digest::from_hex(&s).map_err(serde::de::Error::custom)
     }

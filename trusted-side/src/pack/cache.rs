@@ -46,7 +46,7 @@ pub const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
 /// At most this many entries are kept (the oldest go first).
 pub const MAX_ENTRIES: usize = 16;
 /// First bytes of an entry file.
-const MAGIC: &[u8; 24] = b"airlock-pack-cache/v3\n\0\0";
+const MAGIC: &[u8; 24] = b"airlock-pack-cache/v4\n\0\0";
 /// Trailer: metadata length, data length, HMAC.
 const TRAILER: u64 = 8 + 8 + 32;
 /// Largest metadata block read back.
