@@ -442,6 +442,27 @@ pub fn realistic_file(
     (out, ranges)
 }
 
+/// This crate's own files (sources, rules, test data), as real text for tests that hold a
+/// faster walk to the simpler one it replaced.
+#[cfg(test)]
+pub(crate) fn own_files() -> Vec<Vec<u8>> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push(bytes);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    walk(&root.join("src"), &mut out);
+    walk(&root.join("tests"), &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,25 +496,4 @@ mod tests {
         assert_eq!(v["apiToken"], "line1\nline2\"q");
         assert_eq!(ranges.len(), 1);
     }
-}
-
-/// This crate's own files (sources, rules, test data), as real text for tests that hold a
-/// faster walk to the simpler one it replaced.
-#[cfg(test)]
-pub(crate) fn own_files() -> Vec<Vec<u8>> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                out.push(bytes);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    walk(&root.join("src"), &mut out);
-    walk(&root.join("tests"), &mut out);
-    out
 }
