@@ -43,8 +43,11 @@ pub fn format_can_load_code(path: &str) -> bool {
         || name.ends_with("clang-format")
         || name == ".clang-tidy"
         || name == ".vsconfig"
-        // yamllint has no plugins: its `extends` names another YAML configuration.
+        // yamllint has no plugins: its `extends` names another YAML configuration; Ruff has
+        // none either (its rule codes name checks it has built in).
         || name.starts_with(".yamllint")
+        || name == "ruff.toml"
+        || name == ".ruff.toml"
         || name == "yamllint.yml"
         || name == "yamllint.yaml")
 }
@@ -91,8 +94,13 @@ pub fn names_code(head: &[u8]) -> bool {
             .any(|w| lower.contains(w));
         }
         // A list item without a key is a value (`- github.com/x/testify/require` in a list
-        // of banned imports): the key above it decides (`plugins:`).
-        if line.starts_with("- ") && !line.contains(':') && !line.contains('=') {
+        // of banned imports, `"PGH",  # pygrep-hooks` in a TOML array): the key above it
+        // decides (`plugins:`). A comment after a setting is prose.
+        let line = line.split(" #").next().unwrap_or(line).trim_end();
+        // Command-line options (`.yardopts`' `--plugin x`) are read as keys, YAML list items
+        // (`- x`) as values.
+        let value = !line.contains(':') && !line.contains('=') && !line.starts_with('[');
+        if value && (line.starts_with("- ") || !line.starts_with('-')) {
             return false;
         }
         // A section (`[flake8:local-plugins]`) names its purpose in full.
@@ -208,6 +216,7 @@ const SCANNER_NAME_PARTS: &[&str] = &[
     "sast",
     "cve",
     "sbom",
+    "whitesource",
 ];
 
 /// Extensions of a dotfile's name that make it a program (Elixir, Ruby, Lisp, shells, …).
@@ -412,6 +421,9 @@ mod tests {
         assert!(!format_can_load_code(".yamllint"));
         assert!(!format_can_load_code("tools/.yamllint.yml"));
         assert!(!format_can_load_code("web/.prettierignore"));
+        // Ruff has no plugins (round six, from a development sample: Python's devguide).
+        assert!(!format_can_load_code(".ruff.toml"));
+        assert!(!format_can_load_code("ruff.toml"));
         assert!(format_can_load_code(".prettierrc"));
         assert!(format_can_load_code("pylintrc"));
     }
@@ -427,6 +439,9 @@ mod tests {
             b"<?xml version=\"1.0\"?>\n<module name=\"Checker\">\n  <module name=\"TreeWalker\">\n    <module name=\"AvoidStarImport\"/>\n  </module>\n</module>\n",
             b"linters:\n  settings:\n    depguard:\n      deny:\n        - github.com/stretchr/testify/require\n",
             b"<psalm errorLevel=\"4\" findUnusedCode=\"false\">\n  <projectFiles>\n    <directory name=\"src\"/>\n  </projectFiles>\n</psalm>\n",
+            // Values of an array, and comments after them, are not keys (round six).
+            b"[lint]\nselect = [\n    \"PGH\",  # pygrep-hooks\n    \"I\",    # isort\n]\n",
+            b"line-length = 88  # no plugin here\n",
         ] {
             assert!(!names_code(plain), "{}", String::from_utf8_lossy(plain));
         }
@@ -436,6 +451,8 @@ mod tests {
             b"require:\n  - ./lib/cop.rb\n",
             b"{ \"parser\": \"./my-parser.js\" }",
             b"[mypy]\nplugins = tools.mypy_plugin\n",
+            b"plugins = [\"x\"]  # a plugin\n",
+            b"--markup markdown\n--plugin junk\n",
             b"<psalm errorLevel=\"4\">\n  <plugins>\n    <pluginClass class=\"Psalm\\PhpUnitPlugin\\Plugin\"/>\n  </plugins>\n</psalm>\n",
             b"<psalm autoloader=\"tests/psalm-bootstrap.php\">\n</psalm>\n",
         ] {
