@@ -211,7 +211,10 @@ pub(crate) static RULES: &[Rule] = &[
         "other.ide-data",
         Bucket::Other,
         "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes): nothing there runs a program or names one to load (before the editor rule)",
-        &["**/.idea/{copyright,dictionaries,codestyles,inspectionprofiles,scopes}/**"],
+        &[
+            "**/.idea/{copyright,dictionaries,codestyles,inspectionprofiles,scopes}/**",
+            "**/.idea/codestylesettings.xml",
+        ],
     ),
     rule(
         "agent.editor-config",
@@ -312,8 +315,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.example-project",
         Bucket::Other,
-        "Example and sample projects (`examples/`, `_examples/`, `samples/` at any depth, `example/` and `sample/` at the root; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
-        &["**/{examples,_examples,samples}/**", "{example,sample}/**"],
+        "Example and sample projects (`examples/`, `_examples/`, `samples/` at any depth, `example/` and `sample/` at the root, Xcode playgrounds `*.playground/`; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
+        &["**/{examples,_examples,samples}/**", "{example,sample}/**", "**/*.playground/**"],
     ),
     rule(
         "other.generator-template",
@@ -330,6 +333,12 @@ pub(crate) static RULES: &[Rule] = &[
             "**/_templates/**",
             "**/blueprints/*/files/**",
         ],
+    ),
+    rule(
+        "build.test-script",
+        Bucket::Build,
+        "A script named for the test step in a tooling directory (`bin/test`, `script/test`, `scripts/e2e`): a program developers and CI run, not a test directory (a file read like `test/` would be `tests.dir`)",
+        &["**/{bin,script,scripts}/{test,tests,spec,e2e}"],
     ),
     rule(
         "governance.license",
@@ -378,13 +387,15 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.bots",
         Bucket::Governance,
-        "Merge, review-policy, coverage-gate and repository-settings bots (who may merge, which checks gate a merge)",
+        "Merge, review-policy, coverage-gate and repository-settings bots (who may merge, which checks gate a merge; Danger's `Dangerfile`, which CI runs to pass or fail a pull request)",
         &[
             ".mergify.yml",
             "mergify.yml",
             "**/.mergify/**",
             ".kodiak.toml",
             ".bulldozer.yml",
+            "dangerfile",
+            "dangerfile.{js,ts,mjs,cjs,rb,kts,swift,py}",
             ".policy.yml",
             ".asf.yaml",
             "{.,}codecov.{yml,yaml}",
@@ -758,7 +769,7 @@ pub(crate) static RULES: &[Rule] = &[
             "requirements.{yml,yaml}",
             "playbook*.{yml,yaml}",
             "**/playbooks/**/*.{yml,yaml}",
-            "**/roles/*/{tasks,handlers,defaults,vars,meta,templates,files}/**",
+            "**/roles/**/{tasks,handlers,defaults,vars,meta,templates,files}/**",
             "**/{group_vars,host_vars}/**",
             "**/{inventory,inventories}/**/*.{yml,yaml,ini,cfg,json}",
             "**/{inventory,inventories}/**/hosts",
@@ -803,6 +814,7 @@ pub(crate) static RULES: &[Rule] = &[
         "Platform deployment descriptors: Heroku, Fly, Render, Vercel, Netlify, Railway, Cloudflare Wrangler, Firebase (incl. security rules), App Engine, Cloud Foundry, Elastic Beanstalk, CodeDeploy, App Runner",
         &[
             "procfile",
+            "procfile.*",
             "_redirects",
             "_headers",
             ".{gcloud,vercel,now,slug,cf,func,eb,clasp}ignore",
@@ -971,7 +983,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*.{gyp,gypi}",
             "emakefile",
             "*.in",
-            "*.{ld,lds,ver}",
+            "*.{ld,lds,ver,symbols}",
             "*{versionscript,version-script,version_script}*",
             "**/patches/**/*.{patch,diff}",
             "*.{wxs,wxi,wixproj,nsi,nsh,iss}",
@@ -1061,6 +1073,7 @@ pub(crate) static RULES: &[Rule] = &[
             "setup.cfg",
             "manifest.in",
             "tox.ini",
+            "tox.toml",
             "noxfile.py",
             "hatch.toml",
             "hatch_build.py",
@@ -1258,6 +1271,7 @@ pub(crate) static RULES: &[Rule] = &[
             "gemfile.*",
             "*.gemfile",
             "**/gemfiles/**",
+            "appraisals",
             "*.gemspec",
             "pom.xml",
             "ivy.xml",
@@ -1384,8 +1398,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "deps.binary",
         Bucket::Deps,
-        "Prebuilt executables, libraries and packages outside test directories: third-party code no review can read",
-        &["*.{exe,dll,so,dylib,jar,whl,nupkg}"],
+        "Prebuilt executables, libraries and packages outside test directories (a Helm chart archive a chart repository serves, a gem, a crate): third-party code no review can read",
+        &["*.{exe,dll,so,dylib,jar,whl,nupkg,tgz,gem,crate}"],
     ),
     // ---------------------------------------------------------------- docs
     rule(
@@ -1397,8 +1411,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "src.shipped-proguard",
         Bucket::Src,
-        "ProGuard/R8 rules shipped inside a library's jar (`META-INF/proguard/`): applied in its users' builds, not in this one (before `build.tool-config`'s `*.pro`)",
-        &["**/meta-inf/proguard/**"],
+        "ProGuard/R8 rules shipped inside a library's jar (`META-INF/proguard/`, R8's `META-INF/com.android.tools/`): applied in its users' builds, not in this one (before `build.tool-config`'s `*.pro`)",
+        &["**/meta-inf/proguard/**", "**/meta-inf/com.android.tools/**"],
     ),
     rule(
         "build.executable-config",
@@ -1470,6 +1484,8 @@ pub(crate) static RULES: &[Rule] = &[
             ".sqlfluff",
             ".tflint.hcl",
             ".jsbeautifyrc",
+            ".browserslistrc",
+            ".pages",
             ".mdlrc",
             ".gitlint",
             ".*{allowlist,denylist,whitelist,blacklist}",
@@ -1579,9 +1595,10 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.tooling-data",
         Bucket::Other,
-        "Images, drawings, tables and documents inside tooling directories (a release analysis's CSV and plots, a diagram in `scripts/`): no tool runs them (before `build.tooling-dir`)",
+        "Images, drawings, tables, documents and empty-folder placeholders inside tooling directories (a release analysis's CSV and plots, a diagram in `scripts/`, `.gitkeep`, NuGet's `_._`): no tool runs them (before `build.tooling-dir`)",
         &[
             "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**/*.{png,jpg,jpeg,gif,ico,webp,bmp,svg,excalidraw,drawio,csv,tsv,pdf}",
+            "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**/{.gitkeep,.keep,.empty,_._}",
         ],
     ),
     rule(
@@ -1633,8 +1650,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.version-pin",
         Bucket::Build,
-        "Version pins read by builds and CI (`VERSION`-style files: `GO_VERSION`, `.flux-version`)",
-        &["*[-_.]version", "*[-_.]version.txt"],
+        "Version pins read by builds and CI (`VERSION`-style files: `GO_VERSION`, `.flux-version`, a pin with a suffix such as `.python-version-default`)",
+        &["*[-_.]version", "*[-_.]version.txt", ".*[-_]version[-_]*"],
     ),
     rule(
         "other.placeholder",
