@@ -179,6 +179,11 @@ const CODE_KEY_WORDS: &[&str] = &[
     "support",
 ];
 
+/// Words of a key that make it a filter: what it names is left out, not loaded.
+const FILTER_WORDS: &[&str] = &[
+    "exclude", "excludes", "excluded", "ignore", "ignores", "ignored", "skip", "omit",
+];
+
 /// Extensions of programs: a value naming such a file could be what the tool runs.
 const PROGRAM_EXTENSIONS: &[&str] = &[
     ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb", ".sh", ".bash", ".zsh", ".pl",
@@ -295,10 +300,12 @@ pub fn data_only_dotfile(path: &str, head: &[u8]) -> bool {
     let ignore_list = name.ends_with("ignore");
     text.lines().all(|raw| {
         let line = raw.trim();
+        // A YAML document's markers (`---`, `...`) are structure.
         if line.is_empty()
             || line.starts_with('#')
             || line.starts_with("//")
             || line.starts_with(';')
+            || (!ignore_list && (line == "---" || line == "..."))
         {
             return true;
         }
@@ -363,7 +370,13 @@ fn key_names_code(key: &str) -> bool {
     if CODE_KEY_PARTS.iter().any(|p| key.contains(p)) {
         return true;
     }
-    key.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+    // A filter (`exclude_paths`, `ignore-files`, `skip_dirs`) names what the tool does not
+    // read: its paths load nothing.
+    let words = || key.split(|c: char| !c.is_ascii_alphanumeric());
+    if words().any(|w| FILTER_WORDS.contains(&w)) {
+        return false;
+    }
+    words().any(|w| {
         CODE_KEY_WORDS.contains(&w)
             || LOADERS
                 .iter()
@@ -471,6 +484,9 @@ mod tests {
             ("charts/.helmdocsignore", b"charts/fluent-bit\n# TODO\ncharts/loki\n"),
             (".empty-settings", b""),
             (".swift-format", b"{\n  \"rules\" : {\n    \"OrderedImports\" : true,\n    \"UseEarlyExits\" : false\n  }\n}\n"),
+            // A filter's paths load nothing (round six, from a development sample:
+            // geerlingguy/mac-dev-playbook's `.ansible-lint`).
+            (".ansible-lint", b"---\nexclude_paths:\n  - roles/x.y\n  - .github/\nskip_list:\n  - yaml\n"),
         ] {
             assert!(data_only_dotfile(path, data), "{path}");
         }
@@ -490,6 +506,7 @@ mod tests {
             (".mocharc.yml", b"require: ts-node/register\n"),
             (".foo.yml", b"on_save: ./scripts/fmt\n"),
             (".foo.yml", b"tool: rm -rf /\n"),
+            (".foo.yml", b"exclude_hook: ./x.sh\n"),
             (
                 ".zunit.yml",
                 b"tap: false\ndirectories:\n  support: tests/_support\n",

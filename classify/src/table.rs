@@ -1469,8 +1469,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "deps.binary",
         Bucket::Deps,
-        "Prebuilt executables, libraries and packages outside test directories (a Helm chart archive a chart repository serves, a gem, a crate): third-party code no review can read",
-        &["*.{exe,dll,so,dylib,jar,whl,nupkg,tgz,gem,crate}"],
+        "Prebuilt executables, libraries and packages outside test directories (a Helm chart archive a chart repository serves, a gem, a crate, a tool's release tarball): third-party code no review can read",
+        &["*.{exe,dll,so,dylib,jar,whl,nupkg,tgz,gem,crate}", "*.tar.{gz,xz,bz2}"],
     ),
     // ---------------------------------------------------------------- docs
     rule(
