@@ -103,6 +103,7 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
                 | ".justfile"
                 | "package.json"
                 | "tox.ini"
+                | "tox.toml"
                 | "noxfile.py"
                 | "pyproject.toml"
                 | "taskfile.yml"

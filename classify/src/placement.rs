@@ -2,7 +2,8 @@
 //! under `templates/` beside a `Chart.yaml` is a Helm template, a `.tpl`/`.tmpl` beside a deploy
 //! descriptor is `iac`, any other file inside a deploy package (a Helm chart, a Nomad Pack)
 //! below the root is `iac` (weakly: only out of `src` and `other`); a program beside an
-//! infrastructure-as-code project file (Pulumi, AWS CDK, CDK for Terraform) is `iac` too.
+//! infrastructure-as-code project file (Pulumi, AWS CDK, CDK for Terraform) is `iac` too; a
+//! file inside a copied site theme (`themes/x/` holding Hugo's `theme.toml`) is `deps`.
 //!
 //! Guards against: a chart's template or value file hidden under a directory name no path rule
 //! knows. Reads only the tree's listing (no content), in time linear in the changed paths times
@@ -139,9 +140,36 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     by_dir: false,
                 },
             );
+        } else if let Some(theme) = vendored_theme(c.path, all) {
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Deps,
+                    rule: "deps.vendored-theme",
+                    because: format!("inside the site theme {theme}/, a copy of another project"),
+                    weak: true,
+                    by_dir: false,
+                },
+            );
         }
     }
     out
+}
+
+/// The theme directory `path` sits in, when it is a copy of a site theme: a directory under
+/// `themes/` that holds the theme's own manifest (Hugo's `theme.toml`). Vendored code, whatever
+/// its inner paths say (`exampleSite/`, `assets/plugins/`).
+fn vendored_theme(path: &str, all: &Paths<'_>) -> Option<String> {
+    let comps: Vec<&str> = path.split('/').collect();
+    let i = comps.iter().position(|d| *d == "themes")?;
+    if i + 2 >= comps.len() {
+        return None;
+    }
+    let theme = comps[..=i + 1].join("/");
+    ["theme.toml", "theme.yaml"]
+        .iter()
+        .any(|m| all.contains(&format!("{theme}/{m}")))
+        .then_some(theme)
 }
 
 /// Project files of infrastructure written in a general-purpose language.

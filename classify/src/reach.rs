@@ -43,6 +43,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
+    ("deps.vendored-theme", "a file inside a copy of a site theme: a directory under `themes/` holding the theme's manifest (Hugo's `theme.toml`), vendored code whatever its inner paths say (applies to `src` and `other` only)"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
 

@@ -43,8 +43,11 @@ pub fn format_can_load_code(path: &str) -> bool {
         || name.ends_with("clang-format")
         || name == ".clang-tidy"
         || name == ".vsconfig"
-        // yamllint has no plugins: its `extends` names another YAML configuration.
+        // yamllint has no plugins: its `extends` names another YAML configuration; Ruff has
+        // none either (its rule codes name checks it has built in).
         || name.starts_with(".yamllint")
+        || name == "ruff.toml"
+        || name == ".ruff.toml"
         || name == "yamllint.yml"
         || name == "yamllint.yaml")
 }
@@ -91,8 +94,13 @@ pub fn names_code(head: &[u8]) -> bool {
             .any(|w| lower.contains(w));
         }
         // A list item without a key is a value (`- github.com/x/testify/require` in a list
-        // of banned imports): the key above it decides (`plugins:`).
-        if line.starts_with("- ") && !line.contains(':') && !line.contains('=') {
+        // of banned imports, `"PGH",  # pygrep-hooks` in a TOML array): the key above it
+        // decides (`plugins:`). A comment after a setting is prose.
+        let line = line.split(" #").next().unwrap_or(line).trim_end();
+        // Command-line options (`.yardopts`' `--plugin x`) are read as keys, YAML list items
+        // (`- x`) as values.
+        let value = !line.contains(':') && !line.contains('=') && !line.starts_with('[');
+        if value && (line.starts_with("- ") || !line.starts_with('-')) {
             return false;
         }
         // A section (`[flake8:local-plugins]`) names its purpose in full.
@@ -171,6 +179,11 @@ const CODE_KEY_WORDS: &[&str] = &[
     "support",
 ];
 
+/// Words of a key that make it a filter: what it names is left out, not loaded.
+const FILTER_WORDS: &[&str] = &[
+    "exclude", "excludes", "excluded", "ignore", "ignores", "ignored", "skip", "omit",
+];
+
 /// Extensions of programs: a value naming such a file could be what the tool runs.
 const PROGRAM_EXTENSIONS: &[&str] = &[
     ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb", ".sh", ".bash", ".zsh", ".pl",
@@ -208,6 +221,7 @@ const SCANNER_NAME_PARTS: &[&str] = &[
     "sast",
     "cve",
     "sbom",
+    "whitesource",
 ];
 
 /// Extensions of a dotfile's name that make it a program (Elixir, Ruby, Lisp, shells, …).
@@ -286,10 +300,12 @@ pub fn data_only_dotfile(path: &str, head: &[u8]) -> bool {
     let ignore_list = name.ends_with("ignore");
     text.lines().all(|raw| {
         let line = raw.trim();
+        // A YAML document's markers (`---`, `...`) are structure.
         if line.is_empty()
             || line.starts_with('#')
             || line.starts_with("//")
             || line.starts_with(';')
+            || (!ignore_list && (line == "---" || line == "..."))
         {
             return true;
         }
@@ -354,7 +370,13 @@ fn key_names_code(key: &str) -> bool {
     if CODE_KEY_PARTS.iter().any(|p| key.contains(p)) {
         return true;
     }
-    key.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+    // A filter (`exclude_paths`, `ignore-files`, `skip_dirs`) names what the tool does not
+    // read: its paths load nothing.
+    let words = || key.split(|c: char| !c.is_ascii_alphanumeric());
+    if words().any(|w| FILTER_WORDS.contains(&w)) {
+        return false;
+    }
+    words().any(|w| {
         CODE_KEY_WORDS.contains(&w)
             || LOADERS
                 .iter()
@@ -412,6 +434,9 @@ mod tests {
         assert!(!format_can_load_code(".yamllint"));
         assert!(!format_can_load_code("tools/.yamllint.yml"));
         assert!(!format_can_load_code("web/.prettierignore"));
+        // Ruff has no plugins (round six, from a development sample: Python's devguide).
+        assert!(!format_can_load_code(".ruff.toml"));
+        assert!(!format_can_load_code("ruff.toml"));
         assert!(format_can_load_code(".prettierrc"));
         assert!(format_can_load_code("pylintrc"));
     }
@@ -427,6 +452,9 @@ mod tests {
             b"<?xml version=\"1.0\"?>\n<module name=\"Checker\">\n  <module name=\"TreeWalker\">\n    <module name=\"AvoidStarImport\"/>\n  </module>\n</module>\n",
             b"linters:\n  settings:\n    depguard:\n      deny:\n        - github.com/stretchr/testify/require\n",
             b"<psalm errorLevel=\"4\" findUnusedCode=\"false\">\n  <projectFiles>\n    <directory name=\"src\"/>\n  </projectFiles>\n</psalm>\n",
+            // Values of an array, and comments after them, are not keys (round six).
+            b"[lint]\nselect = [\n    \"PGH\",  # pygrep-hooks\n    \"I\",    # isort\n]\n",
+            b"line-length = 88  # no plugin here\n",
         ] {
             assert!(!names_code(plain), "{}", String::from_utf8_lossy(plain));
         }
@@ -436,6 +464,8 @@ mod tests {
             b"require:\n  - ./lib/cop.rb\n",
             b"{ \"parser\": \"./my-parser.js\" }",
             b"[mypy]\nplugins = tools.mypy_plugin\n",
+            b"plugins = [\"x\"]  # a plugin\n",
+            b"--markup markdown\n--plugin junk\n",
             b"<psalm errorLevel=\"4\">\n  <plugins>\n    <pluginClass class=\"Psalm\\PhpUnitPlugin\\Plugin\"/>\n  </plugins>\n</psalm>\n",
             b"<psalm autoloader=\"tests/psalm-bootstrap.php\">\n</psalm>\n",
         ] {
@@ -454,6 +484,9 @@ mod tests {
             ("charts/.helmdocsignore", b"charts/fluent-bit\n# TODO\ncharts/loki\n"),
             (".empty-settings", b""),
             (".swift-format", b"{\n  \"rules\" : {\n    \"OrderedImports\" : true,\n    \"UseEarlyExits\" : false\n  }\n}\n"),
+            // A filter's paths load nothing (round six, from a development sample:
+            // geerlingguy/mac-dev-playbook's `.ansible-lint`).
+            (".ansible-lint", b"---\nexclude_paths:\n  - roles/x.y\n  - .github/\nskip_list:\n  - yaml\n"),
         ] {
             assert!(data_only_dotfile(path, data), "{path}");
         }
@@ -473,6 +506,7 @@ mod tests {
             (".mocharc.yml", b"require: ts-node/register\n"),
             (".foo.yml", b"on_save: ./scripts/fmt\n"),
             (".foo.yml", b"tool: rm -rf /\n"),
+            (".foo.yml", b"exclude_hook: ./x.sh\n"),
             (
                 ".zunit.yml",
                 b"tap: false\ndirectories:\n  support: tests/_support\n",
