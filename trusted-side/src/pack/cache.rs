@@ -37,6 +37,7 @@ use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::ahead::{Ahead, Span};
 use super::groups::{FileResult, Member};
 use super::PackOptions;
 use crate::store::beneath::Root;
@@ -399,20 +400,24 @@ impl Base {
         (f.member.oid == oid).then_some(f.member.size)
     }
 
-    /// The group with these members, if kept.
-    pub fn group(&self, digest: &Sha256Digest) -> Option<&GroupRecord> {
-        self.meta.groups.get(*self.by_group.get(digest)?)
+    /// The group with these members, if kept: its index in the entry, and its record.
+    pub fn group(&self, digest: &Sha256Digest) -> Option<(usize, &GroupRecord)> {
+        let i = *self.by_group.get(digest)?;
+        Some((i, self.meta.groups.get(i)?))
     }
 
-    /// A group's compressed bytes, read into `buf`; `false` (a miss) if they do not match their
-    /// SHA-256.
-    pub fn read(&self, g: &GroupRecord, buf: &mut Vec<u8>) -> bool {
-        let Ok(len) = usize::try_from(g.len) else {
-            return false;
-        };
-        buf.resize(len, 0);
-        let at = MAGIC.len() as u64 + g.offset;
-        self.file.read_exact_at(buf, at).is_ok() && Sha256Digest::of_bytes(buf) == g.sha256
+    /// Starts reading and checking every group's bytes, in the entry's order
+    /// ([`super::ahead`]); `None` if the file cannot be opened again.
+    pub fn read_ahead(&self) -> Option<Ahead> {
+        let file = self.file.try_clone().ok()?;
+        let spans = (self.meta.groups.iter())
+            .map(|g| Span {
+                at: MAGIC.len() as u64 + g.offset,
+                len: g.len,
+                sha256: g.sha256,
+            })
+            .collect();
+        Some(Ahead::start(file, spans))
     }
 }
 

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::sync::mpsc::{channel, sync_channel};
+use std::sync::mpsc::channel;
 use std::sync::{Condvar, Mutex};
 
 use airlock_core::format::{FileEntry, Omission, Redaction};
@@ -23,6 +23,7 @@ use airlock_scan::{Finding, Scanner};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::ahead::Ahead;
 use super::cache::{Base, FileRecord, GroupRecord, Staging};
 use super::groups::{self, Built, FileResult, Member};
 use super::sink::Sink;
@@ -66,9 +67,10 @@ pub(super) struct FilesPart {
     pub(super) stats: CacheStats,
 }
 
-/// How a group gets its bytes.
+/// How a group gets its bytes: reused (the group's index in the cache entry, its record), or
+/// built.
 enum Source<'b> {
-    Reuse(&'b GroupRecord),
+    Reuse(usize, &'b GroupRecord),
     Build,
 }
 
@@ -133,7 +135,7 @@ impl Budget {
 pub(super) fn write_files(
     repo: &Repo,
     plan: &Plan,
-    base: Option<&Base>,
+    (base, ahead): (Option<&Base>, Option<&Ahead>),
     opts: &PackOptions<'_>,
     scanner: &Scanner,
     staging: Option<&Staging>,
@@ -153,11 +155,24 @@ pub(super) fn write_files(
                 cached[r.clone()].iter().map(Option::as_ref),
             );
             match (base, d) {
-                (Some(b), Some(d)) => b.group(&d).map_or(Source::Build, Source::Reuse),
+                (Some(b), Some(d)) => b
+                    .group(&d)
+                    .map_or(Source::Build, |(i, rec)| Source::Reuse(i, rec)),
                 _ => Source::Build,
             }
         })
         .collect();
+    if let (Some(a), Some(b)) = (ahead, base) {
+        let mut wanted = vec![false; b.meta.groups.len()];
+        for s in &sources {
+            if let Source::Reuse(i, _) = s {
+                if let Some(w) = wanted.get_mut(*i) {
+                    *w = true;
+                }
+            }
+        }
+        a.want(wanted);
+    }
     let to_build: Vec<usize> = (0..sources.len())
         .filter(|i| matches!(sources[*i], Source::Build))
         .collect();
@@ -216,35 +231,22 @@ pub(super) fn write_files(
         }
         drop(done_tx);
 
-        // Reads and checks the reused groups' bytes, in order, beside the writer.
-        let (reuse_tx, reuse_rx) = sync_channel::<Option<Vec<u8>>>(64);
-        let sources = &sources;
-        s.spawn(move || {
-            for source in sources {
-                if let (Source::Reuse(rec), Some(b)) = (source, base) {
-                    let mut piece = Vec::new();
-                    let ok = b.read(rec, &mut piece);
-                    if reuse_tx.send(ok.then_some(piece)).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
         // Writes every group in order, as it comes.
         let collected = (|| -> Result<()> {
             let mut pending: BTreeMap<usize, Built> = BTreeMap::new();
             for (g, source) in sources.iter().enumerate() {
                 let r = plan.groups[g].clone();
+                // The reused groups' bytes were read and checked ahead, in the entry's order.
                 let checked = match source {
-                    Source::Reuse(_) => reuse_rx.recv().context("pack cache reader stopped")?,
+                    Source::Reuse(i, _) => ahead.and_then(|a| a.take(*i)),
                     Source::Build => None,
                 };
                 match (source, checked) {
-                    (Source::Reuse(rec), Some(piece)) => {
+                    (Source::Reuse(_, rec), Some(piece)) => {
                         let results = cached[r.clone()].iter().flatten().cloned().collect();
                         out.reused(r.clone(), results, &piece, rec)?;
                     }
-                    (Source::Reuse(_), None) => {
+                    (Source::Reuse(..), None) => {
                         // Changed on disk: rebuilt from the repository, every file scanned again.
                         let built = rebuild(repo, opts, &members[r.clone()], scanner, keep)?;
                         out.built(r.clone(), members, built)?;
@@ -268,7 +270,6 @@ pub(super) fn write_files(
         })();
         budget.abort();
         drop(done_rx);
-        drop(reuse_rx);
         // The workers stop at the budget or when they find the writer gone.
         collected
     })?;

@@ -19,6 +19,7 @@
 //! submodules smuggled in the tree, names that collide by case or normalisation on the worker,
 //! and a bundle held in memory (one file at a time, bounded queues between threads).
 
+mod ahead;
 pub mod cache;
 mod command;
 mod files;
@@ -231,13 +232,15 @@ fn pack_bundle_into(
         .and_then(|home| cache::PackCache::new(home, opts, &scanner, key));
     // The tree is listed beside the reading of the cache entry; with a cache, without sizes
     // (the entry knows most of them).
-    let (base, listing) = std::thread::scope(|s| {
+    let (base, ahead, listing) = std::thread::scope(|s| {
         let listing = s.spawn(|| match &cache {
             Some(_) => repo.list_tree_unsized(&revision),
             None => repo.list_tree(&revision),
         });
         let base = cache.as_ref().and_then(|c| c.base(&tree));
-        (base, listing.join())
+        // The cached groups are read and checked while the tree is listed and selected.
+        let ahead = base.as_ref().and_then(cache::Base::read_ahead);
+        (base, ahead, listing.join())
     });
     let listing = listing.map_err(|_| anyhow::anyhow!("the tree's listing panicked"))?;
     phase("tree listed, cache entry read");
@@ -312,12 +315,13 @@ fn pack_bundle_into(
     let part = write_files(
         &repo,
         &plan,
-        base.as_ref(),
+        (base.as_ref(), ahead.as_ref()),
         opts,
         &scanner,
         staging.as_ref(),
         &mut bundle,
     )?;
+    drop(ahead);
     phase("files written");
     findings.extend(part.findings.iter().cloned());
     redactions.extend(part.redactions.iter().cloned());
