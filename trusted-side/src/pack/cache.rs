@@ -407,7 +407,7 @@ impl Base {
     }
 
     /// Starts reading and checking every group's bytes, in the entry's order
-    /// ([`super::ahead`]); `None` if the file cannot be opened again.
+    /// (`pack/ahead.rs`); `None` if the file cannot be opened again.
     pub fn read_ahead(&self) -> Option<Ahead> {
         let file = self.file.try_clone().ok()?;
         let spans = (self.meta.groups.iter())
