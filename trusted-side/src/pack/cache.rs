@@ -393,6 +393,12 @@ impl Base {
         (f.member.exec == m.exec && f.member.oid == m.oid).then_some(&f.result)
     }
 
+    /// Whether `path` was selected by the pack that stored this entry (same selection rules:
+    /// the key binds them).
+    pub fn selected(&self, path: &str) -> bool {
+        self.by_file.contains_key(path)
+    }
+
     /// The size of the blob `oid` at `path`, if this entry packed it.
     pub fn size(&self, path: &[u8], oid: &str) -> Option<u64> {
         let path = std::str::from_utf8(path).ok()?;

@@ -210,6 +210,40 @@ fn a_new_revision_scans_and_compresses_only_what_changed() {
 }
 
 #[test]
+fn paths_new_to_a_revision_are_selected_afresh_and_a_new_home_takes_known_paths_out() {
+    let (_t, r, home, out) = workspace(40);
+    let first = pack(&r, Some(&home), &out);
+    // New paths the deny-list refuses, and a trusted key beside files packed before: that
+    // directory becomes a home, and its files (selected by the earlier pack) leave the bundle.
+    std::fs::write(r.join(".env.local"), "A=1\n").unwrap();
+    std::fs::write(r.join("deploy.pem"), "not a key\n").unwrap();
+    std::fs::write(r.join("src/trusted.key"), "x\n").unwrap();
+    commit(&r);
+    let second = pack(&r, Some(&home), &out);
+    let fresh = pack(&r, None, &out);
+    assert_eq!(second.bytes, fresh.bytes);
+    assert_eq!(second.summary.skipped, fresh.summary.skipped);
+    let members = read_back(&second.bytes);
+    assert!(
+        !members.keys().any(|k| k.starts_with("files/src/")),
+        "{:?}",
+        members.keys().collect::<Vec<_>>()
+    );
+    assert!(!members.contains_key("files/deploy.pem"));
+    assert!(second.summary.files < first.summary.files);
+    assert!(
+        second.summary.skipped.contains_key("deny:.env*"),
+        "{:?}",
+        second.summary.skipped
+    );
+    assert!(
+        second.summary.skipped.contains_key("deny:*.pem"),
+        "{:?}",
+        second.summary.skipped
+    );
+}
+
+#[test]
 fn a_changed_rule_set_scans_every_file_again() {
     let (_t, r, home, out) = workspace(20);
     let first = pack(&r, Some(&home), &out);

@@ -257,7 +257,9 @@ fn pack_bundle_into(
                 let b = base.as_ref();
                 repo.fill_sizes(&mut entries, |e| b.and_then(|b| b.size(&e.path, &e.oid)))?;
             }
-            select::plan(entries, opts)?
+            select::plan(entries, opts, |p| {
+                base.as_ref().is_some_and(|b| b.selected(p))
+            })?
         }
     };
     phase("files selected");

@@ -5,6 +5,11 @@
 //! trusted home itself (`.airlock/`, or any directory holding a `trusted.key`, committed by
 //! mistake: store, ledger, records, earlier bundles), and an `--include` that tries to
 //! re-admit a denied path (the deny-list is checked first and wins).
+//!
+//! A path that a pack with the same cache key selected before (`known`: same deny-list, since
+//! the key binds this binary, and the same `--include` and `--exclude`) keeps its verdict and
+//! its path check, both functions of the path alone; its kind, mode, size, the homes and the
+//! collisions, which depend on the tree, are checked again.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -153,7 +158,11 @@ impl Selector {
 
 /// The files of `entries` a pack with `opts` keeps, in bundle order and cut into groups, and
 /// what it leaves out per rule.
-pub(super) fn plan(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Plan> {
+pub(super) fn plan(
+    entries: Vec<TreeEntry>,
+    opts: &PackOptions<'_>,
+    known: impl Fn(&str) -> bool,
+) -> Result<Plan> {
     let selector = Selector::new(opts.include, opts.exclude)?;
     let homes = home_dirs(entries.iter().map(|e| e.path.as_slice()));
     let mut skipped = BTreeMap::new();
@@ -170,12 +179,12 @@ pub(super) fn plan(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Pl
             skip("pack.non-utf8-path");
             continue;
         };
-        match selector.verdict(&path) {
-            Verdict::Skip(rule) => {
+        let known = known(&path);
+        if !known {
+            if let Verdict::Skip(rule) = selector.verdict(&path) {
                 skip(&rule);
                 continue;
             }
-            Verdict::Keep => {}
         }
         match (e.kind.as_str(), e.mode.as_str()) {
             ("blob", "100644" | "100755") => {}
@@ -192,7 +201,7 @@ pub(super) fn plan(entries: Vec<TreeEntry>, opts: &PackOptions<'_>) -> Result<Pl
                 continue;
             }
         }
-        if paths::check_relative_path(&path, 4096, 64).is_err() {
+        if !known && paths::check_relative_path(&path, 4096, 64).is_err() {
             skip("pack.bad-path");
             continue;
         }
