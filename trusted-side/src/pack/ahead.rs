@@ -8,8 +8,10 @@
 //! or cannot be read, is handed over as a miss: the writer rebuilds it from the repository,
 //! its files scanned again), a bundle held in memory (at most [`AHEAD_BYTES`] read and not
 //! yet taken; a larger group waits until nothing else is held), reading what the pack will not
-//! use (once the writer says which groups it reuses, the others are skipped), and a reader
-//! left running (dropping [`Ahead`] stops and joins it).
+//! use (once the writer says which groups it reuses, the others are skipped), a group asked
+//! for out of order (groups whose files were all left out share one digest, so the writer
+//! may ask for one again: it is read then, checked the same way), and a reader left running
+//! (dropping [`Ahead`] stops and joins it).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -36,6 +38,9 @@ pub struct Span {
 pub struct Ahead {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// For a group asked for after the reader passed it.
+    file: Arc<File>,
+    spans: Arc<Vec<Span>>,
 }
 
 struct Shared {
@@ -70,11 +75,14 @@ impl Ahead {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
         });
-        let theirs = Arc::clone(&shared);
-        let thread = std::thread::spawn(move || read_all(&theirs, &file, &spans));
+        let (file, spans) = (Arc::new(file), Arc::new(spans));
+        let theirs = (Arc::clone(&shared), Arc::clone(&file), Arc::clone(&spans));
+        let thread = std::thread::spawn(move || read_all(&theirs.0, &theirs.1, &theirs.2));
         Ahead {
             shared,
             thread: Some(thread),
+            file,
+            spans,
         }
     }
 
@@ -86,8 +94,8 @@ impl Ahead {
         self.shared.changed.notify_all();
     }
 
-    /// The checked bytes of group `index`; indexes asked for must grow. `None`: the group
-    /// failed its check or could not be read (rebuild it).
+    /// The checked bytes of group `index` (quickest when indexes asked for grow). `None`: the
+    /// group failed its check or could not be read (rebuild it).
     pub fn take(&self, index: usize) -> Option<Vec<u8>> {
         let mut s = self.shared.lock()?;
         loop {
@@ -100,12 +108,14 @@ impl Ahead {
                         return bytes;
                     }
                 }
-                // Past it (skipped as unwanted): a miss.
-                Some(_) => return None,
-                None if s.done => return None,
+                // Passed already (taken, or skipped as unwanted): read it now.
+                Some(_) => break,
+                None if s.done => break,
                 None => s = self.shared.changed.wait(s).ok()?,
             }
         }
+        drop(s);
+        read_checked(&self.file, self.spans.get(index)?)
     }
 }
 
@@ -191,6 +201,10 @@ mod tests {
         assert_eq!(ahead.take(2), None);
         assert_eq!(ahead.take(3).as_deref(), Some(&b"four"[..]));
         assert_eq!(ahead.take(4), None, "past the end");
+        // Asked for again, or after the reader passed it: read then, checked the same way.
+        assert_eq!(ahead.take(0).as_deref(), Some(&b"one"[..]));
+        assert_eq!(ahead.take(1).as_deref(), Some(&b"two"[..]));
+        assert_eq!(ahead.take(2), None);
     }
 
     #[test]
@@ -201,6 +215,8 @@ mod tests {
         ahead.want(vec![false, true, true]);
         assert_eq!(ahead.take(1).as_deref(), Some(&b"bbbb"[..]));
         assert_eq!(ahead.take(2), None);
+        // Skipped as unwanted, then asked for: read then.
+        assert_eq!(ahead.take(0).as_deref(), Some(&b"aaaa"[..]));
     }
 
     #[test]

@@ -244,6 +244,31 @@ fn paths_new_to_a_revision_are_selected_afresh_and_a_new_home_takes_known_paths_
 }
 
 #[test]
+fn groups_of_left_out_files_alone_are_all_reused() {
+    // Archives of 64 KiB or more are groups of their own, and left out: such groups share one
+    // digest (no kept member), so the writer asks for them out of the entry's order.
+    let (_t, r, home, out) = workspace(30);
+    let mut zip = b"PK\x03\x04".to_vec();
+    zip.resize(70 * 1024, b'z');
+    for p in ["a.zip", "src/m010.zip", "src/m020.zip", "zz.zip"] {
+        std::fs::write(r.join(p), &zip).unwrap();
+    }
+    commit(&r);
+    let first = pack(&r, Some(&home), &out);
+    assert_eq!(first.summary.skipped.get("pack.archive"), Some(&4));
+    let again = pack(&r, Some(&home), &out);
+    assert_eq!(again.bytes, first.bytes);
+    let c = again.summary.cache;
+    assert_eq!((c.files_scanned, c.groups_built), (0, 0), "{c:?}");
+    std::fs::write(r.join("src/m015.rs"), "pub fn changed() {}\n").unwrap();
+    commit(&r);
+    let third = pack(&r, Some(&home), &out);
+    assert_eq!(third.bytes, pack(&r, None, &out).bytes);
+    let c = third.summary.cache;
+    assert_eq!((c.files_scanned, c.groups_built), (1, 1), "{c:?}");
+}
+
+#[test]
 fn a_changed_rule_set_scans_every_file_again() {
     let (_t, r, home, out) = workspace(20);
     let first = pack(&r, Some(&home), &out);
