@@ -391,7 +391,8 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
     };
     let (mut gated, mut failed) = (0u64, 0u64);
     let mut landed = Landed::default();
-    // The fleet's tickets out after the last tick (landed.rs: asked about between listings).
+    // The fleet's jobs that may have landed after the last tick (landed.rs: asked about
+    // between listings).
     let mut ticketed: Option<Vec<JobId>> = None;
     let mut memo = crate::fleet::dispatch::Memo::default();
     loop {
@@ -406,7 +407,7 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
             {
                 Ok(t) => {
                     dispatched = t.dispatched + t.redispatched > 0;
-                    ticketed = Some(t.tickets_out);
+                    ticketed = Some(t.may_have_landed);
                 }
                 Err(e) => eprintln!(
                     "error: fleet: {}",

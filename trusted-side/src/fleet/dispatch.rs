@@ -38,8 +38,12 @@ pub struct Tick {
     pub dispatched: usize,
     /// Jobs dispatched again under a new job.
     pub redispatched: usize,
-    /// Every job whose ticket is out after the tick.
-    pub tickets_out: Vec<JobId>,
+    /// The jobs whose ticket is out after the tick, taken, and whose worker's heartbeat has
+    /// moved on from them (idle, or busy with another job): the ones that may have landed
+    /// since. A worker's heartbeat says `busy` with a job before it runs it and moves on only
+    /// after its final artifact is written. A heartbeat that lies only delays its own jobs
+    /// until the next full listing of the drop (`watch/landed.rs`).
+    pub may_have_landed: Vec<JobId>,
 }
 
 /// Whether a worker that writes `writes` can carry a job of this trusted side: for each
@@ -156,8 +160,14 @@ pub fn tick(
     }
     out.dispatched = dispatch_queue(home, store, &mut state, &workers, landed, now, memo)?;
     state.save(&home.dir)?;
-    out.tickets_out = (state.workers.values())
-        .flat_map(|w| w.tickets.iter().map(|t| t.job.clone()))
+    out.may_have_landed = (state.workers.values())
+        .flat_map(|w| {
+            let current = w.claimed.as_ref().and_then(|h| h.job.as_ref());
+            w.tickets
+                .iter()
+                .filter(move |t| t.taken_at.is_some() && current != Some(&t.job))
+                .map(|t| t.job.clone())
+        })
         .collect();
     Ok(out)
 }
