@@ -2,8 +2,8 @@
 //! fleet worker. Holds its own key pair and a trusted-signed enrolment (URLs for its own
 //! mailbox slots and heartbeat, nothing else); writes its heartbeat, polls its mailbox with
 //! backoff and jitter while idle (never while it has work), looks at its renewal slot at most
-//! every [`RENEWAL_EVERY`], opens each ticket with its key
-//! and runs the job through [`crate::run::run_job`], exactly as `run` does, one at a time.
+//! every 2 s, opens each ticket with its key and runs the job through
+//! [`crate::run::run_job`], exactly as `run` does, one at a time.
 //!
 //! Guards against: running a ticket meant for another worker (it names its worker, and only
 //! this key opens it), running a ticket twice (its sequence number is remembered in
