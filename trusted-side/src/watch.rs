@@ -425,8 +425,7 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
     };
     let (mut gated, mut failed) = (0u64, 0u64);
     let mut landed = Landed::default();
-    // The fleet's jobs that may have landed after the last tick (landed.rs: asked about
-    // between listings).
+    // What refresh asks about between full listings (with a fleet: nothing, the tick asks).
     let mut ticketed: Option<Vec<JobId>> = None;
     let mut memo = crate::fleet::dispatch::Memo::default();
     let mut kept_at: Option<std::time::Instant> = None;
@@ -439,20 +438,23 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
             // (fleet/dispatch.rs). One look at the drop per loop, for the fleet and the gates.
             let fleet = crate::fleet::dispatch::active(&home);
             landed.refresh(&store, ticketed.as_deref().filter(|_| fleet))?;
-            let landed = landed.jobs();
             let mut dispatched = false;
+            let mut landed_now = Vec::new();
             if fleet {
                 match crate::fleet::dispatch::tick(
                     &home,
                     &store,
                     &key,
-                    landed,
+                    landed.jobs(),
                     Some(&opts),
                     &mut memo,
                 ) {
                     Ok(t) => {
                         dispatched = t.dispatched + t.redispatched > 0;
-                        ticketed = Some(t.may_have_landed);
+                        // The tick asked about the jobs that may have landed: between full
+                        // listings, refresh asks about nothing more.
+                        landed_now = t.landed_now;
+                        ticketed = Some(Vec::new());
                     }
                     Err(e) => eprintln!(
                         "error: fleet: {}",
@@ -460,6 +462,8 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
                     ),
                 }
             }
+            landed.add(landed_now);
+            let landed = landed.jobs();
             let mut budget = args.max_jobs.map(|m| m.saturating_sub(gated));
             if fleet {
                 // A fleet is fed between passes: a pass gates a few jobs, then the next tick
