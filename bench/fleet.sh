@@ -28,6 +28,8 @@ cleanup() {
   rm -rf "$work" "${data:-}"
 }
 trap cleanup EXIT
+# CPU time (user + system, children reaped included) of a live process, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 chmod 755 "$work"
 mkdir -p "$work/bin"
 cp "$RELEASE/airlock" "$RELEASE/airlock-worker" "$EXAMPLES/s3-server" "$work/bin/"
@@ -40,6 +42,7 @@ data="/dev/shm/airlock-bench-fleet.$$"
 mkdir -p "$data"
 port=$((20000 + RANDOM % 20000))
 "$work/bin/s3-server" "$data" "$port" 2>"$work/s3.log" &
+s3pid=$!
 pids+=($!)
 disown
 for _ in $(seq 50); do grep -q listening "$work/s3.log" && break; sleep 0.1; done
@@ -102,16 +105,28 @@ kill_n=$(( (W + 4) / 5 ))
   done
   for v in $victims; do
     p=$(pgrep -f "serve --enrollment $work/$v.enrol" | head -1 || true)
-    [ -n "$p" ] && kill -9 "$p" && echo "killed $v mid-job (pid $p)" >&2
+    [ -n "$p" ] && cpu_ticks "$p" >> "$work/cpu.killed" && kill -9 "$p" && echo "killed $v mid-job (pid $p)" >&2
   done
   sleep 3
   for v in $victims; do start_worker "$v"; done
 ) &
 killer=$!
+s3_before=$(cpu_ticks "$s3pid")
 t2=$(date +%s.%N)
-"$A" -q watch --jobs 2 --max-jobs "$N" --poll-max 1s --repo "$repo" >"$work/watch.out" 2>"$work/watch.err"
+TIMEFORMAT='%3U %3S'
+{ time "$A" -q watch --jobs 2 --max-jobs "$N" --poll-max 1s --repo "$repo" >"$work/watch.out" 2>"$work/watch.err"; } 2>"$work/watch.time"
 t3=$(date +%s.%N)
 kill "$killer" 2>/dev/null || true
+# CPU per job, by party: the workers (live ones, and the killed ones at their kill; each with
+# its sandboxes and generators), watch (dispatch, fetch, gate, with the git it runs), the S3
+# server (its CPU while watch ran).
+wk=0
+for p in $(cat "$work/restarted.pids"); do wk=$((wk + $(cpu_ticks "$p"))); done
+for t in $(cat "$work/cpu.killed" 2>/dev/null); do wk=$((wk + t)); done
+s3=$(( $(cpu_ticks "$s3pid") - s3_before ))
+read -r wu ws < "$work/watch.time"
+tck=$(getconf CLK_TCK)
+echo "cpu per job: workers $(echo "scale=1; $wk * 1000 / $tck / $N" | bc) ms, watch $(echo "scale=1; ($wu + $ws) * 1000 / $N" | bc) ms (user $wu s, system $ws s), s3 server $(echo "scale=1; $s3 * 1000 / $tck / $N" | bc) ms"
 
 rate=$(echo "scale=1; $N / ($t3 - $t2)" | bc)
 echo "fleet: $N jobs dispatched, run and gated in $(echo "$t3 - $t2" | bc) s by $W workers: $rate jobs/s (target >= 50: ratio $(echo "scale=2; $rate / 50" | bc))"

@@ -155,7 +155,7 @@ fn side(
             Ok(p) => {
                 // A secret's value is never printed: its lines compare and show masked.
                 let mut files = p.files;
-                crate::report::mask::mask_patch(&crate::report::mask::scanner()?, &mut files);
+                crate::report::mask::mask_patch(crate::report::mask::scanner()?, &mut files);
                 Some(files)
             }
             Err(e) => {

@@ -59,7 +59,7 @@ pub fn tail_lines(log: &[u8]) -> Vec<String> {
     // A secret's value is never shown (`report::mask`): every output of the tail (fetch, the
     // gate's text, JSON and reports, show) gets the masked lines.
     match crate::report::mask::scanner() {
-        Ok(scanner) => crate::report::mask::mask_lines(&scanner, "generator.log", &mut tail),
+        Ok(scanner) => crate::report::mask::mask_lines(scanner, "generator.log", &mut tail),
         Err(_) => return vec!["[log tail withheld: the secret scanner did not start]".to_owned()],
     }
     tail.iter().map(|l| text::terminal(l, 400)).collect()

@@ -286,7 +286,7 @@ pub fn page_from_ledger(
             // Secret values are never published (`report::mask`): the log tail, the egress
             // lines and the patch's lines holding one are masked before any rendering.
             let scanner = crate::report::mask::scanner()?;
-            mask_lines(&scanner, "egress", &mut page.egress);
+            mask_lines(scanner, "egress", &mut page.egress);
             page.failed_run = crate::run_account::of(p, k.log.as_deref(), wall_clock)
                 .map(|run| (run.exit, run.log_tail));
             match k
@@ -295,7 +295,7 @@ pub fn page_from_ledger(
                 .map(|b| parse_patch(b, &DiffLimits::default()))
             {
                 Some(Ok(mut patch)) => {
-                    crate::report::mask::mask_patch(&scanner, &mut patch.files);
+                    crate::report::mask::mask_patch(scanner, &mut patch.files);
                     page.files = file_views(&patch, gate.map_or(&[], |g| &g.event.files))
                 }
                 Some(Err(e)) => page.diff_note = Some(format!("patch.diff was refused: {e}")),

@@ -2,10 +2,13 @@
 //!
 //! Loop: look in `drop/` for jobs whose `artifact.dsse.json` is present (the worker writes it
 //! last; with a fleet, a full listing only every few seconds: `watch/landed.rs`), drop the
-//! ones already gated, gate the rest with at most `--jobs N` at once
-//! ([`crate::gate::run_gate`], the same path as `airlock gate`, so every verdict lands in the
-//! ledger), print one line per job as it finishes (the report with -v), then look again at
-//! once if the pass gated (or a fleet tick dispatched) anything, else wait: on a `file://`
+//! ones already gated, gate the rest with at most `--jobs N` at once, on N lanes that live as
+//! long as the watch, each with its own store ([`crate::gate::run_gate`], the same path as
+//! `airlock gate`, so every verdict lands in the ledger), print one line per job as it
+//! finishes (the report with -v), keep the model history (`gate::drift::keep`) after a pass
+//! that gated a job asking for a model, else at most every [`KEEP_HISTORY_EVERY`], then look
+//! again at once if the pass gated (or a fleet tick dispatched) anything, else wait: on a
+//! `file://`
 //! store for a filesystem event under `drop/` (notify; a full rescan every `--poll-max`
 //! anyway, in case an event was missed), on remote stores by listing again after a delay
 //! that starts at [`POLL_MIN`] and doubles while nothing lands, up to `--poll-max`. With a
@@ -21,7 +24,7 @@
 //! human).
 //! Does not check: anything itself; fetch and gate verify every byte.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
@@ -49,6 +52,9 @@ pub const MAX_ATTEMPTS: u32 = 3;
 pub const FLEET_PASS_PER_LANE: u64 = 4;
 /// Most concurrent gates accepted by `--jobs`.
 pub const MAX_CONCURRENCY: usize = 64;
+/// Longest time the kept model history may lag while no job gated asks for a model (after a
+/// pass that gated one, it is kept at once).
+pub const KEEP_HISTORY_EVERY: Duration = Duration::from_secs(10);
 
 /// What one pass over the drop found and did.
 #[derive(Debug, Default)]
@@ -57,6 +63,8 @@ pub struct Pass {
     pub gated: Vec<(JobId, Verdict)>,
     /// Jobs that could not be gated (the error is printed).
     pub failed: Vec<JobId>,
+    /// Whether a job gated asked for a model (its gate may read the model history).
+    pub asked_model: bool,
 }
 
 /// The watcher's memory: what is gated (ledger + this process) and what keeps failing.
@@ -156,29 +164,34 @@ struct Ctx<'a> {
     shared: Option<&'a Store>,
 }
 
-/// Gates `jobs` with at most `concurrency` at once; `emit` sees each result as it finishes
-/// (on the calling thread, so output never interleaves).
-fn gate_all(
-    ctx: &Ctx<'_>,
-    jobs: Vec<JobId>,
-    concurrency: usize,
-    mut emit: impl FnMut(&JobId, Result<GateReport>),
-) {
-    let threads = concurrency.clamp(1, MAX_CONCURRENCY).min(jobs.len());
-    let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<_>>());
-    let (tx, rx) = mpsc::channel::<(JobId, Result<GateReport>)>();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
+/// The watch's gate lanes: `--jobs` threads that live as long as the watch, each with its own
+/// store (its own I/O runtime and connections, opened once, not on every pass), taking jobs
+/// from one queue. Dropping it ends them.
+struct Lanes {
+    jobs: mpsc::Sender<JobId>,
+    results: mpsc::Receiver<(JobId, Result<GateReport>)>,
+}
+
+impl Lanes {
+    /// Starts `concurrency` lanes in `scope`.
+    fn start<'scope, 'env: 'scope>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        ctx: &'env Ctx<'env>,
+        queue: &'env Mutex<mpsc::Receiver<JobId>>,
+        jobs: mpsc::Sender<JobId>,
+        concurrency: usize,
+    ) -> Lanes {
+        let (tx, results) = mpsc::channel::<(JobId, Result<GateReport>)>();
+        for _ in 0..concurrency.clamp(1, MAX_CONCURRENCY) {
             let tx = tx.clone();
-            let queue = &queue;
-            s.spawn(move || {
-                // One store (and I/O runtime) per thread: no lock held across requests.
+            scope.spawn(move || {
+                // One store (and I/O runtime) per lane: no lock held across requests.
                 let own = match ctx.shared {
                     Some(_) => None,
                     None => Some(ctx.home.open_store()),
                 };
                 loop {
-                    let Some(job) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                    let Ok(Ok(job)) = queue.lock().map(|q| q.recv()) else {
                         return;
                     };
                     let result = match (&own, ctx.shared) {
@@ -199,11 +212,25 @@ fn gate_all(
                 }
             });
         }
-        drop(tx);
-        for (job, result) in rx {
+        Lanes { jobs, results }
+    }
+
+    /// Gates `jobs` on the lanes; `emit` sees each result as it finishes (on the calling
+    /// thread, so output never interleaves).
+    fn gate_all(&self, jobs: Vec<JobId>, mut emit: impl FnMut(&JobId, Result<GateReport>)) {
+        let mut out = 0usize;
+        for job in jobs {
+            if self.jobs.send(job).is_ok() {
+                out += 1;
+            }
+        }
+        for _ in 0..out {
+            let Ok((job, result)) = self.results.recv() else {
+                return;
+            };
             emit(&job, result);
         }
-    });
+    }
 }
 
 /// One line per gated job: id, decision, size of the change, reason codes. The whole report
@@ -226,8 +253,10 @@ fn one_line(report: &GateReport) -> String {
 }
 
 /// One pass: gate everything pending, printing one line (or, with `detail`, the report) each.
+#[allow(clippy::too_many_arguments)]
 fn pass(
     ctx: &Ctx<'_>,
+    lanes: &Lanes,
     store: &Store,
     watcher: &mut Watcher,
     landed: &BTreeSet<JobId>,
@@ -253,7 +282,7 @@ fn pass(
         args.jobs
     );
     let mut print_err = None;
-    gate_all(ctx, jobs, args.jobs, |job, result| match result {
+    lanes.gate_all(jobs, |job, result| match result {
         Ok(report) => {
             watcher.record(job, true);
             if args.json || detail {
@@ -266,6 +295,11 @@ fn pass(
             } else {
                 println!("{}", one_line(&report));
             }
+            out.asked_model |= report
+                .bom
+                .model_requested
+                .as_deref()
+                .is_some_and(|m| m != airlock_core::model::MODEL_UNSPECIFIED);
             out.gated.push((job.clone(), report.decision));
         }
         Err(e) => {
@@ -391,65 +425,88 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
     };
     let (mut gated, mut failed) = (0u64, 0u64);
     let mut landed = Landed::default();
-    // The fleet's tickets out after the last tick (landed.rs: asked about between listings).
+    // What refresh asks about between full listings (with a fleet: nothing, the tick asks).
     let mut ticketed: Option<Vec<JobId>> = None;
     let mut memo = crate::fleet::dispatch::Memo::default();
-    loop {
-        // Fleet: dispatch queued jobs, renew enrolments, mark lost workers (fleet/dispatch.rs).
-        // One look at the drop per loop, for the fleet and the gates.
-        let fleet = crate::fleet::dispatch::active(&home);
-        landed.refresh(&store, ticketed.as_deref().filter(|_| fleet))?;
-        let landed = landed.jobs();
-        let mut dispatched = false;
-        if fleet {
-            match crate::fleet::dispatch::tick(&home, &store, &key, landed, Some(&opts), &mut memo)
-            {
-                Ok(t) => {
-                    dispatched = t.dispatched + t.redispatched > 0;
-                    ticketed = Some(t.tickets_out);
+    let mut kept_at: Option<std::time::Instant> = None;
+    let (queue_tx, queue_rx) = mpsc::channel::<JobId>();
+    let queue = Mutex::new(queue_rx);
+    std::thread::scope(|scope| -> Result<()> {
+        let lanes = Lanes::start(scope, &ctx, &queue, queue_tx, args.jobs);
+        loop {
+            // Fleet: dispatch queued jobs, renew enrolments, mark lost workers
+            // (fleet/dispatch.rs). One look at the drop per loop, for the fleet and the gates.
+            let fleet = crate::fleet::dispatch::active(&home);
+            landed.refresh(&store, ticketed.as_deref().filter(|_| fleet))?;
+            let mut dispatched = false;
+            let mut landed_now = Vec::new();
+            if fleet {
+                match crate::fleet::dispatch::tick(
+                    &home,
+                    &store,
+                    &key,
+                    landed.jobs(),
+                    Some(&opts),
+                    &mut memo,
+                ) {
+                    Ok(t) => {
+                        dispatched = t.dispatched + t.redispatched > 0;
+                        // The tick asked about the jobs that may have landed: between full
+                        // listings, refresh asks about nothing more.
+                        landed_now = t.landed_now;
+                        ticketed = Some(Vec::new());
+                    }
+                    Err(e) => eprintln!(
+                        "error: fleet: {}",
+                        airlock_core::error::one_line(e.as_ref())
+                    ),
                 }
-                Err(e) => eprintln!(
-                    "error: fleet: {}",
-                    airlock_core::error::one_line(e.as_ref())
-                ),
+            }
+            landed.add(landed_now);
+            let landed = landed.jobs();
+            let mut budget = args.max_jobs.map(|m| m.saturating_sub(gated));
+            if fleet {
+                // A fleet is fed between passes: a pass gates a few jobs, then the next tick
+                // refills the mailboxes those jobs freed.
+                let per_pass = (args.jobs as u64).saturating_mul(FLEET_PASS_PER_LANE);
+                budget = Some(budget.map_or(per_pass, |b| b.min(per_pass)));
+            }
+            let p = pass(
+                &ctx,
+                &lanes,
+                &store,
+                &mut watcher,
+                landed,
+                args,
+                budget,
+                global.verbose > 0,
+            )?;
+            gated += p.gated.len() as u64;
+            failed += p.failed.len() as u64;
+            let keep_due =
+                p.asked_model || kept_at.is_none_or(|t| t.elapsed() >= KEEP_HISTORY_EVERY);
+            if !p.gated.is_empty() && keep_due {
+                // The next gates read the model history on from here, not from the first
+                // entry (a gate of a job that asked for no model reads none: then every
+                // KEEP_HISTORY_EVERY is enough).
+                if let Err(e) = crate::gate::drift::keep(&store, &trusted, &home.dir) {
+                    tracing::warn!("watch: model history not kept: {e:#}");
+                }
+                kept_at = Some(std::time::Instant::now());
+            }
+            let done = args.once || args.max_jobs.is_some_and(|m| gated >= m);
+            if done {
+                return Ok(());
+            }
+            if let Some(w) = wake.as_mut() {
+                let max = match fleet {
+                    true => poll_max.min(crate::fleet::dispatch::TICK),
+                    false => poll_max,
+                };
+                w.wait(dispatched || !p.gated.is_empty(), max);
             }
         }
-        let mut budget = args.max_jobs.map(|m| m.saturating_sub(gated));
-        if fleet {
-            // A fleet is fed between passes: a pass gates a few jobs, then the next tick
-            // refills the mailboxes those jobs freed.
-            let per_pass = (args.jobs as u64).saturating_mul(FLEET_PASS_PER_LANE);
-            budget = Some(budget.map_or(per_pass, |b| b.min(per_pass)));
-        }
-        let p = pass(
-            &ctx,
-            &store,
-            &mut watcher,
-            landed,
-            args,
-            budget,
-            global.verbose > 0,
-        )?;
-        gated += p.gated.len() as u64;
-        failed += p.failed.len() as u64;
-        if !p.gated.is_empty() {
-            // The next gates read the model history on from here, not from the first entry.
-            if let Err(e) = crate::gate::drift::keep(&store, &trusted, &home.dir) {
-                tracing::warn!("watch: model history not kept: {e:#}");
-            }
-        }
-        let done = args.once || args.max_jobs.is_some_and(|m| gated >= m);
-        if done {
-            break;
-        }
-        if let Some(w) = wake.as_mut() {
-            let max = match fleet {
-                true => poll_max.min(crate::fleet::dispatch::TICK),
-                false => poll_max,
-            };
-            w.wait(dispatched || !p.gated.is_empty(), max);
-        }
-    }
+    })?;
     tracing::info!("watch: gated {gated} job(s), {failed} could not be gated");
     if !args.json {
         eprintln!("watch: gated {gated} job(s); {failed} could not be gated");

@@ -1,8 +1,9 @@
 //! `airlock-worker serve --enrollment FILE --key DIR [run flags] -- GENERATOR ARGS...`: a
 //! fleet worker. Holds its own key pair and a trusted-signed enrolment (URLs for its own
 //! mailbox slots and heartbeat, nothing else); writes its heartbeat, polls its mailbox with
-//! backoff and jitter while idle (never while it has work), opens each ticket with its key
-//! and runs the job through [`crate::run::run_job`], exactly as `run` does, one at a time.
+//! backoff and jitter while idle (never while it has work), looks at its renewal slot at most
+//! every 2 s, opens each ticket with its key and runs the job through
+//! [`crate::run::run_job`], exactly as `run` does, one at a time.
 //!
 //! Guards against: running a ticket meant for another worker (it names its worker, and only
 //! this key opens it), running a ticket twice (its sequence number is remembered in
@@ -39,6 +40,10 @@ const RENEWED: &str = "enrolment.dsse.json";
 const STATE: &str = "serve-state.json";
 /// First pause between two idle polls.
 const POLL_MIN_MS: u64 = 50;
+/// Least time between two looks at the renewal slot (a renewal is due at half the enrolment's
+/// lifetime, an hour by default; a revocation is read within this): the mailbox is polled far
+/// more often, and each look is a request to the store.
+const RENEWAL_EVERY: Duration = Duration::from_secs(2);
 
 /// What serve remembers: ticket numbers run (so none runs twice).
 #[derive(Default, Serialize, Deserialize)]
@@ -247,6 +252,7 @@ fn serve_loop(
 ) -> Result<()> {
     let mut delay = POLL_MIN_MS;
     let mut ran = 0u64;
+    let mut renewal_read: Option<std::time::Instant> = None;
     let origin_paths: Vec<PathBuf> = vec![args.key_dir.clone(), args.enrollment.clone()];
     loop {
         if term.requested() {
@@ -259,9 +265,15 @@ fn serve_loop(
         if airlock_core::clock::now_unix() >= enrolment.expires_at {
             bail!("worker {}: the enrolment expired before a renewal arrived (fleet.expired): ask for a new one (`airlock fleet enroll`)", enrolment.name);
         }
-        if let Some(sealed) =
-            transfer::get_optional(&enrolment.renewal, "renewal", MAX_SEALED_BYTES as u64)?
-        {
+        let renewal_due = renewal_read.is_none_or(|t| t.elapsed() >= RENEWAL_EVERY);
+        if renewal_due {
+            renewal_read = Some(std::time::Instant::now());
+        }
+        let renewal = match renewal_due {
+            true => transfer::get_optional(&enrolment.renewal, "renewal", MAX_SEALED_BYTES as u64)?,
+            false => None,
+        };
+        if let Some(sealed) = renewal {
             match seal::open(id, &sealed, MAX_SEALED_BYTES)
                 .map_err(anyhow::Error::new)
                 .and_then(|p| verify_enrolment(&p, trusted, id))

@@ -225,6 +225,11 @@ pub fn remove_all(path: &Path) -> std::io::Result<()> {
 /// every file whose data was written back), so several waits overlap.
 const REMOVE_THREADS: usize = 8;
 
+/// Fewest directories of one level removed on helper threads: a narrower level is removed in
+/// the calling thread. A thread costs its stack's mapping, faults and unmapping, which for the
+/// few directories of a small run (a fleet's trivial jobs) was more than the removal itself.
+const PARALLEL_FROM: usize = 8;
+
 /// Removes the directory `root` and everything below it, level by level: the files of every
 /// directory of one level (several directories at once), then the directories, deepest level
 /// first. Links are removed, never followed (`DirEntry::file_type` does not follow them).
@@ -255,8 +260,9 @@ fn remove_in_parallel(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs `f` on every item on up to [`REMOVE_THREADS`] threads (in this thread alone if no
-/// thread can be had) and gathers what it returns; the first error wins.
+/// Runs `f` on every item on up to [`REMOVE_THREADS`] threads (in this thread alone for fewer
+/// than [`PARALLEL_FROM`] items, or if no thread can be had) and gathers what it returns; the
+/// first error wins.
 fn for_each_parallel<F>(items: &[PathBuf], f: F) -> std::io::Result<Vec<PathBuf>>
 where
     F: Fn(&Path) -> std::io::Result<Vec<PathBuf>> + Sync,
@@ -271,7 +277,7 @@ where
         Ok(out)
     };
     let threads = REMOVE_THREADS.min(items.len());
-    if threads <= 1 {
+    if items.len() < PARALLEL_FROM {
         return work();
     }
     std::thread::scope(|s| {

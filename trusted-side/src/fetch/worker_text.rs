@@ -29,13 +29,19 @@ pub struct WorkerTextFinding {
 }
 
 /// The scanner for worker output: the built-in detectors, inline allow comments ignored (the
-/// worker wrote them). The gate's added-line scan uses the same one.
-pub fn scanner() -> Result<airlock_scan::Scanner> {
+/// worker wrote them). The gate's added-line scan uses the same one. Built once per process
+/// and shared (its rules are the built-in ones, and each regex is compiled on first use): a
+/// watch gating job after job compiled the same regexes again for every scan of every job.
+pub fn scanner() -> Result<&'static airlock_scan::Scanner> {
+    static SCANNER: std::sync::OnceLock<airlock_scan::Scanner> = std::sync::OnceLock::new();
+    if let Some(s) = SCANNER.get() {
+        return Ok(s);
+    }
     let scanner = airlock_scan::Scanner::with_default_detectors()
         .context("secret scanner rules")?
         .with_inline_allow(false)
         .with_small_inputs();
-    Ok(scanner)
+    Ok(SCANNER.get_or_init(|| scanner))
 }
 
 /// Scans each kept member, one finding per (member, line, rule).

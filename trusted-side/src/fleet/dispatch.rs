@@ -38,8 +38,13 @@ pub struct Tick {
     pub dispatched: usize,
     /// Jobs dispatched again under a new job.
     pub redispatched: usize,
-    /// Every job whose ticket is out after the tick.
-    pub tickets_out: Vec<JobId>,
+    /// The jobs this tick found landed (one HEAD each) among the tickets taken by a worker
+    /// whose heartbeat has moved on from them (idle, or busy with another job): a worker's
+    /// heartbeat says `busy` with a job before it runs it and moves on only after its final
+    /// artifact is written. Their tickets are retired in this tick, so the slots they held
+    /// are refilled at once. A heartbeat that lies only delays its own jobs until the next
+    /// full listing of the drop (`watch/landed.rs`).
+    pub landed_now: Vec<JobId>,
 }
 
 /// Whether a worker that writes `writes` can carry a job of this trusted side: for each
@@ -113,7 +118,22 @@ pub fn tick(
             continue;
         }
         read_heartbeat(store, rec, ws);
-        retire(home, store, rec, ws, landed)?;
+        let moved_on: Vec<JobId> = match &ws.claimed {
+            Some(h) => (ws.tickets.iter())
+                .filter(|t| h.taken.contains(&t.seq) && h.job.as_ref() != Some(&t.job))
+                .filter(|t| !landed.contains(&t.job))
+                .map(|t| t.job.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        for job in moved_on {
+            if store.head(&layout::drop_artifact_envelope(&job))?.is_some() {
+                out.landed_now.push(job);
+            }
+        }
+        let landed_now: BTreeSet<JobId> = out.landed_now.iter().cloned().collect();
+        let seen: BTreeSet<JobId> = landed.union(&landed_now).cloned().collect();
+        retire(home, store, rec, ws, &seen)?;
         check_unrun(store, rec, ws, now, &mut again)?;
         let fresh = ws.last_seen.is_some_and(|t| now <= t + rec.lost_after());
         let was_lost = ws.lost;
@@ -154,11 +174,9 @@ pub fn tick(
             out.redispatched += 1;
         }
     }
-    out.dispatched = dispatch_queue(home, store, &mut state, &workers, landed, now, memo)?;
+    let seen: BTreeSet<JobId> = landed.iter().chain(&out.landed_now).cloned().collect();
+    out.dispatched = dispatch_queue(home, store, &mut state, &workers, &seen, now, memo)?;
     state.save(&home.dir)?;
-    out.tickets_out = (state.workers.values())
-        .flat_map(|w| w.tickets.iter().map(|t| t.job.clone()))
-        .collect();
     Ok(out)
 }
 

@@ -48,7 +48,7 @@ fn gate(jsonl: &str, kind: JobKind, changed: Option<&BTreeMap<String, AppliedFil
         &packet,
         how(kind, true, ReviewVerdicts::default()),
         Some(&anchors),
-        &scanner,
+        scanner,
         &mut report,
     );
     report.conclude();
@@ -158,7 +158,7 @@ fn a_review_job_that_changed_files_is_rejected() {
         &packet,
         how(JobKind::Review, true, ReviewVerdicts::default()),
         None,
-        &scanner,
+        scanner,
         &mut report,
     );
     report.conclude();
@@ -185,7 +185,7 @@ fn a_review_job_with_a_diff_is_rejected_even_when_the_worker_says_nothing() {
         &packet,
         how(JobKind::Review, false, ReviewVerdicts::default()),
         None,
-        &scanner,
+        scanner,
         &mut report,
     );
     report.conclude();
@@ -197,7 +197,7 @@ fn a_review_job_with_a_diff_is_rejected_even_when_the_worker_says_nothing() {
         &packet,
         how(JobKind::Change, false, ReviewVerdicts::default()),
         None,
-        &scanner,
+        scanner,
         &mut report,
     );
     assert!(report.reasons.is_empty());
@@ -228,7 +228,7 @@ fn the_policy_sets_the_review_verdicts_and_its_default_keeps_the_digest() {
         &packet,
         how(JobKind::Review, true, v),
         Some(&anchors),
-        &scanner,
+        scanner,
         &mut report,
     );
     report.conclude();
@@ -270,7 +270,7 @@ fn files_are_read_a_few_at_a_time_whatever_the_comments_name() {
         &packet,
         judging,
         Some(&anchors),
-        &scanner,
+        scanner,
         &mut report,
     );
     assert_eq!(report.comments.len(), 50);

@@ -18,8 +18,10 @@
 //! per entry, one GET per entry on a cloud store). So `airlock audit verify`, after a full
 //! verification, keeps what the ledger says of models in the trusted home
 //! (`cache/model-history.json`) with the entry it was read through, and a gate reads on from
-//! there: only the entries appended since, each verified. `airlock watch` keeps it too, after
-//! each pass that gated something (read on from the kept entry in the same way). The kept
+//! there: only the entries appended since, each verified. `airlock watch` keeps it too (read on
+//! from the kept entry in the same way), after each pass that gated a job asking for a model,
+//! and after a pass at most every `watch::KEEP_HISTORY_EVERY` otherwise (the gates of jobs that
+//! ask for no model read no history). The kept
 //! entry must still hash the same, else the gate reads the whole ledger. The gate itself never
 //! writes it: a gate writes nothing outside its job directory. A gate of a job that reported
 //! no model, or asked for none in particular, reads no history at all.

@@ -290,7 +290,7 @@ fn judge(
         }
     };
     // 9. secrets in added lines
-    report.extend(scan::scan_added_lines(&scan::scanner()?, &patch));
+    report.extend(scan::scan_added_lines(scan::scanner()?, &patch));
     // 10. classification, policy, dependencies; policy rules that matched nothing
     // The tree layers see the packed revision: its listing, the files as packed (kept while the
     // bundle was read; else read from the repository; `tree.rs`), what its entry points reach
@@ -363,7 +363,7 @@ fn comments_step(
         &fetched.packet,
         how,
         anchors.as_ref(),
-        &scan::scanner()?,
+        scan::scanner()?,
         report,
     );
     comments::review_is_not_no_change(record.kind, report);

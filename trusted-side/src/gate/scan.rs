@@ -19,7 +19,7 @@ use crate::report::Reason;
 pub const MAX_SECRET_REASONS: usize = 50;
 
 /// The scanner for added lines: the built-in detectors, inline allow comments ignored.
-pub fn scanner() -> Result<airlock_scan::Scanner> {
+pub fn scanner() -> Result<&'static airlock_scan::Scanner> {
     crate::fetch::worker_text::scanner()
 }
 

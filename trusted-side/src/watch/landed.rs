@@ -4,9 +4,10 @@
 //! A full listing of `drop/` costs requests and server work in proportion to everything in the
 //! drop, which only grows until `airlock gc`; a watch feeding a busy fleet loops many times a
 //! second. So with a fleet the drop is listed in full at most every [`FULL_EVERY`], and in
-//! between only the jobs whose tickets are out are asked about, one HEAD of the final envelope
-//! each (a worker holds at most `MAILBOX_SLOTS` + 1). Without a fleet every loop lists in full
-//! (the loop itself backs off while idle).
+//! between only the jobs that may have landed are asked about, one HEAD of the final envelope
+//! each, by the fleet tick itself: tickets taken by a worker whose heartbeat has moved on from
+//! them (`fleet::dispatch::Tick`). Without a fleet every loop lists in full (the loop itself
+//! backs off while idle).
 //!
 //! Guards against: a landed job going unseen (a full listing at least every [`FULL_EVERY`]
 //! sees every job, ticketed or not, a late drop of a superseded job included, which the watch
@@ -76,6 +77,11 @@ impl Landed {
             }
         }
         Ok(())
+    }
+
+    /// Adds jobs seen landed otherwise (a fleet tick's HEADs).
+    pub fn add(&mut self, jobs: impl IntoIterator<Item = JobId>) {
+        self.jobs.extend(jobs);
     }
 
     /// The jobs seen landed.
