@@ -310,17 +310,7 @@ mod tests {
             }
         }
         // Pseudo-random bytes drawn mostly from the base64 alphabet and a few separators.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for _ in 0..200 {
-            let text: Vec<u8> = (0..2000)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let alphabet = b"AaBbQqZz09+/-_= \n:\"";
-                    alphabet[(x % alphabet.len() as u64) as usize]
-                })
-                .collect();
+        for text in crate::testgen::random_texts(0x9e37_79b9, 200, 2000, b"AaBbQqZz09+/-_= \n:\"") {
             check(&text);
         }
     }

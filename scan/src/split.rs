@@ -348,17 +348,8 @@ mod tests {
             }
         }
         // Pseudo-random text over quotes, backslashes, line ends and letters.
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        for _ in 0..300 {
-            let text: Vec<u8> = (0..3000)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let alphabet = b"\"'`\\\n \tabcdefgh+.,";
-                    alphabet[(x % alphabet.len() as u64) as usize]
-                })
-                .collect();
+        for text in crate::testgen::random_texts(0x2545_f491, 300, 3000, b"\"'`\\\n \tabcdefgh+.,")
+        {
             check(&text);
         }
         // Real text: this crate's own sources, rules and test data.

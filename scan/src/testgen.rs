@@ -442,6 +442,20 @@ pub fn realistic_file(
     (out, ranges)
 }
 
+/// `count` texts of `len` bytes drawn from `alphabet` (seeded), for tests that hold a faster
+/// walk to the simpler one it replaced.
+#[cfg(test)]
+pub(crate) fn random_texts(seed: u64, count: usize, len: usize, alphabet: &[u8]) -> Vec<Vec<u8>> {
+    let mut rng = Rng::new(seed);
+    (0..count)
+        .map(|_| {
+            (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect()
+        })
+        .collect()
+}
+
 /// This crate's own files (sources, rules, test data), as real text for tests that hold a
 /// faster walk to the simpler one it replaced.
 #[cfg(test)]
