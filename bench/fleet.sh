@@ -92,7 +92,7 @@ for i in $(seq 1 "$W"); do start_worker "w$i"; done
 kill_n=$(( (W + 4) / 5 ))
 (
   while :; do
-    g=$(wc -l < "$work/watch.out" 2>/dev/null || echo 0)
+    g=$( (wc -l < "$work/watch.out") 2>/dev/null || echo 0)
     [ "$g" -ge $((N / 3)) ] && break
     sleep 0.2
   done
