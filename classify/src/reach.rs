@@ -492,6 +492,11 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
             dirs.find_map(|d| reach.named_dirs.get(d).map(|(b, why)| (*b, why.clone())))
         });
         if let Some((bucket, because)) = hit {
+            // A directory an entry point names says less than the file's own place (a chart's
+            // template): it does not replace what placement found, unless that was weak.
+            if by_dir && out.get(c.path).is_some_and(|placed| !placed.weak) {
+                continue;
+            }
             let rule = match bucket {
                 Bucket::Ci => "ci.reached",
                 Bucket::Agent => "agent.reached",

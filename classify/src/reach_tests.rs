@@ -253,6 +253,38 @@ fn entry_points_are_capped_and_unreadable_ones_skipped() {
 }
 
 #[test]
+fn a_directory_ci_names_does_not_hide_a_charts_template_placement_found() {
+    // traefik-helm-chart's shape: a CI step runs in the chart's directory, and a template
+    // named by no path rule sits in the chart's templates/.
+    let mut tree = MemTree::new();
+    tree.add(
+        "traefik/Chart.yaml",
+        false,
+        b"apiVersion: v2\nname: traefik\n",
+    );
+    tree.add(
+        "traefik/templates/_service-metrics.tpl",
+        false,
+        b"{{- define \"x\" -}}\n",
+    );
+    tree.add(
+        ".github/workflows/lint.yml",
+        false,
+        b"jobs:\n  lint:\n    steps:\n      - run: helm schema\n        working-directory: traefik\n",
+    );
+    let path = "traefik/templates/_service-metrics.tpl";
+    let changes = [Change {
+        path,
+        new: Some(b"{{- define \"y\" -}}\n"),
+        executable: false,
+    }];
+    let raised = raise_by_tree(&changes, &tree);
+    assert_eq!(raised.get(path).map(|r| r.rule), Some("iac.helm-template"));
+    let classified = crate::classify_change(&changes, &tree);
+    assert_eq!(classified[0].class.rule, "iac.helm-template");
+}
+
+#[test]
 fn entry_points_are_found_by_directory_components_at_any_depth() {
     let ci = [
         ".github/workflows/test.yml",
