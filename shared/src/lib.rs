@@ -35,6 +35,7 @@ pub mod limits;
 pub mod model;
 pub mod paths;
 pub mod seal;
+pub mod spread;
 pub mod store_layout;
 pub mod tar;
 pub mod text;

@@ -60,6 +60,7 @@ impl Home {
             mk.check()
                 .with_context(|| format!("{}: [model_key]", path.display()))?;
         }
+        spread_job_dirs(dir);
         Ok(Home {
             dir: dir.to_owned(),
             config,
@@ -236,6 +237,23 @@ fn set_mode(p: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
         .with_context(|| format!("{}: cannot set mode", p.display()))
+}
+
+/// Makes `<home>/jobs` and marks it so each job's directory lands in an ext4 block group of
+/// its own ([`airlock_core::spread`]): a gate creates and removes a job's unpacked files there,
+/// and in one shared group every later gate's files cost a scan past all of them. Best
+/// effort: a home it cannot write is left as it is.
+fn spread_job_dirs(home: &Path) {
+    let jobs = home.join("jobs");
+    let made = match std::fs::create_dir(&jobs) {
+        Ok(()) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::AlreadyExists,
+    };
+    if made {
+        if let Err(e) = airlock_core::spread::spread_children(&jobs) {
+            tracing::debug!("{}: top-directory flag not set: {e}", jobs.display());
+        }
+    }
 }
 
 /// The local directory for one job's files on this host (`<home>/jobs/<job>`).

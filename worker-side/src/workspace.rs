@@ -12,13 +12,8 @@
 //! descriptor per level (see `remove`).
 //!
 //! Placement: the base directory is marked as the top of directory hierarchies
-//! (`FS_TOPDIR_FL`, `chattr +T`), best effort, because `bench/worker.sh` and `bench/jobs.sh`
-//! on ext4 show it (`docs/PERFORMANCE.md`). On ext4 this makes the Orlov allocator place
-//! each run directory (random name) in a block group of its own, instead of the base's group,
-//! where every earlier run's files were deleted. Without a journal, ext4 does not reuse an
-//! inode within 60-360 s of its deletion (`recently_deleted`) and scans past every such inode
-//! from the start of the group for each file it creates: back-to-back runs of a large tree in
-//! one group cost quadratic time in the kernel. Other filesystems ignore or refuse the flag.
+//! ([`airlock_core::spread`]), best effort, so each run directory lands in an ext4 block group
+//! of its own rather than where every earlier run's files were just deleted.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -81,21 +76,15 @@ pub fn prepare_root(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Marks `root` `FS_TOPDIR_FL` if it is not (see the module doc); failures are ignored (the
-/// flag only changes where new directories are placed).
+/// Marks `root` `FS_TOPDIR_FL` ([`airlock_core::spread`]); failures are ignored (the flag only
+/// changes where new directories are placed).
 fn spread_runs(root: &Path) {
-    use rustix::fs::{ioctl_getflags, ioctl_setflags, IFlags};
-    let Ok(dir) = std::fs::File::open(root) else {
-        return;
-    };
-    match ioctl_getflags(&dir) {
-        Ok(flags) if !flags.contains(IFlags::TOPDIR) => {
-            if let Err(e) = ioctl_setflags(&dir, flags | IFlags::TOPDIR) {
-                tracing::debug!("work root: cannot set the top-directory flag: {e}");
-            }
+    match airlock_core::spread::spread_children(root) {
+        Ok(airlock_core::spread::Spread::Marked) => {}
+        Ok(airlock_core::spread::Spread::Unsupported) => {
+            tracing::debug!("work root: no top-directory flag here")
         }
-        Ok(_) => {}
-        Err(e) => tracing::debug!("work root: no inode flags here: {e}"),
+        Err(e) => tracing::debug!("work root: cannot open to set the top-directory flag: {e}"),
     }
 }
 
