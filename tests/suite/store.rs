@@ -1197,6 +1197,19 @@ fn watch_once_gates_what_landed_and_a_restarted_watch_gates_nothing_twice() {
     let ledger_after = env.s3().list(&format!("{PREFIX}/ledger/")).len();
     // fetch + gate for each of the two.
     assert_eq!(ledger_after, ledger_before + 4);
+    // Having read the ledger at start, the watch lists only what follows the last entry it read: the
+    // offset goes to the server (`start-after`), not every entry again.
+    let after: Vec<String> = (env.s3().log().iter())
+        .filter(|l| l.method == "GET" && l.query.contains("list-type=2"))
+        .filter(|l| l.query.contains("start-after="))
+        .map(|l| l.query.clone())
+        .collect();
+    assert!(
+        after
+            .iter()
+            .any(|q| q.contains("ledger%2F") && q.contains(".dsse.json")),
+        "no ledger listing started after an entry: {after:?}"
+    );
 
     // A restart finds nothing to do and appends nothing.
     let out = watch(&[]);

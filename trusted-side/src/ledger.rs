@@ -351,9 +351,11 @@ pub fn visit_verified(
 }
 
 /// [`visit_verified`] for a reader that already read the ledger through `through`: the entries
-/// before it are listed (no gap) but not read, `through` itself must still hash the same (else
-/// `ledger.pin-mismatch`) and is not visited, and `visit` sees only the entries after it. The
-/// report's `first_at` is then the first read entry's.
+/// before it are neither listed nor read again (one listing request on S3 for what follows,
+/// however long the ledger), `through` itself must still be there (else `ledger.gap`, or
+/// `ledger.truncated` when nothing follows) and hash the same (else `ledger.pin-mismatch`)
+/// and is not visited, and `visit` sees only the entries after it, chained to it. The report's
+/// `first_at` is then the first read entry's.
 pub fn visit_verified_after(
     store: &Store,
     trusted: &PublicKey,
@@ -375,10 +377,15 @@ fn walk(
     let broken = |key: String, rule: &'static str, reason: String| -> anyhow::Error {
         LedgerError::Broken(BrokenEntry { key, rule, reason }).into()
     };
-    let objects = store
-        .list(LEDGER_PREFIX)
-        .context("ledger: cannot list entries")?;
-    let mut expected = 1u64;
+    // Resuming, only `resume` and what follows it is listed (one request on S3 however long
+    // the ledger), so the entries before it are not checked again.
+    let from = resume.map_or(1, |r| r.seq.max(1));
+    let objects = match from {
+        1 => store.list(LEDGER_PREFIX),
+        _ => store.list_after(LEDGER_PREFIX, &entry_key(from - 1)),
+    }
+    .context("ledger: cannot list entries")?;
+    let mut expected = from;
     let mut last: Option<(Sha256Digest, u64)> = None; // previous entry's digest and `at`
     let mut seen: HashMap<Sha256Digest, u64> = HashMap::new();
     let mut first_at = None;
@@ -399,10 +406,6 @@ fn walk(
                 rule::GAP,
                 format!("entry {expected} is missing (the next present entry is {key})"),
             ));
-        }
-        if resume.is_some_and(|r| seq < r.seq) {
-            expected += 1;
-            continue;
         }
         let Some(bytes) = read_entry(store, key, obj.size)? else {
             return Err(broken(
