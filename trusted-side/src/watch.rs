@@ -2,26 +2,26 @@
 //!
 //! Loop: look in `drop/` for jobs whose `artifact.dsse.json` is present (the worker writes it
 //! last; with a fleet, a full listing only every few seconds: `watch/landed.rs`), drop the
-//! ones already gated, gate the rest with at most `--jobs N` at once, on N lanes that live as
-//! long as the watch, each with its own store ([`crate::gate::run_gate`], the same path as
-//! `airlock gate`, so every verdict lands in the ledger), print one line per job as it
-//! finishes (the report with -v), keep the model history (`gate::drift::keep`) after a pass
-//! that gated a job asking for a model, else at most every [`KEEP_HISTORY_EVERY`], then look
-//! again at once if the pass gated (or a fleet tick dispatched) anything, else wait: on a
-//! `file://`
-//! store for a filesystem event under `drop/` (notify; a full rescan every `--poll-max`
-//! anyway, in case an event was missed), on remote stores by listing again after a delay
-//! that starts at [`POLL_MIN`] and doubles while nothing lands, up to `--poll-max`. With a
-//! fleet, a pass gates at most [`FLEET_PASS_PER_LANE`] jobs per lane, so the next tick
-//! refills the mailboxes they freed while the rest wait.
+//! ones already gated, and hand the rest to `--jobs N` lanes that live as long as the watch,
+//! each with its own store ([`crate::gate::run_gate`], the same path as `airlock gate`, so
+//! every verdict lands in the ledger); print one line per job as it finishes (the report with
+//! -v), keep the model history (`gate::drift::keep`) after a gate of a job asking for a model,
+//! else at most every [`KEEP_HISTORY_EVERY`]. Without a fleet, the loop looks again once the
+//! lanes are done: at once if anything was gated, else it waits: on a `file://` store for a
+//! filesystem event under `drop/` (notify; a full rescan every `--poll-max` anyway, in case
+//! an event was missed), on remote stores by listing again after a delay that starts at
+//! [`POLL_MIN`] and doubles while nothing lands, up to `--poll-max`. With a fleet, the loop
+//! ticks (dispatch, renewals, lost workers) on its own thread while the lanes gate, at most
+//! every [`TICK_MIN`], and keeps at most [`FLEET_QUEUED_PER_LANE`] jobs per lane handed out,
+//! so the mailboxes gated jobs freed are refilled while the rest are gated.
 //!
 //! Guards against: gating a job twice, also across restarts and hosts (a job with a gate
 //! decision in the ledger, read at start and again whenever new artifacts show up, is
 //! skipped; the ledger is verified in full at start, then each new entry as it is read, from
 //! the last entry read, which must still hash the same: a broken or rewritten ledger stops
 //! the watch); unbounded parallel work (`--jobs`); hammering a remote store (backoff); a job
-//! that keeps failing (at most [`MAX_ATTEMPTS`] tries per process, then it is left for a
-//! human).
+//! that keeps failing (at most [`MAX_ATTEMPTS`] tries per process, one with `--once`, then it
+//! is left for a human); a job handed to a lane being handed out again before it is reported.
 //! Does not check: anything itself; fetch and gate verify every byte.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,8 +48,12 @@ pub use landed::{landed_jobs, Landed};
 pub const POLL_MIN: Duration = Duration::from_millis(500);
 /// Tries per job and process before it is left alone (it stays `landed` in `status`).
 pub const MAX_ATTEMPTS: u32 = 3;
-/// With a fleet, jobs gated per pass and `--jobs` lane before the next fleet tick.
-pub const FLEET_PASS_PER_LANE: u64 = 4;
+/// With a fleet, jobs handed to each `--jobs` lane ahead of its gates (the fleet ticks while
+/// they are gated).
+pub const FLEET_QUEUED_PER_LANE: usize = 2;
+/// With a fleet, least time between two fleet ticks while gates are in flight (each tick reads
+/// every worker's heartbeat).
+pub const TICK_MIN: Duration = Duration::from_millis(50);
 /// Most concurrent gates accepted by `--jobs`.
 pub const MAX_CONCURRENCY: usize = 64;
 /// Longest time the kept model history may lag while no job gated asks for a model (after a
@@ -75,6 +79,9 @@ pub struct Watcher {
     /// The last ledger entry read: later reads verify and visit only the entries after it
     /// (it must still hash the same, else the ledger was rewritten and the watch stops).
     through: Option<LedgerHead>,
+    /// Landed jobs not gated as of the last ledger read (and not failed since): the next read
+    /// is due only when a job outside this set shows up.
+    checked: BTreeSet<JobId>,
 }
 
 impl Watcher {
@@ -85,6 +92,7 @@ impl Watcher {
             attempts: BTreeMap::new(),
             gave_up: BTreeSet::new(),
             through: None,
+            checked: BTreeSet::new(),
         };
         w.read_ledger(store, trusted)?;
         Ok(w)
@@ -114,9 +122,9 @@ impl Watcher {
         Ok(())
     }
 
-    /// Landed jobs (`landed`, from [`landed_jobs`]) still to gate. When some look new, the
-    /// ledger's new entries are read first, so a job another host (or an earlier run) gated
-    /// meanwhile is not gated twice.
+    /// Landed jobs (`landed`, from [`landed_jobs`]) still to gate. When some are new (not
+    /// there at the last read, or failed since), the ledger's new entries are read first, so a
+    /// job another host (or an earlier run) gated meanwhile is not gated twice.
     pub fn pending(
         &mut self,
         store: &Store,
@@ -130,14 +138,18 @@ impl Watcher {
                 .cloned()
                 .collect()
         };
-        if fresh(self).is_empty() {
-            return Ok(Vec::new());
+        let before = fresh(self);
+        if before.iter().all(|j| self.checked.contains(j)) {
+            return Ok(before);
         }
         self.read_ledger(store, trusted)?;
-        Ok(fresh(self))
+        let after = fresh(self);
+        self.checked = after.iter().cloned().collect();
+        Ok(after)
     }
 
     fn record(&mut self, job: &JobId, ok: bool) {
+        self.checked.remove(job);
         if ok {
             self.gated.insert(job.clone());
             self.attempts.remove(job);
@@ -170,6 +182,8 @@ struct Ctx<'a> {
 struct Lanes {
     jobs: mpsc::Sender<JobId>,
     results: mpsc::Receiver<(JobId, Result<GateReport>)>,
+    /// Jobs handed to the lanes and not yet reported.
+    flight: BTreeSet<JobId>,
 }
 
 impl Lanes {
@@ -212,24 +226,30 @@ impl Lanes {
                 }
             });
         }
-        Lanes { jobs, results }
+        Lanes {
+            jobs,
+            results,
+            flight: BTreeSet::new(),
+        }
     }
 
-    /// Gates `jobs` on the lanes; `emit` sees each result as it finishes (on the calling
-    /// thread, so output never interleaves).
-    fn gate_all(&self, jobs: Vec<JobId>, mut emit: impl FnMut(&JobId, Result<GateReport>)) {
-        let mut out = 0usize;
-        for job in jobs {
-            if self.jobs.send(job).is_ok() {
-                out += 1;
-            }
+    /// Hands `job` to the next free lane (it is in flight until reported).
+    fn send(&mut self, job: JobId) -> bool {
+        let sent = self.jobs.send(job.clone()).is_ok();
+        if sent {
+            self.flight.insert(job);
         }
-        for _ in 0..out {
-            let Ok((job, result)) = self.results.recv() else {
-                return;
-            };
-            emit(&job, result);
-        }
+        sent
+    }
+
+    /// The next finished gate, waiting at most `wait` (`None`: until one finishes).
+    fn next(&mut self, wait: Option<Duration>) -> Option<(JobId, Result<GateReport>)> {
+        let got = match wait {
+            None => self.results.recv().ok(),
+            Some(w) => self.results.recv_timeout(w).ok(),
+        }?;
+        self.flight.remove(&got.0);
+        Some(got)
     }
 }
 
@@ -252,43 +272,55 @@ fn one_line(report: &GateReport) -> String {
     )
 }
 
-/// One pass: gate everything pending, printing one line (or, with `detail`, the report) each.
-#[allow(clippy::too_many_arguments)]
-fn pass(
+/// Hands the lanes the landed jobs still to gate, at most `room` of them, none already in
+/// flight, and with `retry` false none that failed already (`--once` tries
+/// each job once); a superseded job is refused instead (fleet). Returns how many.
+fn feed(
     ctx: &Ctx<'_>,
-    lanes: &Lanes,
+    lanes: &mut Lanes,
     store: &Store,
     watcher: &mut Watcher,
     landed: &BTreeSet<JobId>,
-    args: &WatchOptions,
-    budget: Option<u64>,
-    detail: bool,
-) -> Result<Pass> {
+    room: usize,
+    retry: bool,
+) -> Result<usize> {
+    if room == 0 {
+        return Ok(0);
+    }
     let mut jobs = watcher.pending(store, &ctx.key.public(), landed)?;
+    jobs.retain(|j| !lanes.flight.contains(j) && (retry || !watcher.attempts.contains_key(j)));
     // Fleet: a job re-dispatched away from its worker is refused, never gated.
     for job in crate::fleet::superseded::take_superseded(ctx.home, store, ctx.key, &mut jobs)? {
         watcher.gated.insert(job);
     }
-    if let Some(b) = budget {
-        jobs.truncate(usize::try_from(b).unwrap_or(usize::MAX));
+    jobs.truncate(room);
+    let mut n = 0;
+    for job in jobs {
+        if lanes.send(job) {
+            n += 1;
+        }
     }
-    let mut out = Pass::default();
-    if jobs.is_empty() {
-        return Ok(out);
+    if n > 0 {
+        let f = lanes.flight.len();
+        tracing::info!("watch: {n} job(s) to the gate lanes, {f} in flight");
     }
-    tracing::info!(
-        "watch: gating {} job(s), {} at a time",
-        jobs.len(),
-        args.jobs
-    );
-    let mut print_err = None;
-    lanes.gate_all(jobs, |job, result| match result {
+    Ok(n)
+}
+
+/// Records and prints one finished gate (one line, or with `detail` the report).
+fn report(
+    watcher: &mut Watcher,
+    args: &WatchOptions,
+    detail: bool,
+    job: &JobId,
+    result: Result<GateReport>,
+    out: &mut Pass,
+) -> Result<()> {
+    match result {
         Ok(report) => {
             watcher.record(job, true);
             if args.json || detail {
-                if let Err(e) = crate::gate::print(&report, args.json) {
-                    print_err.get_or_insert(e);
-                }
+                crate::gate::print(&report, args.json)?;
                 if !args.json {
                     println!();
                 }
@@ -307,11 +339,8 @@ fn pass(
             eprintln!("error: job {job}: cannot gate: {e:#}");
             out.failed.push(job.clone());
         }
-    });
-    match print_err {
-        Some(e) => Err(e),
-        None => Ok(out),
     }
+    Ok(())
 }
 
 /// How the loop waits for the next artifact.
@@ -432,55 +461,84 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
     let (queue_tx, queue_rx) = mpsc::channel::<JobId>();
     let queue = Mutex::new(queue_rx);
     std::thread::scope(|scope| -> Result<()> {
-        let lanes = Lanes::start(scope, &ctx, &queue, queue_tx, args.jobs);
+        let mut lanes = Lanes::start(scope, &ctx, &queue, queue_tx, args.jobs);
+        let mut ticked_at: Option<std::time::Instant> = None;
+        let mut looked = false;
         loop {
             // Fleet: dispatch queued jobs, renew enrolments, mark lost workers
-            // (fleet/dispatch.rs). One look at the drop per loop, for the fleet and the gates.
+            // (fleet/dispatch.rs), on this thread while the lanes gate; at most every
+            // TICK_MIN while gates are in flight. One look at the drop per tick, for the fleet
+            // and the gates; without a fleet, a look when the lanes are done.
             let fleet = crate::fleet::dispatch::active(&home);
-            landed.refresh(&store, ticketed.as_deref().filter(|_| fleet))?;
+            let tick_due = ticked_at.is_none_or(|t| t.elapsed() >= TICK_MIN);
+            let look = (lanes.flight.is_empty() || (fleet && tick_due)) && !(args.once && looked);
             let mut dispatched = false;
-            let mut landed_now = Vec::new();
-            if fleet {
-                match crate::fleet::dispatch::tick(
-                    &home,
-                    &store,
-                    &key,
-                    landed.jobs(),
-                    Some(&opts),
-                    &mut memo,
-                ) {
-                    Ok(t) => {
-                        dispatched = t.dispatched + t.redispatched > 0;
-                        // The tick asked about the jobs that may have landed: between full
-                        // listings, refresh asks about nothing more.
-                        landed_now = t.landed_now;
-                        ticketed = Some(Vec::new());
+            if look {
+                looked = true;
+                landed.refresh(&store, ticketed.as_deref().filter(|_| fleet))?;
+                let mut landed_now = Vec::new();
+                if fleet {
+                    ticked_at = Some(std::time::Instant::now());
+                    match crate::fleet::dispatch::tick(
+                        &home,
+                        &store,
+                        &key,
+                        landed.jobs(),
+                        Some(&opts),
+                        &mut memo,
+                    ) {
+                        Ok(t) => {
+                            dispatched = t.dispatched + t.redispatched > 0;
+                            // The tick asked about the jobs that may have landed: between
+                            // full listings, refresh asks about nothing more.
+                            landed_now = t.landed_now;
+                            ticketed = Some(Vec::new());
+                        }
+                        Err(e) => eprintln!(
+                            "error: fleet: {}",
+                            airlock_core::error::one_line(e.as_ref())
+                        ),
                     }
-                    Err(e) => eprintln!(
-                        "error: fleet: {}",
-                        airlock_core::error::one_line(e.as_ref())
-                    ),
                 }
+                landed.add(landed_now);
             }
-            landed.add(landed_now);
-            let landed = landed.jobs();
-            let mut budget = args.max_jobs.map(|m| m.saturating_sub(gated));
-            if fleet {
-                // A fleet is fed between passes: a pass gates a few jobs, then the next tick
-                // refills the mailboxes those jobs freed.
-                let per_pass = (args.jobs as u64).saturating_mul(FLEET_PASS_PER_LANE);
-                budget = Some(budget.map_or(per_pass, |b| b.min(per_pass)));
+            // Keep the lanes fed: with a fleet, a few jobs queued per lane (the next tick
+            // refills the mailboxes the gated jobs freed, while the lanes gate the rest).
+            let mut room = match fleet {
+                true => args.jobs.saturating_mul(FLEET_QUEUED_PER_LANE),
+                false => usize::MAX,
             }
-            let p = pass(
+            .saturating_sub(lanes.flight.len());
+            if let Some(m) = args.max_jobs {
+                let left = m.saturating_sub(gated + lanes.flight.len() as u64);
+                room = room.min(usize::try_from(left).unwrap_or(usize::MAX));
+            }
+            feed(
                 &ctx,
-                &lanes,
+                &mut lanes,
                 &store,
                 &mut watcher,
-                landed,
-                args,
-                budget,
-                global.verbose > 0,
+                landed.jobs(),
+                room,
+                !args.once,
             )?;
+            let mut p = Pass::default();
+            if !lanes.flight.is_empty() {
+                // Wait for a gate to finish, with a fleet no longer than the next tick.
+                let wait = match fleet {
+                    true => Some(
+                        ticked_at
+                            .map_or(Duration::ZERO, |t| TICK_MIN.saturating_sub(t.elapsed()))
+                            .max(Duration::from_millis(1)),
+                    ),
+                    false => None,
+                };
+                let mut next = lanes.next(wait);
+                while let Some((job, result)) = next {
+                    report(&mut watcher, args, global.verbose > 0, &job, result, &mut p)?;
+                    next = lanes.next(Some(Duration::ZERO));
+                }
+            }
             gated += p.gated.len() as u64;
             failed += p.failed.len() as u64;
             let keep_due =
@@ -488,13 +546,21 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
             if !p.gated.is_empty() && keep_due {
                 // The next gates read the model history on from here, not from the first
                 // entry (a gate of a job that asked for no model reads none: then every
-                // KEEP_HISTORY_EVERY is enough).
+                // KEEP_HISTORY_EVERY is enough). Written aside and renamed: a gate in flight
+                // reads the old history or the new one.
                 if let Err(e) = crate::gate::drift::keep(&store, &trusted, &home.dir) {
                     tracing::warn!("watch: model history not kept: {e:#}");
                 }
                 kept_at = Some(std::time::Instant::now());
             }
-            let done = args.once || args.max_jobs.is_some_and(|m| gated >= m);
+            if !lanes.flight.is_empty() {
+                continue;
+            }
+            let pending = watcher
+                .pending(&store, &trusted, landed.jobs())?
+                .iter()
+                .any(|j| !args.once || !watcher.attempts.contains_key(j));
+            let done = (args.once && !pending) || args.max_jobs.is_some_and(|m| gated >= m);
             if done {
                 return Ok(());
             }
@@ -503,7 +569,7 @@ pub fn run(global: &GlobalOptions, args: &WatchOptions) -> Result<Outcome> {
                     true => poll_max.min(crate::fleet::dispatch::TICK),
                     false => poll_max,
                 };
-                w.wait(dispatched || !p.gated.is_empty(), max);
+                w.wait(dispatched || !p.gated.is_empty() || pending, max);
             }
         }
     })?;
