@@ -11,14 +11,16 @@
 # `superseded`), none lost, no superseded job gated; re-dispatches counted (each one is a
 # documented re-run of a killed worker's job).
 #
-# Usage: bench/fleet.sh [N] [W]      env: KEEP=dir (keep the run's files), TMPDIR, AIRLOCK_RELEASE
+# Usage: bench/fleet.sh [N] [W]      env: KEEP=dir (keep the run's files), TMPDIR, AIRLOCK_RELEASE,
+#                                        REQUESTS=1 (store requests per job, by kind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-1000}"
 W="${2:-8}"
 
-RELEASE="${AIRLOCK_RELEASE:-$(bash scripts/release.sh -p airlock -p airlock-worker)}" # AIRLOCK_RELEASE: a directory holding both release binaries
-EXAMPLES="$(bash scripts/release.sh -p airlock-tests --example s3-server)/examples"
+RELEASE="${AIRLOCK_RELEASE:-$(bash scripts/release.sh -p airlock -p airlock-worker)}" # AIRLOCK_RELEASE: a directory holding both release binaries (and examples/s3-server, if built)
+EXAMPLES="$RELEASE/examples" # the S3 server beside the binaries, else built here
+[ -x "$EXAMPLES/s3-server" ] || EXAMPLES="$(bash scripts/release.sh -p airlock-tests --example s3-server)/examples"
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-fleet.XXXXXX")"
 pids=()
 cleanup() {
@@ -41,6 +43,8 @@ data="/dev/shm/airlock-bench-fleet.$$"
 [ -d /dev/shm ] || data="$work/s3"
 mkdir -p "$data"
 port=$((20000 + RANDOM % 20000))
+# REQUESTS=1: the server writes its requests by kind every second (costs it some CPU).
+[ -n "${REQUESTS:-}" ] && export S3_SERVER_SUMMARY="$work/s3.requests"
 "$work/bin/s3-server" "$data" "$port" 2>"$work/s3.log" &
 s3pid=$!
 pids+=($!)
@@ -87,31 +91,57 @@ t1=$(date +%s.%N)
 echo "submitted $N jobs in $(echo "$t1 - $t0" | bc) s ($(echo "scale=1; $N / ($t1 - $t0)" | bc) submits/s)" >&2
 
 for i in $(seq 1 "$W"); do start_worker "w$i"; done
-# The killer: at a third of the jobs, SIGKILL a fifth of the workers while they run a job,
-# then restart them.
+# The killer: once a third of the jobs have dropped (the workers run ahead of the gates), SIGKILL
+# a fifth of the workers while they run a job, then restart them.
 kill_n=$(( (W + 4) / 5 ))
 (
   while :; do
-    g=$( (wc -l < "$work/watch.out") 2>/dev/null || echo 0)
+    g=$( (ls "$data/airlock/bench/drop" 2>/dev/null || true) | wc -l)
     [ "$g" -ge $((N / 3)) ] && break
-    sleep 0.2
+    sleep 0.1
   done
-  # Workers whose last heartbeat says they run a job (watch's books).
-  victims=""
-  for _ in $(seq 100); do
-    victims=$(python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["workers"]; print(" ".join(sorted(n for n,s in w.items() if (s.get("claimed") or {}).get("state")=="busy")[:int(sys.argv[2])]))' "$work/home/fleet/state.json" "$kill_n" 2>/dev/null || true)
-    [ -n "$victims" ] && break
-    sleep 0.05
-  done
-  for v in $victims; do
-    p=$(pgrep -f "serve --enrollment $work/$v.enrol" | head -1 || true)
-    [ -n "$p" ] && cpu_ticks "$p" >> "$work/cpu.killed" && kill -9 "$p" && echo "killed $v mid-job (pid $p)" >&2
-  done
+  # Mid-job: a worker whose heartbeat (read from the server's files, not watch's books, which
+  # lag) says it runs a job and which has a child process (the sandbox) at that moment.
+  victims=$(python3 - "$data/airlock/bench/fleet" "$kill_n" "$work/cpu.killed" \
+    $(for i in $(seq 1 "$W"); do echo "w$i:$(pgrep -f "serve --enrollment $work/w$i.enrol" | head -1)"; done) <<'EOF'
+import json, os, signal, sys, time
+fleet, n, cpu_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+pids = dict(a.split(":", 1) for a in sys.argv[4:] if not a.endswith(":"))
+def busy(name):
+    try:
+        h = json.load(open(f"{fleet}/{name}/heartbeat.json"))
+    except (OSError, ValueError):
+        return None
+    return h.get("job") if h.get("state") == "busy" else None
+def children(pid):
+    try:
+        return any(open(f"/proc/{pid}/task/{t}/children").read().split()
+                   for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return False
+killed, end = [], time.time() + 30
+while len(killed) < n and time.time() < end:
+    for name, pid in sorted(pids.items()):
+        if name in killed or len(killed) >= n:
+            continue
+        job = busy(name)
+        if job and children(pid):
+            stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            os.kill(int(pid), signal.SIGKILL)
+            with open(cpu_file, "a") as f:
+                f.write(f"{sum(int(x) for x in stat[11:15])}\n")
+            print(f"killed {name} mid-job (pid {pid}, job {job})", file=sys.stderr)
+            killed.append(name)
+    time.sleep(0.005)
+print(" ".join(killed))
+EOF
+)
   sleep 3
   for v in $victims; do start_worker "$v"; done
 ) &
 killer=$!
 s3_before=$(cpu_ticks "$s3pid")
+[ -n "${REQUESTS:-}" ] && { sleep 1.1; cp "$work/s3.requests" "$work/s3.requests.before"; }
 t2=$(date +%s.%N)
 TIMEFORMAT='%3U %3S'
 { time "$A" -q watch --jobs 2 --max-jobs "$N" --poll-max 1s --repo "$repo" >"$work/watch.out" 2>"$work/watch.err"; } 2>"$work/watch.time"
@@ -128,6 +158,24 @@ read -r wu ws < "$work/watch.time"
 tck=$(getconf CLK_TCK)
 echo "cpu per job: workers $(echo "scale=1; $wk * 1000 / $tck / $N" | bc) ms, watch $(echo "scale=1; ($wu + $ws) * 1000 / $N" | bc) ms (user $wu s, system $ws s), s3 server $(echo "scale=1; $s3 * 1000 / $tck / $N" | bc) ms"
 
+if [ -n "${REQUESTS:-}" ]; then
+  sleep 1.1
+  python3 - "$work/s3.requests.before" "$work/s3.requests" "$N" <<'EOF'
+import sys
+def read(p):
+    out = {}
+    for line in open(p):
+        n, kind = line.split(None, 1)
+        out[kind.strip()] = int(n)
+    return out
+a, b, n = read(sys.argv[1]), read(sys.argv[2]), int(sys.argv[3])
+d = sorted(((b[k] - a.get(k, 0), k) for k in b), reverse=True)
+print(f"store requests per job while the fleet ran: {sum(x for x, _ in d) / n:.1f}")
+for x, k in d:
+    if x:
+        print(f"  {x / n:6.2f}  {k}")
+EOF
+fi
 rate=$(echo "scale=1; $N / ($t3 - $t2)" | bc)
 echo "fleet: $N jobs dispatched, run and gated in $(echo "$t3 - $t2" | bc) s by $W workers: $rate jobs/s (target >= 50: ratio $(echo "scale=2; $rate / 50" | bc))"
 

@@ -18,7 +18,28 @@ fn main() {
     let server =
         airlock_tests::s3::S3Server::serve_on(&PathBuf::from(dir), Ipv4Addr::UNSPECIFIED, port);
     eprintln!("s3-server: listening on 0.0.0.0:{}", server.port());
+    // S3_SERVER_SUMMARY=FILE: every second, the requests so far by method and key shape (a
+    // segment holding a digit is `*`), for `bench/fleet.sh`'s requests-per-job figures.
+    let summary = std::env::var_os("S3_SERVER_SUMMARY");
     loop {
-        std::thread::park();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let Some(path) = &summary else { continue };
+        let mut counts = std::collections::BTreeMap::<String, u64>::new();
+        for l in server.log() {
+            let shape: Vec<&str> = (l.path.split('/'))
+                .map(|seg| match seg.bytes().any(|b| b.is_ascii_digit()) {
+                    true => "*",
+                    false => seg,
+                })
+                .collect();
+            *counts
+                .entry(format!("{} {}", l.method, shape.join("/")))
+                .or_default() += 1;
+        }
+        let text: String = counts
+            .iter()
+            .map(|(k, n)| format!("{n:>8} {k}\n"))
+            .collect();
+        let _ = std::fs::write(path, text);
     }
 }
