@@ -25,7 +25,8 @@ pub const MAX_MATCHES: usize = 256;
 pub(crate) enum Kind {
     /// A CI definition, a Makefile, a script: every line, scripts named anywhere.
     Generic,
-    /// A Dockerfile: what `RUN` runs, and what `COPY`/`ADD` brought in that `RUN` runs.
+    /// A Dockerfile: what `RUN` runs, what `COPY`/`ADD` brought in that `RUN` runs, and the
+    /// configuration and scripts `COPY`/`ADD` bring into the image.
     Dockerfile,
     /// A Bazel `BUILD` file or `.bzl`: the lines of `genrule`, `run_binary` and `sh_*` rules.
     Bazel,
@@ -48,6 +49,10 @@ pub(crate) enum Accept {
     AnyFile,
     /// A document an agent reads (Markdown, text, Cursor `.mdc`, …).
     Document,
+    /// A file a Dockerfile copies into the image it builds: counted when it configures the
+    /// image's environment rather than being the product's source (`initial-condarc`,
+    /// `Rprofile.site`, `nginx.conf`, an entrypoint script; not `app.py`).
+    Copied,
 }
 
 /// The kind of `path` when reached in `bucket`'s chain.
@@ -180,7 +185,8 @@ fn dockerfile_lines(text: &str) -> Vec<(Cow<'_, str>, Accept)> {
         if word == "RUN" || continued {
             out.push((Cow::Borrowed(line), Accept::Runnable));
             in_run = line.trim_end().ends_with('\\');
-        } else if word == "COPY" || word == "ADD" {
+        } else if (word == "COPY" || word == "ADD") && !code.contains("--from") {
+            // A copy from another stage (`--from=builder`) names that stage's paths.
             let args: Vec<&str> = code
                 .split_whitespace()
                 .skip(1)
@@ -200,6 +206,8 @@ fn dockerfile_lines(text: &str) -> Vec<(Cow<'_, str>, Accept)> {
         let base = src.trim_end_matches('/').rsplit('/').next().unwrap_or(src);
         if !base.is_empty() && runs.contains(base) {
             out.push((Cow::Owned(format!("COPY {src}")), Accept::Runnable));
+        } else if !base.is_empty() && !src.contains("://") {
+            out.push((Cow::Owned(format!("COPY {src}")), Accept::Copied));
         }
     }
     out
@@ -344,8 +352,8 @@ pub(crate) fn imports(from: &str, text: &str) -> Vec<String> {
 }
 
 /// The local Sphinx extensions a `conf.py` loads: each quoted name of its `extensions` list as a
-/// module under the configuration's directory or a directory it adds to `sys.path`
-/// (`sys.path.insert(0, os.path.abspath("_ext"))`).
+/// module under the configuration's directory, its parent, the root, or a directory it adds to
+/// `sys.path` (`sys.path.insert(0, os.path.abspath("_ext"))`).
 pub(crate) fn sphinx_extensions(from: &str, text: &str) -> Vec<String> {
     if from.rsplit('/').next() != Some("conf.py") {
         return Vec::new();
@@ -363,7 +371,11 @@ pub(crate) fn sphinx_extensions(from: &str, text: &str) -> Vec<String> {
             .map(str::to_owned)
             .collect()
     };
-    let mut dirs = vec![base.to_owned()];
+    // The configuration's directory, its parent and the root: where `sys.path` most often
+    // points when it is computed (`Path(__file__).resolve().parent.parent`), which is not read.
+    let parent = base.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut dirs = vec![base.to_owned(), parent.to_owned(), String::new()];
+    dirs.dedup();
     for line in text.lines().filter(|l| l.contains("sys.path")) {
         dirs.extend(
             quoted(line)
@@ -545,3 +557,21 @@ fn wild(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 #[path = "follow_tests.rs"]
 mod tests;
+
+/// Whether a file a Dockerfile copies configures the image (an rc file, a site profile, a
+/// server configuration, settings, a script): everything but the product's own source and
+/// assets, which are what the image carries, not how it runs (`app.py`, `index.html`, a PNG).
+pub(crate) fn copied_config(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let Some((_, ext)) = name.rsplit_once('.').filter(|(s, _)| !s.is_empty()) else {
+        // `initial-condarc`, `.bashrc`, `entrypoint`: no extension, or a dotfile.
+        return true;
+    };
+    const SOURCE_OR_ASSET: &[&str] = &[
+        "py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rs", "java", "kt", "rb", "php", "c",
+        "h", "cc", "cpp", "cs", "html", "htm", "css", "scss", "vue", "svelte", "png", "jpg",
+        "jpeg", "gif", "svg", "ico", "webp", "woff", "woff2", "ttf", "md", "txt", "csv", "lock",
+        "sum", "mod", "jar", "war", "whl", "tgz", "gz", "zip",
+    ];
+    !SOURCE_OR_ASSET.contains(&ext)
+}

@@ -42,9 +42,16 @@ fn kinds_count_the_lines_that_run_something() {
         [
             "RUN apk add x \\",
             "  && sh /tmp/setup.sh",
-            "COPY tools/setup.sh"
+            "COPY tools/setup.sh",
+            // Counted for what it configures: `main.py` is source, which reach then leaves out
+            // (`copied_config`).
+            "COPY main.py"
         ]
     );
+    assert!(copied_config("images/base/initial-condarc"));
+    assert!(copied_config("images/base/Rprofile.site"));
+    assert!(!copied_config("app/main.py"));
+    assert!(!copied_config("static/logo.png"));
     let bazel = "cc_library(\n  srcs = [\"a.py\"],\n)\ngenrule(\n  name = \"g\",\n  tools = [\"//tools:gen.sh\", \":local.py\"],\n)\n";
     let got = lines(Kind::Bazel, bazel);
     assert!(

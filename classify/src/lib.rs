@@ -321,8 +321,12 @@ pub fn needs_content(path: &str) -> bool {
     let name = classify_path_with(path, None);
     name.rule == table::OTHER_RULE
         || name.rule == TOOL_DOTFILE_RULE
+        || name.rule == DOCS_DIR_RULE
         || content_may_raise(name.bucket)
 }
+
+/// A file under a documentation directory: a `#!` makes it `build.docs-script`.
+const DOCS_DIR_RULE: &str = "docs.dir";
 
 /// Runs one content test on the start of a file.
 fn content_matches(test: table::ContentTest, path: &str, head: &[u8]) -> bool {
@@ -495,9 +499,11 @@ fn classify_content(
     let named = if name.rule == table::OTHER_RULE
         || name.rule == "src.code"
         || name.rule == TOOL_DOTFILE_RULE
+        || name.rule == DOCS_DIR_RULE
     {
-        // The table's own content rules (a shebang makes an unnamed file a script; a dotfile
-        // of an unknown tool holding data only is `other.data-dotfile`).
+        // The table's own content rules (a shebang makes an unnamed file a script, under
+        // `docs/` too; a dotfile of an unknown tool holding data only is
+        // `other.data-dotfile`).
         classify_path_with(path, Some(head))
     } else {
         name

@@ -3,11 +3,15 @@
 //! descriptor is `iac`, any other file inside a deploy package (a Helm chart, a Nomad Pack)
 //! below the root is `iac` (weakly: only out of `src` and `other`); a program beside an
 //! infrastructure-as-code project file (Pulumi, AWS CDK, CDK for Terraform) is `iac` too; a
-//! file inside a copied site theme (`themes/x/` holding Hugo's `theme.toml`) is `deps`.
+//! file inside a copied site theme (`themes/x/` holding Hugo's `theme.toml`) is `deps`; a file
+//! a configuration-management module deploys (a Puppet module's `files/` and `templates/`, a
+//! Chef cookbook's `libraries/`, a Salt formula's state directory) is `iac`, weakly.
 //!
 //! Guards against: a chart's template or value file hidden under a directory name no path rule
-//! knows. Reads only the tree's listing (no content), in time linear in the changed paths times
-//! their depth (each lookup a binary search in the listing).
+//! knows; a file a Puppet, Chef or Salt module ships to the machines it manages passing as
+//! source (`templates/vhost.erb`, `libraries/helpers.rb`) or data (`files/httpd`). Reads only
+//! the tree's listing (no content), in time linear in the changed paths times their depth (each
+//! lookup a binary search in the listing).
 
 use std::collections::BTreeMap;
 
@@ -140,6 +144,20 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     by_dir: false,
                 },
             );
+        } else if let Some((module, kind)) = cm_module(c.path, all) {
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Iac,
+                    rule: "iac.cm-module",
+                    because: format!(
+                        "a file of the {kind} {}",
+                        if module.is_empty() { "./" } else { &module }
+                    ),
+                    weak: true,
+                    by_dir: false,
+                },
+            );
         } else if let Some(theme) = vendored_theme(c.path, all) {
             out.insert(
                 c.path.to_owned(),
@@ -220,6 +238,83 @@ fn infra_project(path: &str, all: &Paths<'_>) -> Option<String> {
             if let Some(p) = project(&root.join("/")) {
                 return Some(p);
             }
+        }
+    }
+    None
+}
+
+/// Directories of a Puppet module whose files the module deploys or runs on the managed nodes
+/// (`files/`, ERB and EPP `templates/`, Ruby facts and functions under `lib/`, …).
+const PUPPET_DIRS: &[&str] = &[
+    "files",
+    "templates",
+    "lib",
+    "functions",
+    "types",
+    "facts.d",
+    "tasks",
+    "plans",
+    "data",
+    "manifests",
+];
+
+/// The same of a Chef cookbook (`libraries/*.rb`, `templates/default/*.erb`, …).
+const CHEF_DIRS: &[&str] = &[
+    "files",
+    "templates",
+    "libraries",
+    "resources",
+    "recipes",
+    "attributes",
+    "providers",
+    "definitions",
+];
+
+/// The configuration-management module `path` belongs to, and its kind: a Puppet module (a
+/// directory with `metadata.json` and `manifests/`), a Chef cookbook (`metadata.rb`, or
+/// `metadata.json` with `recipes/` or `resources/`), whose files under the directories above
+/// are what the module deploys; or a Salt formula's state directory (one holding `init.sls` or
+/// `map.jinja`), every file of which a state may render or copy (`_mapdata.jinja`,
+/// `files/default/x.conf`). Images and prose are left out. Each lookup is a binary search, so
+/// this costs the path's depth.
+fn cm_module(path: &str, all: &Paths<'_>) -> Option<(String, &'static str)> {
+    let lower = path.to_ascii_lowercase();
+    let media = [
+        ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".md", ".rst", ".txt",
+    ]
+    .iter()
+    .any(|e| lower.ends_with(e));
+    if media {
+        return None;
+    }
+    let comps: Vec<&str> = path.split('/').collect();
+    let join = |d: &str, n: &str| {
+        if d.is_empty() {
+            n.to_owned()
+        } else {
+            format!("{d}/{n}")
+        }
+    };
+    for n in (1..comps.len()).rev() {
+        let dir = comps[..n].join("/");
+        let has = |name: &str| all.contains(&join(&dir, name));
+        if has("init.sls") || has("map.jinja") {
+            return Some((dir, "Salt formula state directory"));
+        }
+    }
+    for n in (0..comps.len() - 1).rev() {
+        let dir = comps[..n].join("/");
+        let below = comps[n];
+        let has = |name: &str| all.contains(&join(&dir, name));
+        let has_dir = |name: &str| all.has_under(&join(&dir, name));
+        if PUPPET_DIRS.contains(&below) && has("metadata.json") && has_dir("manifests") {
+            return Some((dir, "Puppet module"));
+        }
+        if CHEF_DIRS.contains(&below)
+            && (has("metadata.rb")
+                || (has("metadata.json") && (has_dir("recipes") || has_dir("resources"))))
+        {
+            return Some((dir, "Chef cookbook"));
         }
     }
     None

@@ -39,10 +39,11 @@ pub const MAX_ENTRY_POINTS: usize = 4096;
 pub const RULES: &[(&str, &str)] = &[
     ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
     ("agent.reached", "read or run by an agent or an editor: imported or named by agent instructions (`CLAUDE.md` `@docs/x.md`, `AGENTS.md`, a Cursor or other `.<tool>/rules/` file), run by a dev container (`initializeCommand`, `postCreateCommand`, …) or by a VS Code task that runs on `folderOpen`, or by a file those run"),
-    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN`, CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
+    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN` and the configuration and scripts its `COPY`/`ADD` bring into the image (not the product's source or assets), CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
+    ("iac.cm-module", "a file a configuration-management module deploys: under `files/`, `templates/`, `lib/`, `functions/`, `types/`, `facts.d/`, `tasks/`, `plans/`, `data/` or `manifests/` of a Puppet module (a directory with `metadata.json` and `manifests/`), under `files/`, `templates/`, `libraries/`, `resources/`, `recipes/`, `attributes/`, `providers/` or `definitions/` of a Chef cookbook (`metadata.rb`, or `metadata.json` with `recipes/` or `resources/`), or anywhere in a Salt formula's state directory (one holding `init.sls` or `map.jinja`); images and prose left out (applies to `src` and `other` only)"),
     ("deps.vendored-theme", "a file inside a copy of a site theme: a directory under `themes/` holding the theme's manifest (Hugo's `theme.toml`), vendored code whatever its inner paths say (applies to `src` and `other` only)"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
@@ -249,6 +250,7 @@ impl TreeReach {
                         follow::Accept::Document => follow::document(&p),
                         follow::Accept::Runnable if data => level1 && config_reference(&line),
                         follow::Accept::Runnable => runnable(&p, all.executable(&p)),
+                        follow::Accept::Copied => follow::copied_config(&p),
                     };
                     if ok {
                         out.insert(p);

@@ -329,6 +329,23 @@ fn setting_line(line: &str) -> bool {
     if line.chars().all(|c| "{}[],".contains(c)) {
         return true;
     }
+    // A long command-line option of an options file (`.rspec`'s `--format documentation`,
+    // `.puppet-lint.rc`'s `--no-80chars-check`, `--ignore-paths=spec/**`): data when the option
+    // names no loader and its value is data (`--require spec_helper`, `--plugin x`,
+    // `--pager=less` stay code). Short options (`-r x`) say nothing of what they do: code.
+    if let Some(opt) = line.strip_prefix("--") {
+        let (name, value) = opt.split_once(['=', ' ', '\t']).unwrap_or((opt, ""));
+        // `--no-autoloader_layout-check` turns a check off: it loads nothing.
+        if name.starts_with("no-") && value.trim().is_empty() {
+            return true;
+        }
+        return !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            && !key_names_code(name)
+            && value_is_data(value.trim());
+    }
     // A section names its purpose in full (`[tool.x]`, `[[rules]]`).
     if line.starts_with('[') && line.ends_with(']') {
         return !key_names_code(line.trim_matches(['[', ']']));
@@ -339,8 +356,9 @@ fn setting_line(line: &str) -> bool {
     }
     let sep = [item.find(':'), item.find('=')].into_iter().flatten().min();
     let Some(at) = sep else {
-        // A bare scalar (a list item, a JSON array element): one token or a quoted string.
-        return scalar(item);
+        // A bare scalar (a list item, a JSON array element): one token or a quoted string; a
+        // comment after it (`- 205  # Use ".sls"`) is prose.
+        return scalar(without_comment(item));
     };
     let key = item[..at].trim().trim_matches(['"', '\'']);
     let value = item[at + 1..].trim();
@@ -382,6 +400,22 @@ fn key_names_code(key: &str) -> bool {
                 .iter()
                 .any(|l| w == *l || w.strip_suffix('s') == Some(l))
     })
+}
+
+/// `item` without a trailing ` # comment` outside quotes.
+fn without_comment(item: &str) -> &str {
+    let mut quote = None;
+    for (i, c) in item.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '#') if i > 0 && item[..i].ends_with(char::is_whitespace) => {
+                return item[..i].trim_end();
+            }
+            _ => {}
+        }
+    }
+    item
 }
 
 /// A bare scalar: a quoted string or one token, holding data.
@@ -487,6 +521,18 @@ mod tests {
             // A filter's paths load nothing (round six, from a development sample:
             // geerlingguy/mac-dev-playbook's `.ansible-lint`).
             (".ansible-lint", b"---\nexclude_paths:\n  - roles/x.y\n  - .github/\nskip_list:\n  - yaml\n"),
+            // Options files whose long options name no loader (round seven, from round six's
+            // set: puppetlabs-apache's `.rspec` and `.puppet-lint.rc`).
+            (".rspec", b"--color\n--format documentation\n"),
+            (
+                ".puppet-lint.rc",
+                b"--fail-on-warnings\n--relative\n--no-80chars-check\n--no-autoloader_layout-check\n--ignore-paths=spec/**/*.pp,vendor/**/*.pp\n",
+            ),
+            // A comment after a list item is prose (the Salt nginx formula's `.salt-lint`).
+            (
+                ".salt-lint",
+                b"---\nexclude_paths: []\nrules: {}\nskip_list:\n  - 205  # Use \".sls\" as a Salt State file extension\n",
+            ),
         ] {
             assert!(data_only_dotfile(path, data), "{path}");
         }
@@ -498,6 +544,8 @@ mod tests {
                 b"SimpleCov.start do\n  add_filter '/spec/'\nend\n",
             ),
             (".rspec", b"--format progress\n--require spec_helper\n"),
+            (".puppet-lint.rc", b"--relative\n--plugin ./lib/check.rb\n"),
+            (".opts", b"-r spec_helper\n"),
             (".ackrc", b"--ignore-dir=build\n--pager=less\n"),
             (".env", b"LOG_LEVEL=debug\n"),
             (".tool.env", b"NODE_OPTIONS=--require ./hook.js\n"),

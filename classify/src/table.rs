@@ -210,10 +210,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.ide-data",
         Bucket::Other,
-        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes): nothing there runs a program or names one to load (before the editor rule)",
+        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes) and Xcode's workspace state (`IDEWorkspaceChecks.plist`, `*.xccheckout`, `*.xcscmblueprint`): nothing there runs a program or names one to load (before the editor rule)",
         &[
             "**/.idea/{copyright,dictionaries,codestyles,inspectionprofiles,scopes}/**",
             "**/.idea/codestylesettings.xml",
+            "**/ideworkspacechecks.plist",
+            "*.{xccheckout,xcscmblueprint}",
         ],
     ),
     rule(
@@ -315,8 +317,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.example-project",
         Bucket::Other,
-        "Example and sample projects (`examples/`, `_examples/`, `samples/` at any depth, `example/` and `sample/` at the root, Xcode playgrounds `*.playground/`; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
-        &["**/{examples,_examples,samples}/**", "{example,sample}/**", "**/*.playground/**"],
+        "Example, sample and demo projects (`examples/`, `_examples/`, `samples/` at any depth; `example/`, `sample/`, `demo/`, `demos/` and directories named for one, `Example-iOS/`, `Kingfisher-Demo/`, `SDK Demo/`, at the root; Xcode playgrounds `*.playground/`; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
+        &[
+            "**/{examples,_examples,samples}/**",
+            "{example,sample,demo,demos}/**",
+            "{example,sample,demo}{-,_}*/**",
+            "*{-,_, }{example,sample,demo}/**",
+            "**/*.playground/**",
+        ],
     ),
     rule(
         "other.generator-template",
@@ -588,7 +596,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "ci.hosted-service",
         Bucket::Ci,
-        "Other hosted CI services: AppVeyor, Google Cloud Build, AWS CodeBuild, Cirrus, Semaphore, Zuul, TeamCity, Codefresh, Wercker, Bitrise, Codemagic, Harness, Bazel CI, Kokoro, Shipit deploys",
+        "Other hosted CI services: AppVeyor, Google Cloud Build, AWS CodeBuild, Cirrus, Semaphore, Zuul, TeamCity, Codefresh, Wercker, Bitrise, Codemagic, Harness, Bazel CI, Kokoro, Shipit deploys, Packit and the TMT plans and tests it runs (`*.fmf`, `.fmf/version`)",
         &[
             "{.,}appveyor.{yml,yaml}",
             "cloudbuild.{yml,yaml,json}",
@@ -610,6 +618,9 @@ pub(crate) static RULES: &[Rule] = &[
             "**/kokoro/**",
             "shipit.yml",
             "shipit.*.yml",
+            "{.,}packit.{yml,yaml,json}",
+            "**/.fmf/**",
+            "*.fmf",
         ],
     ),
     rule(
@@ -658,12 +669,15 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "tests.iac-under-test-dir",
         Bucket::Tests,
-        "Deployment descriptors and server configurations inside test directories (`test/`, `tests/`, `e2e/`): what the tests apply to a test cluster, an emulator or a test server",
+        "Deployment descriptors and server configurations inside test directories (`test/`, `tests/`, `e2e/`; Puppet, Salt and Chef files also under `spec/`: a test cookbook, a test pillar, an acceptance node's manifest): what the tests apply to a test cluster, an emulator, a test server or a test machine",
         &[
             "**/{test,tests,e2e,__tests__,testing}/**/*.{yaml,yml,json,tf,tfvars,hcl,tpl,j2}",
             "**/{test,tests,e2e,__tests__,testing}/**/{nginx,httpd,apache2,haproxy,redis,my}.conf",
             "**/{test,tests,e2e,__tests__,testing}/**/{dockerfile,containerfile}",
             "**/{test,tests,e2e,__tests__,testing}/**/{dockerfile,containerfile}.*",
+            "**/{test,tests,spec,e2e,testing}/**/*.{pp,epp,sls,erb}",
+            "**/{test,tests,spec,e2e,testing}/**/cookbooks/**",
+            "**/{test,tests,spec,e2e,testing}/**/{pillar,salt}/**",
         ],
     ),
     rule(
@@ -969,7 +983,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`)",
+        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects (`*.gpr`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`)",
         &[
             "*.{gn,gni}",
             ".gn",
@@ -988,6 +1002,13 @@ pub(crate) static RULES: &[Rule] = &[
             "**/patches/**/*.{patch,diff}",
             "*.{wxs,wxi,wixproj,nsi,nsh,iss}",
             "*.def",
+            "*.{vcproj,dsp,dsw}",
+            "*.gpr",
+            "descrip.mms",
+            "*.{mms,mmk}",
+            "*vms*.com",
+            "{jamfile,jamroot,jamrules}",
+            "*.jam",
         ],
     ),
     rule(
@@ -1170,7 +1191,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.packaging",
         Bucket::Build,
-        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements",
+        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements, setuptools' in-tree `*.egg-info/` metadata, a Salt formula's `FORMULA`",
         &[
             ".npmignore",
             ".vscodeignore",
@@ -1186,6 +1207,8 @@ pub(crate) static RULES: &[Rule] = &[
             "*.ebuild",
             "**/{conda-recipe,conda.recipe}/**",
             "**/recipe/meta.yaml",
+            "**/*.egg-info/**",
+            "/formula",
         ],
     ),
     // ---------------------------------------------------------------- deps
@@ -1250,7 +1273,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "deps.manifest",
         Bucket::Deps,
-        "Dependency manifests, declarative or not (`pyproject.toml`, `package.json`, `Gemfile`, import maps, jsonnet-bundler, Meson wraps, component manifests are deps; `build.gradle` and `setup.py` are build)",
+        "Dependency manifests, declarative or not (`pyproject.toml`, `package.json`, `Gemfile`, import maps, jsonnet-bundler, Meson wraps, component manifests, LuaRocks `*.rockspec`, a Chef cookbook's `metadata.rb` are deps; `build.gradle` and `setup.py` are build)",
         &[
             "cargo.toml",
             "package.json",
@@ -1318,6 +1341,8 @@ pub(crate) static RULES: &[Rule] = &[
             "jsonnetfile.json",
             "cgmanifest.json",
             "**/subprojects/*.wrap",
+            "*.rockspec",
+            "metadata.rb",
         ],
     ),
     rule(
@@ -1510,7 +1535,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.tool-config",
         Bucket::Build,
-        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, a root `.config/`",
+        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, a root `.config/`, Test Kitchen's `kitchen*.yml` (the provisioners and verifiers a test run starts)",
         &[
             "{checkstyle,pmd,spotbugs,findbugs}*.{xml,properties}",
             "*[-_]suppressions.xml",
@@ -1535,6 +1560,8 @@ pub(crate) static RULES: &[Rule] = &[
             "**/.run/*.run.xml",
             "**/.tx/**",
             ".config/**",
+            "{.,}kitchen.{yml,yaml}",
+            "{.,}kitchen.*.{yml,yaml}",
         ],
     ),
     rule(
@@ -1649,10 +1676,20 @@ pub(crate) static RULES: &[Rule] = &[
         &["/*.{sh,bash,zsh,ksh,ps1,psm1,bat,cmd,awk}"],
     ),
     rule(
+        "build.binder",
+        Bucket::Build,
+        "Binder's environment directory (`.binder/`, a root `binder/`) and a root `postBuild`: mybinder.org runs `postBuild` and `start` and installs what the environment files name when it builds the repository's image",
+        &["**/.binder/**", "binder/**", "/postbuild"],
+    ),
+    rule(
         "build.version-pin",
         Bucket::Build,
         "Version pins read by builds and CI (`VERSION`-style files: `GO_VERSION`, `.flux-version`, a pin with a suffix such as `.python-version-default`)",
-        &["*[-_.]version", "*[-_.]version.txt", ".*[-_]version[-_]*"],
+        &[
+            "*[-_.]version",
+            "*[-_.]version.txt",
+            ".*[-_]version[-_]*",
+        ],
     ),
     rule(
         "other.placeholder",
@@ -1684,6 +1721,16 @@ pub(crate) static RULES: &[Rule] = &[
         "Dotfiles of tools that no earlier rule claims (`.editorconfig`, `.prettierrc`, `.golangci.yml`, `.eslintrc`, `.env`, …): tools read them at build, lint or run time",
         &[".*"],
     ),
+    Rule {
+        id: "build.docs-script",
+        bucket: Bucket::Build,
+        what: "Scripts inside documentation directories (RE2's `doc/mksyntaxgo`, a generator a maintainer runs to rebuild a table): a program, not prose (before `docs.dir`)",
+        globs: &[
+            "**/{docs,doc,documentation,man,website,site}/**",
+        ],
+        exact_globs: &[],
+        content: Some(ContentTest::Shebang),
+    },
     rule(
         "docs.dir",
         Bucket::Docs,

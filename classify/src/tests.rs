@@ -394,7 +394,13 @@ fn cloudformation_and_shebang_content() {
 
 #[test]
 fn needs_content_only_where_a_content_rule_could_win() {
-    for p in ["config.yaml", "x/pod.json", "lib/helper", "src/main.rs"] {
+    for p in [
+        "config.yaml",
+        "x/pod.json",
+        "lib/helper",
+        "src/main.rs",
+        "doc/mksyntaxgo",
+    ] {
         assert!(needs_content(p), "{p}");
     }
     for p in [
