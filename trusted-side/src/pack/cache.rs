@@ -338,6 +338,7 @@ impl PackCache {
         if done.is_err() {
             let _ = rustix::fs::unlinkat(&dir, &tmp, rustix::fs::AtFlags::empty());
         }
+        super::drop_aside(meta);
         done?;
         self.prune();
         Ok(())
