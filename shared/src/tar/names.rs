@@ -6,9 +6,9 @@
 //! On `Ok`: no two inserted names collide under [`collision_key`], per component.
 //! Does not check: the path rules themselves; callers run `check_relative_path` first.
 //!
-//! Memory: one node per distinct directory prefix and member, holding the component twice
-//! (exact and folded), so at most `max_entries * max_depth` nodes and about twice the bytes
-//! of all member names.
+//! Memory: one node per distinct directory prefix and member, holding the component folded,
+//! and as inserted when that differs, so at most `max_entries * max_depth` nodes and at most
+//! about twice the bytes of all member names.
 
 use std::collections::HashMap;
 
@@ -27,7 +27,8 @@ enum Kind {
 #[derive(Debug)]
 struct Node {
     id: usize,
-    exact: String,
+    /// The component as inserted, when it is not its own folded form (the key).
+    exact: Option<Box<str>>,
     kind: Kind,
 }
 
@@ -60,17 +61,20 @@ impl NameSet {
     /// Records `path` (already checked by `check_relative_path`, without a trailing `/`).
     /// On a conflict returns the rule (`tar.duplicate` or `tar.collision`) and the reason.
     pub(crate) fn insert(&mut self, path: &str, is_dir: bool) -> Result<(), (TarRule, String)> {
-        let comps: Vec<&str> = path.split('/').collect();
-        // The parent directories shared, byte for byte, with the name inserted last.
+        // The parent directories shared, byte for byte, with the name inserted last (each
+        // ends before a `/` both names have at the same place).
         let shared = (self.last_dirs.iter())
-            .take(comps.len() - 1)
             .take_while(|(end, _)| {
                 path.as_bytes().get(..=*end) == self.last_path.as_bytes().get(..=*end)
+                    && path.as_bytes().get(*end) == Some(&b'/')
             })
             .count();
-        let parent = shared.checked_sub(1).map_or(0, |i| self.last_dirs[i].1);
+        let (start, parent) = match shared.checked_sub(1).map(|i| self.last_dirs[i]) {
+            Some((end, node)) => (end + 1, node),
+            None => (0, 0),
+        };
         self.last_dirs.truncate(shared);
-        let r = self.insert_from(&comps, shared, parent, is_dir);
+        let r = self.insert_from(path, start, parent, is_dir);
         match r {
             Ok(()) => {
                 self.last_path.clear();
@@ -84,25 +88,23 @@ impl NameSet {
         r
     }
 
-    /// Inserts a name's components `comps` from component `start` on, `start` the directory
-    /// node above it, recording each directory passed through in `last_dirs`.
+    /// Inserts the components of `path` from byte `start` on (the start of a component), under
+    /// the directory node `parent`, recording each directory passed through in `last_dirs`.
     fn insert_from(
         &mut self,
-        comps: &[&str],
+        path: &str,
         start: usize,
         mut parent: usize,
         is_dir: bool,
     ) -> Result<(), (TarRule, String)> {
-        // Where the component ends in the name.
-        let mut end = comps[..start].iter().map(|c| c.len() + 1).sum::<usize>();
-        for (i, comp) in comps.iter().enumerate().skip(start) {
-            end += comp.len();
-            let last = i + 1 == comps.len();
-            if !last {
-                // Its node is `parent` once this iteration is done (or the insert fails).
-                self.last_dirs.push((end, 0));
-            }
-            end += 1;
+        let mut at = start;
+        loop {
+            let rest = path.get(at..).unwrap_or_default();
+            let (comp, last) = match rest.find('/') {
+                Some(n) => (&rest[..n], false),
+                None => (rest, true),
+            };
+            let end = at + comp.len();
             let key = (parent, collision_key(comp));
             match self.nodes.get_mut(&key) {
                 None => {
@@ -113,26 +115,15 @@ impl NameSet {
                         (true, true) => Kind::Dir,
                         (true, false) => Kind::File,
                     };
-                    self.nodes.insert(
-                        key,
-                        Node {
-                            id,
-                            exact: (*comp).to_owned(),
-                            kind,
-                        },
-                    );
+                    // Most names are their own folded form: kept once, as the key.
+                    let exact = (key.1 != comp).then(|| comp.into());
+                    self.nodes.insert(key, Node { id, exact, kind });
                     parent = id;
-                    if let Some(d) = self.last_dirs.last_mut().filter(|_| !last) {
-                        d.1 = id;
-                    }
                 }
                 Some(node) => {
-                    if node.exact != *comp {
-                        let mut other = comps[..i].join("/");
-                        if !other.is_empty() {
-                            other.push('/');
-                        }
-                        other.push_str(&node.exact);
+                    let exact = node.exact.as_deref().unwrap_or(&key.1);
+                    if exact != comp {
+                        let other = format!("{}{exact}", &path[..at]);
                         return Err((
                             TarRule::Collision,
                             format!(
@@ -147,35 +138,36 @@ impl NameSet {
                                 TarRule::Collision,
                                 format!(
                                     "{:?} is a regular file, it cannot contain members",
-                                    crate::paths::display_cut(&comps[..=i].join("/"))
+                                    crate::paths::display_cut(&path[..end])
                                 ),
                             ));
                         }
                         parent = node.id;
-                        if let Some(d) = self.last_dirs.last_mut() {
-                            d.1 = parent;
-                        }
-                        continue;
+                    } else {
+                        return match (node.kind, is_dir) {
+                            (Kind::ImplicitDir, true) => {
+                                node.kind = Kind::Dir;
+                                Ok(())
+                            }
+                            (Kind::ImplicitDir, false) => Err((
+                                TarRule::Collision,
+                                "earlier members sit below this path, it cannot be a regular file"
+                                    .to_owned(),
+                            )),
+                            (Kind::Dir | Kind::File, _) => Err((
+                                TarRule::Duplicate,
+                                "appears twice in the archive".to_owned(),
+                            )),
+                        };
                     }
-                    return match (node.kind, is_dir) {
-                        (Kind::ImplicitDir, true) => {
-                            node.kind = Kind::Dir;
-                            Ok(())
-                        }
-                        (Kind::ImplicitDir, false) => Err((
-                            TarRule::Collision,
-                            "earlier members sit below this path, it cannot be a regular file"
-                                .to_owned(),
-                        )),
-                        (Kind::Dir | Kind::File, _) => Err((
-                            TarRule::Duplicate,
-                            "appears twice in the archive".to_owned(),
-                        )),
-                    };
                 }
             }
+            if last {
+                return Ok(());
+            }
+            self.last_dirs.push((end, parent));
+            at = end + 1;
         }
-        Ok(())
     }
 }
 
