@@ -201,7 +201,14 @@ impl<W: Write> DeterministicTarWriter<W> {
             .map_err(|(rule, reason)| TarError::member_rejected(path, rule, reason))?;
         self.entries = entries;
         self.total_bytes = total;
-        self.last = Some(path.to_owned());
+        match &mut self.last {
+            // One allocation for the writer, not one a member.
+            Some(last) => {
+                last.clear();
+                last.push_str(path);
+            }
+            None => self.last = Some(path.to_owned()),
+        }
         Ok(())
     }
 

@@ -28,6 +28,7 @@ use std::io::{BufWriter, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::keys::SigningKey;
@@ -127,7 +128,9 @@ pub struct Base {
     /// Its metadata (HMAC checked).
     pub meta: Meta,
     file: File,
-    by_file: HashMap<String, usize>,
+    /// The file after the one found last: a pack asks for paths in the order the entry holds
+    /// them (bundle order), so this is the next answer, found without hashing the path.
+    next: AtomicUsize,
     by_group: HashMap<Sha256Digest, usize>,
 }
 
@@ -238,12 +241,6 @@ impl PackCache {
                 bail!("a group outside the entry");
             }
         }
-        let by_file = meta
-            .files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.member.path.clone(), i))
-            .collect();
         let by_group = meta
             .groups
             .iter()
@@ -253,7 +250,7 @@ impl PackCache {
         Ok(Base {
             meta,
             file,
-            by_file,
+            next: AtomicUsize::new(0),
             by_group,
         })
     }
@@ -309,7 +306,7 @@ impl PackCache {
         groups: Vec<GroupRecord>,
         skipped: &BTreeMap<String, u64>,
     ) -> Result<()> {
-        let meta = &Meta {
+        let meta = Meta {
             key: self.key,
             tree: tree.to_owned(),
             files,
@@ -321,7 +318,7 @@ impl PackCache {
             if data_len > MAX_ENTRY_BYTES {
                 bail!("entry too large");
             }
-            let block = postcard::to_allocvec(meta)?;
+            let block = postcard::to_allocvec(&meta)?;
             let mut lens = Vec::with_capacity(16);
             lens.extend((block.len() as u64).to_le_bytes());
             lens.extend(data_len.to_le_bytes());
@@ -341,6 +338,7 @@ impl PackCache {
         if done.is_err() {
             let _ = rustix::fs::unlinkat(&dir, &tmp, rustix::fs::AtFlags::empty());
         }
+        super::drop_aside(meta);
         done?;
         self.prune();
         Ok(())
@@ -387,22 +385,36 @@ impl Drop for Staging {
 }
 
 impl Base {
+    /// The entry's record of `path`: the one after the record found last if it is that path,
+    /// else found by bisection (the entry holds its files in bundle order, strictly
+    /// ascending; in an entry that did not, a path missed is only a file packed again).
+    fn record(&self, path: &[u8]) -> Option<&FileRecord> {
+        let files = &self.meta.files;
+        let here = |i: usize| files.get(i).filter(|f| f.member.path.as_bytes() == path);
+        let next = self.next.load(Ordering::Relaxed);
+        let i = match here(next) {
+            Some(_) => next,
+            None => (files.binary_search_by(|f| f.member.path.as_bytes().cmp(path))).ok()?,
+        };
+        self.next.store(i + 1, Ordering::Relaxed);
+        here(i)
+    }
+
     /// The result of packing this file (same path, mode and blob) before.
     pub fn file(&self, m: &Member) -> Option<&FileResult> {
-        let f = self.meta.files.get(*self.by_file.get(m.path.as_str())?)?;
+        let f = self.record(m.path.as_bytes())?;
         (f.member.exec == m.exec && f.member.oid == m.oid).then_some(&f.result)
     }
 
     /// Whether `path` was selected by the pack that stored this entry (same selection rules:
     /// the key binds them).
     pub fn selected(&self, path: &str) -> bool {
-        self.by_file.contains_key(path)
+        self.record(path.as_bytes()).is_some()
     }
 
     /// The size of the blob `oid` at `path`, if this entry packed it.
     pub fn size(&self, path: &[u8], oid: &str) -> Option<u64> {
-        let path = std::str::from_utf8(path).ok()?;
-        let f = self.meta.files.get(*self.by_file.get(path)?)?;
+        let f = self.record(path)?;
         (f.member.oid == oid).then_some(f.member.size)
     }
 

@@ -440,3 +440,84 @@ fn files_left_out_with_and_without_a_fingerprint_are_reused_from_the_entry() {
     );
     assert_eq!(second.summary.skipped, fresh.summary.skipped);
 }
+
+/// An entry holding `paths` (in this order), each with a blob id of its own.
+fn base_of(paths: &[&str]) -> Base {
+    let files = (paths.iter().enumerate())
+        .map(|(i, p)| FileRecord {
+            member: Member {
+                path: (*p).to_owned(),
+                exec: false,
+                oid: format!("{i:040}"),
+                size: i as u64,
+            },
+            result: FileResult::Omitted {
+                omissions: Vec::new(),
+            },
+        })
+        .collect();
+    Base {
+        meta: Meta {
+            key: Sha256Digest([0; 32]),
+            tree: String::new(),
+            files,
+            groups: Vec::new(),
+            skipped: BTreeMap::new(),
+        },
+        file: tempfile::tempfile().unwrap(),
+        next: AtomicUsize::new(0),
+        by_group: HashMap::new(),
+    }
+}
+
+/// A path's record found from the one found before gives what a search of every record gives,
+/// whatever order the paths are asked in, for paths the entry lacks, and in an entry whose
+/// records are out of order (then a path may be missed, never answered with another's record).
+#[test]
+fn a_record_is_found_for_its_own_path_only_in_any_order() {
+    let sorted = ["a", "a/b", "a0", "b/c/d", "b/c/e", "c", "d.rs", "z/z"];
+    let absent = ["", "a/", "a/c", "b", "b/c", "zz"];
+    let mut shuffled = sorted;
+    shuffled.swap(0, 5);
+    shuffled.swap(2, 7);
+    for (paths, ordered) in [(&sorted, true), (&shuffled, false)] {
+        let base = base_of(paths);
+        let mut asks: Vec<&str> = sorted.iter().chain(&absent).copied().collect();
+        let mut seed = 7u64;
+        for round in 0..200 {
+            match round % 3 {
+                0 => asks.sort(),
+                1 => asks.reverse(),
+                _ => {
+                    // A seeded shuffle.
+                    for i in (1..asks.len()).rev() {
+                        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        asks.swap(i, (seed >> 33) as usize % (i + 1));
+                    }
+                }
+            }
+            for p in &asks {
+                let want = paths.iter().position(|q| q == p);
+                let oid = want.map(|i| format!("{i:040}")).unwrap_or_default();
+                let m = Member {
+                    path: (*p).to_owned(),
+                    exec: false,
+                    oid: oid.clone(),
+                    size: 0,
+                };
+                let found = base.size(p.as_bytes(), &oid);
+                assert!(found.is_none() || found == want.map(|i| i as u64), "{p}");
+                if ordered {
+                    assert_eq!(base.file(&m).is_some(), want.is_some(), "{p}");
+                    assert_eq!(found, want.map(|i| i as u64), "{p}");
+                    assert_eq!(base.selected(p), want.is_some(), "{p}");
+                }
+                let other = Member {
+                    oid: "f".repeat(40),
+                    ..m
+                };
+                assert!(base.file(&other).is_none(), "{p}");
+            }
+        }
+    }
+}

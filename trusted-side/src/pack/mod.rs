@@ -26,6 +26,7 @@ mod files;
 pub mod groups;
 pub mod select;
 mod sink;
+mod tail;
 
 pub use command::{run, PackCommandOptions, PackInputs};
 pub use files::CacheStats;
@@ -38,12 +39,9 @@ use std::sync::Arc;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::dsse::{self, Statement};
-use airlock_core::format::{
-    self, BundlePredicate, Manifest, Packer, Request, Source, MANIFEST_FORMAT, PREDICATE_BUNDLE,
-};
+use airlock_core::format::{self, BundlePredicate, Request, Source, PREDICATE_BUNDLE};
 use airlock_core::jobid::JobId;
 use airlock_core::keys::SigningKey;
-use airlock_core::limits::TarLimits;
 use airlock_core::tar::{DeterministicTarWriter, GZIP_HEADER};
 use airlock_scan::Scanner;
 use anyhow::{bail, Context, Result};
@@ -51,8 +49,9 @@ use serde::Serialize;
 
 use crate::exit::Refused;
 use crate::git::Repo;
-use files::{write_files, FilesPart};
+use files::write_files;
 use groups::redaction_of;
+use tail::{finish_bundle, manifest_of, rescan_tail, resume_bundle, ManifestBytes, Names};
 
 /// The bundle's writer.
 type Tar = DeterministicTarWriter<sink::Sink>;
@@ -314,7 +313,7 @@ fn pack_bundle_into(
     bundle.write_all(&GZIP_HEADER)?;
     // A prompt with findings (and no --redact) is refused after the whole tree was scanned,
     // so that the refusal lists every finding at once.
-    let part = write_files(
+    let mut part = write_files(
         &repo,
         &plan,
         (base.as_ref(), ahead.as_ref()),
@@ -349,6 +348,9 @@ fn pack_bundle_into(
             *skipped.entry(rule.to_owned()).or_insert(0) += 1;
         }
     }
+    // The manifest takes the files' entries; the writer, their names and sizes.
+    let names = Names::of(&part.files);
+    let files = std::mem::take(&mut part.files);
     let (written, tail) = std::thread::scope(|s| {
         // Every file was scanned (or its result for the same content, rules and options
         // reused), and every redacted file scanned again after redaction; the members written
@@ -356,11 +358,11 @@ fn pack_bundle_into(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<ManifestBytes>>(1);
         let (part, request, scanner, source) = (&part, &request_bytes, &scanner, source.clone());
         let tail = s.spawn(move || {
-            let manifest = Arc::new(manifest_of(part, skipped, source, request_sha256));
+            let manifest = Arc::new(manifest_of(files, part, skipped, source, request_sha256));
             let _ = tx.send(Arc::clone(&manifest));
             rescan_tail(&manifest.bytes, request, scanner).map(|()| manifest)
         });
-        let written = resume_bundle(part, bundle).and_then(|tar| {
+        let written = resume_bundle(&names, &part.cut, bundle).and_then(|tar| {
             let manifest = rx.recv().context("the manifest was not built")?;
             finish_bundle(tar, &manifest, request)
         });
@@ -430,11 +432,11 @@ fn pack_bundle_into(
         *redacted.entry(r.rule.clone()).or_insert(0) += 1;
         redacted_paths.insert(r.path.clone());
     }
-    Ok(PackSummary {
+    let summary = PackSummary {
         job: opts.job.clone(),
         revision,
         tree,
-        files: part.files.len() as u64,
+        files: manifest.files as u64,
         bytes: part.bytes,
         skipped: manifest.skipped.clone(),
         redacted,
@@ -447,24 +449,15 @@ fn pack_bundle_into(
         envelope_path,
         key_id: key.public().key_id(),
         cache: part.stats,
-    })
+    };
+    drop_aside((plan, part.redactions, part.omitted, base, manifest, names));
+    Ok(summary)
 }
 
-/// The bundle writer continuing `bundle`, which holds the gzip header and the `files/` part.
-/// The writer checks every member again (paths, order, collisions, limits).
-fn resume_bundle(part: &FilesPart, bundle: sink::Sink) -> Result<Tar> {
-    let names: Vec<String> = (part.files.iter())
-        .map(|f| format!("files/{}", f.path))
-        .collect();
-    let members = (names.iter().zip(&part.files)).map(|(n, f)| (n.as_str(), false, f.size));
-    DeterministicTarWriter::resume(
-        bundle,
-        TarLimits::bundle(),
-        &part.cut,
-        groups::TAIL_LEVEL,
-        members,
-    )
-    .context("cannot write the bundle")
+/// Drops `what` on a thread of its own (here if none starts): freeing a large tree's plan,
+/// entry and manifest, tens of thousands of allocations, took milliseconds after the work.
+pub(crate) fn drop_aside<T: Send + 'static>(what: T) {
+    let _ = std::thread::Builder::new().spawn(move || drop(what));
 }
 
 /// Writes the envelope to a temp file, runs `place_bundle` (which renames the bundle into
@@ -489,96 +482,4 @@ fn crate_atomic_write(
     tmp.persist(dest)
         .with_context(|| format!("{}: cannot write", dest.display()))?;
     Ok(())
-}
-
-/// The manifest, serialized.
-struct ManifestBytes {
-    bytes: Vec<u8>,
-    sha256: Sha256Digest,
-    skipped: BTreeMap<String, u64>,
-}
-
-/// The manifest of the `files/` part: files, redactions, paths left out.
-fn manifest_of(
-    part: &FilesPart,
-    skipped: BTreeMap<String, u64>,
-    source: Source,
-    request_sha256: Sha256Digest,
-) -> ManifestBytes {
-    let manifest = Manifest {
-        format: MANIFEST_FORMAT.to_owned(),
-        packer: Packer {
-            name: "airlock".to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-        },
-        source,
-        request_sha256,
-        files: part.files.clone(),
-        redactions: {
-            let mut r = part.redactions.clone();
-            r.sort_by(|a, b| (&a.path, a.line, &a.rule).cmp(&(&b.path, b.line, &b.rule)));
-            r
-        },
-        skipped: skipped.clone(),
-        omitted: {
-            let mut o = part.omitted.clone();
-            o.sort_by(|a, b| (&a.path, &a.rule).cmp(&(&b.path, &b.rule)));
-            o
-        },
-    };
-    let bytes = format::to_json_bytes(&manifest);
-    let sha256 = Sha256Digest::of_bytes(&bytes);
-    ManifestBytes {
-        bytes,
-        sha256,
-        skipped,
-    }
-}
-
-/// The bundle as written (not yet synced).
-struct Written {
-    file: File,
-    bundle_sha256: Sha256Digest,
-    bundle_bytes: u64,
-}
-
-/// Writes `manifest.json` and `request.json` after the files part and finishes the bundle.
-fn finish_bundle(mut tar: Tar, manifest: &ManifestBytes, request_bytes: &[u8]) -> Result<Written> {
-    tar.append_file(
-        "manifest.json",
-        false,
-        manifest.bytes.len() as u64,
-        manifest.bytes.as_slice(),
-    )?;
-    tar.append_file(
-        "request.json",
-        false,
-        request_bytes.len() as u64,
-        request_bytes,
-    )?;
-    let sink = tar.finish()?;
-    let (file, bundle_sha256, bundle_bytes) = sink.finish().context("cannot write the bundle")?;
-
-    Ok(Written {
-        file,
-        bundle_sha256,
-        bundle_bytes,
-    })
-}
-
-/// The rescan of the members written last: the manifest and the request.
-fn rescan_tail(manifest: &[u8], request_bytes: &[u8], scanner: &Scanner) -> Result<()> {
-    let mut findings = scanner.scan("manifest.json", manifest);
-    findings.extend(scanner.scan("request.json", request_bytes));
-    if findings.is_empty() {
-        return Ok(());
-    }
-    let mut msg = format!(
-        "refusing to pack: the rescan of the finished bundle found {} secret(s) (pack.rescan)",
-        findings.len()
-    );
-    for f in &findings {
-        msg.push_str(&format!("\n  {f}"));
-    }
-    Err(Refused(msg).into())
 }
