@@ -22,6 +22,9 @@ pub fn take_superseded(
     key: &SigningKey,
     jobs: &mut Vec<JobId>,
 ) -> Result<BTreeSet<JobId>> {
+    if jobs.is_empty() {
+        return Ok(BTreeSet::new()); // nothing to look up: the fleet's books are not read
+    }
     let mut state = State::load(&home.dir)?;
     let hit: BTreeSet<JobId> = jobs
         .iter()
