@@ -1,7 +1,7 @@
 //! The one way airlock starts git: [`Git`] builds every git process of pack, scan, gate and
 //! review with the same hardening, and [`Repo`] reads a revision's tree with it (`ls-tree` for
-//! the listing, `cat-file --batch` streaming blobs, so memory stays flat whatever the tree
-//! size).
+//! the listing, `diff-tree` for what changed since a tree listed before, `cat-file --batch`
+//! streaming blobs, so memory stays flat whatever the tree size).
 //!
 //! Guards against: the repository or the environment changing what git reads or does:
 //! replace refs (`--no-replace-objects`), system and global config (`GIT_CONFIG_NOSYSTEM`,
@@ -11,6 +11,7 @@
 //! injection through the revision (`--end-of-options`, revisions on stdin or full ids only).
 //! Does not check: what the repository holds; callers read trees and blobs as data.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,8 +19,10 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 mod blobs;
+mod changes;
 mod objects;
 pub use blobs::{deal, BlobStream};
+pub use changes::{apply_changes, is_sorted, TreeChange};
 pub use objects::Object;
 
 /// Environment variables that would point git at another repository, index or object store,
@@ -207,12 +210,14 @@ pub fn is_full_oid(s: &str) -> bool {
 }
 
 /// One entry of a tree listing.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TreeEntry {
-    /// Git mode (`100644`, `100755`, `120000`, `160000`).
-    pub mode: String,
-    /// Object type (`blob` or `commit`).
-    pub kind: String,
+    /// Git mode (`100644`, `100755`, `120000`, `160000`): [`well_known`] for these, so that
+    /// a listing of a large tree does not allocate them once an entry.
+    pub mode: Cow<'static, str>,
+    /// Object type (`blob` or `commit`), as `mode`.
+    pub kind: Cow<'static, str>,
     /// Object id.
     pub oid: String,
     /// Blob size (0 for non-blobs).
@@ -406,6 +411,17 @@ impl Repo {
     }
 }
 
+/// `word` without an allocation when it is one of the modes and object types a tree lists.
+pub fn well_known(word: &str) -> Cow<'static, str> {
+    const WORDS: [&str; 8] = [
+        "100644", "100755", "120000", "160000", "040000", "blob", "commit", "tree",
+    ];
+    match WORDS.iter().find(|w| **w == word) {
+        Some(w) => Cow::Borrowed(w),
+        None => Cow::Owned(word.to_owned()),
+    }
+}
+
 fn parse_ls_tree_record(rec: &[u8], sized: bool) -> Result<TreeEntry> {
     // "<mode> SP <type> SP <object> SP+ <size> TAB <path>" (without `-l`: no size)
     let tab = rec
@@ -424,8 +440,8 @@ fn parse_ls_tree_record(rec: &[u8], sized: bool) -> Result<TreeEntry> {
         None => bail!("git ls-tree: malformed record"),
     };
     Ok(TreeEntry {
-        mode: mode.to_owned(),
-        kind: kind.to_owned(),
+        mode: well_known(mode),
+        kind: well_known(kind),
         oid: oid.to_owned(),
         size: size.parse().unwrap_or(0),
         path: path.to_vec(),

@@ -22,6 +22,7 @@
 //!
 //! Does not check: a writer who holds the trusted key (they can sign bundles anyway).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -41,6 +42,7 @@ use sha2::{Digest, Sha256};
 use super::ahead::{Ahead, Span};
 use super::groups::{FileResult, Member};
 use super::PackOptions;
+use crate::git::TreeEntry;
 use crate::store::beneath::Root;
 
 /// Entries whose compressed bytes are larger than this are not kept.
@@ -48,7 +50,7 @@ pub const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
 /// At most this many entries are kept (the oldest go first).
 pub const MAX_ENTRIES: usize = 16;
 /// First bytes of an entry file.
-const MAGIC: &[u8; 24] = b"airlock-pack-cache/v4\n\0\0";
+const MAGIC: &[u8; 24] = b"airlock-pack-cache/v5\n\0\0";
 /// Trailer: metadata length, data length, HMAC.
 const TRAILER: u64 = 8 + 8 + 32;
 /// Largest metadata block read back.
@@ -114,6 +116,9 @@ pub struct Meta {
     pub groups: Vec<GroupRecord>,
     /// Paths left out by selection, per rule.
     pub skipped: BTreeMap<String, u64>,
+    /// The tree's entries left out by selection, in listing order: with `files`, the tree's
+    /// whole listing, from which the next revision's is made (`git/changes.rs`).
+    pub others: Vec<TreeEntry>,
 }
 
 /// The cache of one pack: the home, the key of its rules and options, the HMAC key.
@@ -182,10 +187,12 @@ impl PackCache {
         format!("{DIR}/{}.{tree}.entry", self.key)
     }
 
-    /// The entry to start from: this tree's, else the newest with the same key. Entries that
-    /// fail their check are skipped (and replaced when this pack stores its own).
-    pub fn base(&self, tree: &str) -> Option<Base> {
-        let listing = self.root.list(&format!("{DIR}/")).ok()?;
+    /// The entries to start from, best first: this tree's, else the newest with the same key
+    /// (at most three).
+    pub fn candidates(&self, tree: &str) -> Vec<String> {
+        let Ok(listing) = self.root.list(&format!("{DIR}/")) else {
+            return Vec::new();
+        };
         let prefix = format!("{DIR}/{}.", self.key);
         let exact = self.name(tree);
         let mut names: Vec<(bool, u64, String)> = listing
@@ -195,8 +202,20 @@ impl PackCache {
             .map(|(k, _, ctime)| (k == exact, ctime, k))
             .collect();
         names.sort_by(|a, b| b.cmp(a));
-        names.into_iter().take(3).find_map(|(_, _, name)| {
-            self.load(&name)
+        names.into_iter().take(3).map(|(_, _, name)| name).collect()
+    }
+
+    /// The tree a candidate's name says it holds (checked against its metadata when loaded).
+    pub fn tree_of(name: &str) -> Option<&str> {
+        let stem = name.strip_suffix(".entry")?;
+        stem.rsplit_once('.').map(|(_, tree)| tree)
+    }
+
+    /// The first of `candidates` that loads and passes its check. Entries that fail are
+    /// skipped (and replaced when this pack stores its own).
+    pub fn base(&self, candidates: &[String]) -> Option<Base> {
+        candidates.iter().find_map(|name| {
+            self.load(name)
                 .map_err(|e| tracing::debug!("pack cache: {name} ignored: {e:#}"))
                 .ok()
         })
@@ -234,6 +253,9 @@ impl PackCache {
         let meta: Meta = postcard::from_bytes(&meta).context("metadata")?;
         if meta.key != self.key {
             bail!("entry stored under another key");
+        }
+        if Self::tree_of(name) != Some(meta.tree.as_str()) {
+            bail!("entry stored under another tree's name");
         }
         for g in &meta.groups {
             let fits = g.first <= g.end && g.end <= meta.files.len();
@@ -294,17 +316,16 @@ impl PackCache {
         })
     }
 
-    /// Appends the metadata (`files`, `groups`, `skipped` of `tree`) and the trailer to
-    /// `staging` (whose data is `data_len` bytes) and moves it into place as this tree's entry;
-    /// prunes old entries.
+    /// Appends the metadata (`files`, `groups`, and `skipped` and `others` of `tree`) and the
+    /// trailer to `staging` (whose data is `data_len` bytes) and moves it into place as this
+    /// tree's entry; prunes old entries.
     pub fn commit(
         &self,
         mut staging: Staging,
         data_len: u64,
         tree: &str,
-        files: Vec<FileRecord>,
-        groups: Vec<GroupRecord>,
-        skipped: &BTreeMap<String, u64>,
+        (files, groups): (Vec<FileRecord>, Vec<GroupRecord>),
+        (skipped, others): (&BTreeMap<String, u64>, Vec<TreeEntry>),
     ) -> Result<()> {
         let meta = Meta {
             key: self.key,
@@ -312,6 +333,7 @@ impl PackCache {
             files,
             groups,
             skipped: skipped.clone(),
+            others,
         };
         let (dir, tmp) = staging.dir.take().context("not a cache entry")?;
         let done = (|| -> Result<()> {
@@ -416,6 +438,21 @@ impl Base {
     pub fn size(&self, path: &[u8], oid: &str) -> Option<u64> {
         let f = self.record(path)?;
         (f.member.oid == oid).then_some(f.member.size)
+    }
+
+    /// The whole listing of the entry's tree, in listing order: its files (sizes known) and the
+    /// entries left out. `None` if it is not in order (an entry of an older layout).
+    pub fn listing(&self) -> Option<Vec<TreeEntry>> {
+        let files = self.meta.files.iter().map(|f| TreeEntry {
+            mode: Cow::Borrowed(if f.member.exec { "100755" } else { "100644" }),
+            kind: Cow::Borrowed("blob"),
+            oid: f.member.oid.clone(),
+            size: f.member.size,
+            path: f.member.path.as_bytes().to_vec(),
+        });
+        let mut all: Vec<TreeEntry> = files.chain(self.meta.others.iter().cloned()).collect();
+        all.sort_by(|a, b| a.path.cmp(&b.path));
+        crate::git::is_sorted(&all).then_some(all)
     }
 
     /// The group with these members, if kept: its index in the entry, and its record.

@@ -355,8 +355,10 @@ fn a_tampered_entry_is_rebuilt_never_trusted() {
     };
     let theirs = PackCache::new(&home, &opts, &scanner, &other_key).unwrap();
     let ours = PackCache::new(&home, &opts, &scanner, &SigningKey::from_seed([7u8; 32])).unwrap();
-    assert!(ours.base(&fresh.summary.tree).is_some());
-    assert!(theirs.base(&fresh.summary.tree).is_none());
+    assert!(ours.base(&ours.candidates(&fresh.summary.tree)).is_some());
+    assert!(theirs
+        .base(&theirs.candidates(&fresh.summary.tree))
+        .is_none());
 }
 
 #[test]
@@ -463,6 +465,7 @@ fn base_of(paths: &[&str]) -> Base {
             files,
             groups: Vec::new(),
             skipped: BTreeMap::new(),
+            others: Vec::new(),
         },
         file: tempfile::tempfile().unwrap(),
         next: AtomicUsize::new(0),
@@ -520,4 +523,50 @@ fn a_record_is_found_for_its_own_path_only_in_any_order() {
             }
         }
     }
+}
+
+/// A new revision's listing is the entry's tree's with the changes applied (`git diff-tree`),
+/// and the selection runs on it as on a tree listed whole: a new path whose name collides with
+/// one packed before is left out, a moved file is packed at its new path, a new deny-listed file
+/// is left out, and the bundle is the one a pack with the cache off makes.
+#[test]
+fn a_new_revision_listed_from_the_entry_selects_as_a_whole_listing() {
+    let (_t, r, home, out) = workspace(24);
+    let first = pack(&r, Some(&home), &out);
+    std::fs::write(r.join("src/M003.rs"), "pub fn shadow() {}\n").unwrap(); // collides
+    std::fs::create_dir_all(r.join("src/moved")).unwrap();
+    std::fs::rename(r.join("src/m004.rs"), r.join("src/moved/m004.rs")).unwrap();
+    std::fs::write(r.join("src/new.rs"), "pub fn new() {}\n").unwrap();
+    std::fs::write(r.join("deploy.pem"), "-----BEGIN NOTHING-----\n").unwrap();
+    std::fs::remove_file(r.join("src/m010.rs")).unwrap();
+    commit(&r);
+    let second = pack(&r, Some(&home), &out);
+    let off = pack(&r, None, &out);
+    assert_eq!(second.bytes, off.bytes);
+    assert_eq!(second.summary.skipped, off.summary.skipped);
+    assert_eq!(second.summary.skipped.get("pack.name-collision"), Some(&1));
+    assert_eq!(second.summary.skipped.get("deny:*.pem"), Some(&1));
+    let members = read_back(&second.bytes);
+    // The first in listing order stays (`M` sorts before `m`), as with the cache off.
+    assert!(members.contains_key("files/src/M003.rs"));
+    assert!(!members.contains_key("files/src/m003.rs"));
+    assert!(members.contains_key("files/src/moved/m004.rs"));
+    assert!(!members.contains_key("files/src/m010.rs"));
+    assert!(members.contains_key("files/src/new.rs"));
+    // Two new files (`M003.rs`, `new.rs`; the moved one is still one), one deleted, one left
+    // out by the collision.
+    assert_eq!(second.summary.files, first.summary.files);
+    // The next revision starts from this one's entry, which keeps the left-out entries too.
+    std::fs::remove_file(r.join("deploy.pem")).unwrap();
+    std::fs::write(r.join("src/new.rs"), "pub fn newer() {}\n").unwrap();
+    commit(&r);
+    let third = pack(&r, Some(&home), &out);
+    assert_eq!(third.bytes, pack(&r, None, &out).bytes);
+    assert_eq!(third.summary.skipped.get("deny:*.pem"), None);
+    assert_eq!(third.summary.skipped.get("pack.name-collision"), Some(&1));
+    assert_eq!(
+        third.summary.cache.files_scanned, 1,
+        "{:?}",
+        third.summary.cache
+    );
 }

@@ -28,7 +28,7 @@ use super::cache::{Base, FileRecord, GroupRecord, Staging};
 use super::groups::{self, Built, FileResult, Member};
 use super::sink::Sink;
 use super::PackOptions;
-use crate::git::{BlobStream, Repo};
+use crate::git::{BlobStream, Repo, TreeEntry};
 
 /// Bytes of blobs read for groups not yet written, at most (one larger group at a time).
 const IN_FLIGHT_BYTES: u64 = 32 * 1024 * 1024;
@@ -51,6 +51,8 @@ pub(super) struct Plan {
     pub(super) members: Vec<Member>,
     pub(super) groups: Vec<Range<usize>>,
     pub(super) skipped: BTreeMap<String, u64>,
+    /// The tree's entries left out, in listing order.
+    pub(super) others: Vec<TreeEntry>,
 }
 
 /// The `files/` part as written to the bundle.

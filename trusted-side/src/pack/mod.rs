@@ -24,6 +24,7 @@ pub mod cache;
 mod command;
 mod files;
 pub mod groups;
+mod listing;
 pub mod select;
 mod sink;
 mod tail;
@@ -229,33 +230,31 @@ fn pack_bundle_into(
     let (revision, tree) = repo.resolve(opts.rev)?;
     let cache = (opts.cache_dir.as_deref())
         .and_then(|home| cache::PackCache::new(home, opts, &scanner, key));
-    // The tree is listed beside the reading of the cache entry; with a cache, without sizes
-    // (the entry knows most of them).
+    // The tree is listed beside the reading of the cache entry: with a cache, as the changes
+    // from the tree of the entry most likely used (or without sizes: the entry knows most).
+    let candidates = (cache.as_ref()).map_or_else(Vec::new, |c| c.candidates(&tree));
+    let from = candidates
+        .first()
+        .and_then(|n| cache::PackCache::tree_of(n));
     let (base, ahead, listing) = std::thread::scope(|s| {
-        let listing = s.spawn(|| match &cache {
-            Some(_) => repo.list_tree_unsized(&revision),
-            None => repo.list_tree(&revision),
-        });
-        let base = cache.as_ref().and_then(|c| c.base(&tree));
+        let listing = s.spawn(|| listing::start(&repo, (&revision, &tree), cache.is_some(), from));
+        let base = cache.as_ref().and_then(|c| c.base(&candidates));
         // The cached groups are read and checked while the tree is listed and selected.
         let ahead = base.as_ref().and_then(cache::Base::read_ahead);
         (base, ahead, listing.join())
     });
-    let listing = listing.map_err(|_| anyhow::anyhow!("the tree's listing panicked"))?;
+    let listing = listing.map_err(|_| anyhow::anyhow!("the tree's listing panicked"))??;
     phase("tree listed, cache entry read");
-    let plan = match &base {
+    let mut plan = match &base {
         // The same tree: its listing and selection are in the entry.
         Some(b) if b.meta.tree == tree => files::Plan {
             groups: b.meta.groups.iter().map(|g| g.first..g.end).collect(),
             members: b.meta.files.iter().map(|f| f.member.clone()).collect(),
             skipped: b.meta.skipped.clone(),
+            others: b.meta.others.clone(),
         },
         _ => {
-            let mut entries = listing?;
-            if cache.is_some() {
-                let b = base.as_ref();
-                repo.fill_sizes(&mut entries, |e| b.and_then(|b| b.size(&e.path, &e.oid)))?;
-            }
+            let entries = listing::entries(&repo, &revision, listing, base.as_ref())?;
             select::plan(entries, opts, |p| {
                 base.as_ref().is_some_and(|b| b.selected(p))
             })?
@@ -379,14 +378,13 @@ fn pack_bundle_into(
         });
         if let (Some(c), Some(staging)) = (&cache, staging) {
             // Best effort: a cache that cannot be written only costs the next pack time.
-            let (files, groups) = part.records;
+            let others = std::mem::take(&mut plan.others);
             if let Err(e) = c.commit(
                 staging,
                 part.cut.compressed_bytes,
                 &tree,
-                files,
-                groups,
-                &plan.skipped,
+                part.records,
+                (&plan.skipped, others),
             ) {
                 tracing::debug!("pack cache: not stored: {e:#}");
             }

@@ -11,6 +11,7 @@
 //! its path check, both functions of the path alone; its kind, mode, size, the homes and the
 //! collisions, which depend on the tree, are checked again.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use airlock_core::paths;
@@ -156,8 +157,9 @@ impl Selector {
     }
 }
 
-/// The files of `entries` a pack with `opts` keeps, in bundle order and cut into groups, and
-/// what it leaves out per rule.
+/// The files of `entries` a pack with `opts` keeps, in bundle order and cut into groups, what
+/// it leaves out per rule, and the entries left out (kept by the pack cache, so that the next
+/// revision's listing can be made from this one's: `git/changes.rs`).
 pub(super) fn plan(
     entries: Vec<TreeEntry>,
     opts: &PackOptions<'_>,
@@ -166,70 +168,121 @@ pub(super) fn plan(
     let selector = Selector::new(opts.include, opts.exclude)?;
     let homes = home_dirs(entries.iter().map(|e| e.path.as_slice()));
     let mut skipped = BTreeMap::new();
-    let mut skip = |rule: &str| *skipped.entry(rule.to_owned()).or_insert(0u64) += 1;
+    let mut skip = |rule: String| *skipped.entry(rule).or_insert(0u64) += 1;
     let mut keep = Vec::new();
-    let mut seen = HashSet::new();
+    let mut others = Vec::new();
+    let mut any_unknown = false;
     for e in entries {
-        // Whatever --include says: a directory holding a trusted key is a home.
-        if homes.iter().any(|d| e.path.starts_with(d)) {
-            skip(DENY_HOME);
+        let (rule, known) = left_out(&e, &homes, &selector, &known, opts);
+        if let Some(rule) = rule {
+            skip(rule);
+            others.push(e);
             continue;
         }
-        let Ok(path) = String::from_utf8(e.path.clone()) else {
-            skip("pack.non-utf8-path");
-            continue;
-        };
-        let known = known(&path);
-        if !known {
-            if let Verdict::Skip(rule) = selector.verdict(&path) {
-                skip(&rule);
-                continue;
+        any_unknown |= !known;
+        let TreeEntry {
+            mode,
+            kind,
+            oid,
+            size,
+            path,
+        } = e;
+        match String::from_utf8(path) {
+            Ok(path) => keep.push((path, mode == "100755", oid, size, kind)),
+            Err(bad) => {
+                // (left_out refuses these first.)
+                skip("pack.non-utf8-path".to_owned());
+                let path = bad.into_bytes();
+                others.push(TreeEntry {
+                    mode,
+                    kind,
+                    oid,
+                    size,
+                    path,
+                });
             }
         }
-        match (e.kind.as_str(), e.mode.as_str()) {
-            ("blob", "100644" | "100755") => {}
-            ("blob", "120000") => {
-                skip("pack.symlink");
-                continue;
+    }
+    // Names that collide by case or normalisation: the first in listing order stays. The
+    // paths an earlier pack with the same selection kept (`known`) were kept together, so
+    // they do not collide with one another: with no other path kept, there is nothing to check.
+    if any_unknown {
+        let mut seen = HashSet::new();
+        let mut kept = Vec::with_capacity(keep.len());
+        for k in keep {
+            if seen.insert(paths::collision_key(&k.0)) {
+                kept.push(k);
+            } else {
+                skip("pack.name-collision".to_owned());
+                let (path, exec, oid, size, kind) = k;
+                let mode = Cow::Borrowed(if exec { "100755" } else { "100644" });
+                let path = path.into_bytes();
+                others.push(TreeEntry {
+                    mode,
+                    kind,
+                    oid,
+                    size,
+                    path,
+                });
             }
-            ("commit", _) => {
-                skip("pack.submodule");
-                continue;
-            }
-            _ => {
-                skip("pack.unsupported-mode");
-                continue;
-            }
         }
-        if !known && paths::check_relative_path(&path, 4096, 64).is_err() {
-            skip("pack.bad-path");
-            continue;
-        }
-        if e.size > opts.max_file_bytes {
-            skip("pack.too-large");
-            continue;
-        }
-        if !seen.insert(paths::collision_key(&path)) {
-            skip("pack.name-collision");
-            continue;
-        }
-        keep.push((path, e));
+        keep = kept;
+        others.sort_by(|a, b| a.path.cmp(&b.path));
     }
     keep.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let members: Vec<Member> = keep
         .into_iter()
-        .map(|(path, e)| Member {
+        .map(|(path, exec, oid, size, _)| Member {
             path,
-            exec: e.mode == "100755",
-            oid: e.oid,
-            size: e.size,
+            exec,
+            oid,
+            size,
         })
         .collect();
     Ok(Plan {
         groups: super::groups::partition(&members),
         members,
         skipped,
+        others,
     })
+}
+
+/// The rule that leaves `e` out (`None`: kept, unless its name collides with a path kept
+/// before it), and whether an earlier pack with the same selection kept its path.
+fn left_out(
+    e: &TreeEntry,
+    homes: &[Vec<u8>],
+    selector: &Selector,
+    known: &impl Fn(&str) -> bool,
+    opts: &PackOptions<'_>,
+) -> (Option<String>, bool) {
+    // Whatever --include says: a directory holding a trusted key is a home.
+    if homes.iter().any(|d| e.path.starts_with(d)) {
+        return (Some(DENY_HOME.to_owned()), false);
+    }
+    let Ok(path) = std::str::from_utf8(&e.path) else {
+        return (Some("pack.non-utf8-path".to_owned()), false);
+    };
+    let known = known(path);
+    let rule = |r: &str| (Some(r.to_owned()), known);
+    if !known {
+        if let Verdict::Skip(r) = selector.verdict(path) {
+            return (Some(r), known);
+        }
+    }
+    match (&*e.kind, &*e.mode) {
+        ("blob", "100644" | "100755") => {}
+        ("blob", "120000") => return rule("pack.symlink"),
+        ("commit", _) => return rule("pack.submodule"),
+        _ => return rule("pack.unsupported-mode"),
+    }
+    if !known && paths::check_relative_path(path, 4096, 64).is_err() {
+        return rule("pack.bad-path");
+    }
+    if e.size > opts.max_file_bytes {
+        return rule("pack.too-large");
+    }
+    (None, known)
 }
 
 #[cfg(test)]
