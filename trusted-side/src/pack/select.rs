@@ -8,10 +8,10 @@
 //!
 //! A path that a pack with the same cache key selected before (`known`: same deny-list, since
 //! the key binds this binary, and the same `--include` and `--exclude`) keeps its verdict and
-//! its path check, both functions of the path alone; its kind, mode, size, the homes and the
-//! collisions, which depend on the tree, are checked again.
+//! its path check, both functions of the path alone; its kind, mode, size and the homes, which
+//! depend on the tree, are checked again, and the name collisions whenever a path that pack did
+//! not keep is kept (the paths it kept were kept together, so none collides with another).
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use airlock_core::paths;
@@ -172,7 +172,7 @@ pub(super) fn plan(
     let mut keep = Vec::new();
     let mut others = Vec::new();
     let mut any_unknown = false;
-    for e in entries {
+    for mut e in entries {
         let (rule, known) = left_out(&e, &homes, &selector, &known, opts);
         if let Some(rule) = rule {
             skip(rule);
@@ -180,26 +180,13 @@ pub(super) fn plan(
             continue;
         }
         any_unknown |= !known;
-        let TreeEntry {
-            mode,
-            kind,
-            oid,
-            size,
-            path,
-        } = e;
-        match String::from_utf8(path) {
-            Ok(path) => keep.push((path, mode == "100755", oid, size, kind)),
+        match String::from_utf8(std::mem::take(&mut e.path)) {
+            Ok(path) => keep.push((path, e)),
             Err(bad) => {
                 // (left_out refuses these first.)
                 skip("pack.non-utf8-path".to_owned());
-                let path = bad.into_bytes();
-                others.push(TreeEntry {
-                    mode,
-                    kind,
-                    oid,
-                    size,
-                    path,
-                });
+                e.path = bad.into_bytes();
+                others.push(e);
             }
         }
     }
@@ -209,21 +196,13 @@ pub(super) fn plan(
     if any_unknown {
         let mut seen = HashSet::new();
         let mut kept = Vec::with_capacity(keep.len());
-        for k in keep {
-            if seen.insert(paths::collision_key(&k.0)) {
-                kept.push(k);
+        for (path, mut e) in keep {
+            if seen.insert(paths::collision_key(&path)) {
+                kept.push((path, e));
             } else {
                 skip("pack.name-collision".to_owned());
-                let (path, exec, oid, size, kind) = k;
-                let mode = Cow::Borrowed(if exec { "100755" } else { "100644" });
-                let path = path.into_bytes();
-                others.push(TreeEntry {
-                    mode,
-                    kind,
-                    oid,
-                    size,
-                    path,
-                });
+                e.path = path.into_bytes();
+                others.push(e);
             }
         }
         keep = kept;
@@ -232,11 +211,11 @@ pub(super) fn plan(
     keep.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let members: Vec<Member> = keep
         .into_iter()
-        .map(|(path, exec, oid, size, _)| Member {
+        .map(|(path, e)| Member {
             path,
-            exec,
-            oid,
-            size,
+            exec: e.mode == "100755",
+            oid: e.oid,
+            size: e.size,
         })
         .collect();
     Ok(Plan {
