@@ -27,11 +27,14 @@ use std::str::FromStr;
 use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
+mod collection;
 mod compiled;
 pub mod content;
 mod entry;
 mod follow;
 mod placement;
+mod product;
+mod quiet;
 pub mod reach;
 mod settings;
 mod table;
@@ -385,9 +388,23 @@ pub struct Classified {
 pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
     // The tree is read only when it could change an answer (it only raises `src`, `other`,
     // `tests`, `docs`, and `build` into `ci`).
+    // An example collection's projects (read from the tree's own listing, never the change):
+    // worked out only when a changed path in a top-level directory could be quieted by it.
+    let collection = changes
+        .iter()
+        .any(|c| {
+            c.path.contains('/')
+                && matches!(
+                    classify_path(c.path, c.new).bucket,
+                    Bucket::Build | Bucket::Deps | Bucket::Iac
+                )
+        })
+        .then(|| collection::projects(tree.files()))
+        .flatten()
+        .unwrap_or_default();
     let could_raise = changes.iter().any(|c| {
         let b = classify_path(c.path, c.new).bucket;
-        tree_may_raise(b) || b == Bucket::Build
+        tree_may_raise(b) || b == Bucket::Build || collection::quiets(c.path, b, &collection)
     });
     let raised = if could_raise {
         reach::raise_by_tree(changes, tree)
@@ -396,12 +413,46 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
     };
     // A change that keeps the mode says nothing of it: the tree's bit applies.
     let executable_in_tree = |path: &str| tree.files().get(path).is_some_and(|f| f.executable);
-    changes
+    let contents: Vec<(Classification, Classification)> = changes
         .iter()
         .map(|c| {
             let name = classify_path(c.path, None);
             let executable = c.executable || executable_in_tree(c.path);
-            let with_content = classify_content(c.path, name, c.new, executable);
+            (name, classify_content(c.path, name, c.new, executable))
+        })
+        .collect();
+    // Programs a package manifest of the tree declares (read from the tree, never the change).
+    let lowered: Vec<&str> = changes
+        .iter()
+        .zip(&contents)
+        .filter(|(_, (_, w))| product::LOWERED_RULES.contains(&w.rule))
+        .map(|(c, _)| c.path)
+        .collect();
+    let declared = if lowered.is_empty() {
+        Default::default()
+    } else {
+        product::declared(&lowered, tree)
+    };
+    changes
+        .iter()
+        .zip(contents)
+        .map(|(c, (name, with_content))| {
+            let with_content = if declared.contains(c.path) {
+                Classification {
+                    bucket: Bucket::Src,
+                    rule: product::DECLARED_PROGRAM_RULE,
+                }
+            } else {
+                with_content
+            };
+            let with_content = if collection::quiets(c.path, with_content.bucket, &collection) {
+                Classification {
+                    bucket: Bucket::Other,
+                    rule: collection::EXAMPLE_COLLECTION_RULE,
+                }
+            } else {
+                with_content
+            };
             let may = |r: &&reach::Raised| {
                 // CI runs with the repository's secrets: a build script a workflow runs is `ci`;
                 // one a dev container or an editor runs on open is `agent`.
@@ -425,10 +476,10 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
             };
             // Example projects and generator templates: only reachability raises them, to the
             // bucket of what reaches them, and only when their name would be risky elsewhere.
-            let quiet = QUIET_OTHER_RULES.contains(&with_content.rule);
+            let quiet = quiet::QUIET_OTHER_RULES.contains(&with_content.rule);
             let may = |r: &&reach::Raised| {
                 if quiet {
-                    !r.weak && (!r.by_dir || risky_outside(c.path, with_content.rule, c.new))
+                    !r.weak && (!r.by_dir || quiet::risky_outside(c.path, with_content.rule, c.new))
                 } else {
                     !r.by_dir && may(r)
                 }
@@ -444,7 +495,14 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
                 };
             }
             Classified {
-                layer: if with_content == name {
+                layer: if [
+                    collection::EXAMPLE_COLLECTION_RULE,
+                    product::DECLARED_PROGRAM_RULE,
+                ]
+                .contains(&with_content.rule)
+                {
+                    Layer::Tree
+                } else if with_content == name {
                     Layer::Name
                 } else {
                     Layer::Content
@@ -454,37 +512,6 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
             }
         })
         .collect()
-}
-
-/// Name rules whose `other` is final for the content layer and placement: only reachability
-/// raises what they match (`docs/CLASSIFY.md`, "Risk follows what runs").
-const QUIET_OTHER_RULES: &[&str] = &[
-    "other.example-project",
-    "other.generator-template",
-    "other.service-catalog",
-];
-
-/// Whether `path`, matched by the quiet rule `quiet`, would be in a risky bucket were it not an
-/// example or a template (a `Makefile`, a `package.json`, a Dockerfile): a directory an entry
-/// point names then makes it run.
-fn risky_outside(path: &str, quiet: &str, content: Option<&[u8]>) -> bool {
-    let Some(hits) = compiled::glob_hits(path) else {
-        return true;
-    };
-    let outside = hits
-        .into_iter()
-        .filter_map(|i| table::RULES.get(i))
-        .find(|r| r.id != quiet && !QUIET_OTHER_RULES.contains(&r.id) && r.content.is_none())
-        .map(|r| r.bucket);
-    let by_content = content.and_then(|h| {
-        content::detect(path, &h[..h.len().min(CONTENT_HINT_MAX_BYTES)], false).map(|h| h.bucket)
-    });
-    outside.into_iter().chain(by_content).any(|b| {
-        !matches!(
-            b,
-            Bucket::Src | Bucket::Tests | Bucket::Docs | Bucket::Other
-        )
-    })
 }
 
 /// The content layer on top of a name classification.
@@ -508,7 +535,11 @@ fn classify_content(
     } else {
         name
     };
-    if !content_may_raise(named.bucket) || QUIET_OTHER_RULES.contains(&named.rule) {
+    // Completions the product ships stay the product's, shebang or not.
+    if !content_may_raise(named.bucket)
+        || quiet::QUIET_OTHER_RULES.contains(&named.rule)
+        || named.rule == "src.completion"
+    {
         return named;
     }
     if named.rule == TOOL_SETTINGS_RULE {

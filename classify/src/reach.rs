@@ -45,6 +45,8 @@ pub const RULES: &[(&str, &str)] = &[
     ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
     ("iac.cm-module", "a file a configuration-management module deploys: under `files/`, `templates/`, `lib/`, `functions/`, `types/`, `facts.d/`, `tasks/`, `plans/`, `data/` or `manifests/` of a Puppet module (a directory with `metadata.json` and `manifests/`), under `files/`, `templates/`, `libraries/`, `resources/`, `recipes/`, `attributes/`, `providers/` or `definitions/` of a Chef cookbook (`metadata.rb`, or `metadata.json` with `recipes/` or `resources/`), or anywhere in a Salt formula's state directory (one holding `init.sls` or `map.jinja`); images and prose left out (applies to `src` and `other` only)"),
     ("deps.vendored-theme", "a file inside a copy of a site theme: a directory under `themes/` holding the theme's manifest (Hugo's `theme.toml`), vendored code whatever its inner paths say (applies to `src` and `other` only)"),
+    ("other.example-collection", "a build, dependency or deployment file (never CI, agent or governance) inside a top-level project of an example collection: a repository whose packed tree has no build, dependency or deployment file at its root and at least 8 top-level directories, four in five of the top-level directories, each holding a project file (`compose.yaml`, `Dockerfile`, `package.json`, `go.mod`, …) at their top; only reachability raises it"),
+    ("src.declared-program", "a file in a tooling directory or a script (`build.tooling-dir`, `build.tooling-script`, `build.shell-script`, `build.root-script`, `build.root-executable`) that a package manifest of the packed tree declares as a program it installs: `EXE_FILES` of a `Makefile.PL`, a gemspec's `executables` (in its `bindir`), `bin` of a `package.json` or `composer.json` in the file's directory or above; the product, not the developers' tooling; reachability still raises it"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
 
@@ -74,6 +76,11 @@ impl TreeReach {
             .into_iter()
             .filter_map(|p| entry_point(p).map(|b| (b, p)))
             .collect();
+        // An example's or a template's own build files run only when something runs the
+        // example: they are no entry points of the repository (CI running the example by
+        // directory still raises what is in it).
+        let projects = crate::collection::projects(tree.files()).unwrap_or_default();
+        entries.retain(|(b, p)| *b != Bucket::Build || !crate::quiet::quiet_place(p, &projects));
         entries.sort_by_key(|(b, _)| rank(*b));
         entries.truncate(MAX_ENTRY_POINTS);
         let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
@@ -223,6 +230,24 @@ impl TreeReach {
                 self.name_dir(&t, base, all, bucket, from);
             }
             for t in tokens(&line) {
+                // A glob naming directories (`for d in examples/*/.`): what is in them may
+                // run there.
+                if t.ends_with('/') && t.contains(['*', '?']) && budget.take() {
+                    for cand in [t.clone(), format!("{base}/{t}")] {
+                        let Some(pattern) = normalise(&cand) else {
+                            continue;
+                        };
+                        let dir = follow::literal_dir(&pattern);
+                        let found = glob_dirs(&pattern, &all.starting_with(&format!("{dir}/")));
+                        self.watched_dirs.insert(dir);
+                        for d in &found {
+                            self.name_dir(d.trim_end_matches('/'), "", all, bucket, from);
+                        }
+                        if !found.is_empty() {
+                            break;
+                        }
+                    }
+                }
                 for p in self.resolve(&t, base, &dirs, &line, all, budget) {
                     if p == from {
                         continue;
@@ -244,7 +269,8 @@ impl TreeReach {
                         ".env",
                     ]
                     .iter()
-                    .any(|e| p.to_ascii_lowercase().ends_with(e));
+                    .any(|e| p.to_ascii_lowercase().ends_with(e))
+                        || dockerfile(&p);
                     let ok = match accept {
                         follow::Accept::AnyFile => true,
                         follow::Accept::Document => follow::document(&p),
@@ -409,11 +435,42 @@ fn dir_arguments(line: &str) -> Vec<String> {
                 | "--manifest-path"
                 | "--project"
                 | "--chdir"
+                | "--project-directory"
         );
         if dir {
             if let Some(v) = inline.or_else(|| words.get(i + 1).copied()) {
                 let v = v.strip_suffix("/Cargo.toml").unwrap_or(v);
                 out.push(v.to_owned());
+            }
+        }
+        // An image build's context: `docker build examples/app`, `podman build -t x ctx`.
+        if *w == "build" && i > 0 && matches!(words[i - 1], "docker" | "buildx" | "podman") {
+            let mut k = i + 1;
+            while let Some(a) = words.get(k) {
+                if a.starts_with('-') {
+                    let takes_value = !a.contains('=')
+                        && matches!(
+                            *a,
+                            "-f" | "--file"
+                                | "-t"
+                                | "--tag"
+                                | "--build-arg"
+                                | "--target"
+                                | "--platform"
+                                | "--label"
+                                | "--secret"
+                                | "--ssh"
+                                | "--network"
+                                | "-o"
+                                | "--output"
+                                | "--cache-from"
+                                | "--cache-to"
+                        );
+                    k += if takes_value { 2 } else { 1 };
+                    continue;
+                }
+                out.push((*a).to_owned());
+                break;
             }
         }
     }
@@ -440,6 +497,32 @@ fn editor_task_bucket(from: &str, text: &[u8], bucket: Bucket) -> Bucket {
     } else {
         bucket
     }
+}
+
+/// The directories among the ancestors of `files` that `pattern` matches (`examples/*` for
+/// `examples/app/Makefile`), each with a trailing `/`, at most [`follow::MAX_MATCHES`].
+pub(crate) fn glob_dirs(pattern: &str, files: &[&str]) -> Vec<String> {
+    let depth = pattern.split('/').count();
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|f| f.split('/').count() > depth)
+        .map(|f| f.split('/').take(depth).collect::<Vec<_>>().join("/"))
+        .filter(|d| follow::matches(pattern, d))
+        .map(|d| format!("{d}/"))
+        .collect();
+    out.dedup();
+    out.truncate(follow::MAX_MATCHES);
+    out
+}
+
+/// Whether `path` is a Dockerfile or Containerfile by name: a build reads it where a line
+/// passes it as configuration (`docker build -f examples/x/Dockerfile .`).
+fn dockerfile(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    name == "dockerfile"
+        || name == "containerfile"
+        || name.starts_with("dockerfile.")
+        || name.ends_with(".dockerfile")
 }
 
 /// How many names with a glob or variable (and Nx commands) one tree may still resolve: each
