@@ -266,5 +266,5 @@ fn a_glob_over_example_directories_raises_what_is_in_them() {
 }
 
 fn glob_dirs_for_test(pattern: &str, files: &[&str]) -> Vec<String> {
-    crate::reach::glob_dirs(pattern, files)
+    crate::entry::glob_dirs(pattern, files)
 }

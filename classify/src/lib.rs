@@ -38,6 +38,7 @@ mod quiet;
 pub mod reach;
 mod settings;
 mod table;
+mod template;
 pub mod tree;
 
 /// Rule id given to every path if the built-in table failed to compile (fail closed).
@@ -478,8 +479,13 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
             // bucket of what reaches them, and only when their name would be risky elsewhere.
             let quiet = quiet::QUIET_OTHER_RULES.contains(&with_content.rule);
             let may = |r: &&reach::Raised| {
+                // A template is not runnable as it is: a line that enters its directory runs a
+                // tool on that directory's own files, not on what lies deeper.
+                let entered_above = r.nested && with_content.rule == quiet::GENERATOR_TEMPLATE_RULE;
                 if quiet {
-                    !r.weak && (!r.by_dir || quiet::risky_outside(c.path, with_content.rule, c.new))
+                    !r.weak
+                        && !entered_above
+                        && (!r.by_dir || quiet::risky_outside(c.path, with_content.rule, c.new))
                 } else {
                     !r.by_dir && may(r)
                 }

@@ -14,15 +14,18 @@ use crate::{classify_path, collection, compiled, content, table, Bucket, CONTENT
 pub(crate) const QUIET_OTHER_RULES: &[&str] = &[
     "other.example-project",
     collection::EXAMPLE_COLLECTION_RULE,
-    "other.generator-template",
+    GENERATOR_TEMPLATE_RULE,
     "other.service-catalog",
 ];
+
+/// Rule id of generator templates.
+pub(crate) const GENERATOR_TEMPLATE_RULE: &str = "other.generator-template";
 
 /// Whether `path` lies in an example project, a generator template or a project of the example
 /// collection `projects`: a build file there runs only when something runs the example.
 pub(crate) fn quiet_place(path: &str, projects: &[String]) -> bool {
     let rule = classify_path(path, None).rule;
-    ["other.example-project", "other.generator-template"].contains(&rule)
+    ["other.example-project", GENERATOR_TEMPLATE_RULE].contains(&rule)
         || collection::quiets(path, Bucket::Build, projects)
 }
 

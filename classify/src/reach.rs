@@ -23,7 +23,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::entry::entry_point;
 use crate::entry::without_product_fields;
-use crate::entry::{changed_into, config_reference, normalise, runnable, tokens};
+use crate::entry::{
+    changed_into, config_reference, dir_arguments, dockerfile, glob_dirs, normalise, runnable,
+    tokens,
+};
 use crate::tree::{dir_of, Paths};
 pub use crate::tree::{Change, MemTree, Raised, Tree, TreeReach, MAX_READ_BYTES};
 use crate::{follow, Bucket};
@@ -44,11 +47,15 @@ pub const RULES: &[(&str, &str)] = &[
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
     ("iac.cm-module", "a file a configuration-management module deploys: under `files/`, `templates/`, `lib/`, `functions/`, `types/`, `facts.d/`, `tasks/`, `plans/`, `data/` or `manifests/` of a Puppet module (a directory with `metadata.json` and `manifests/`), under `files/`, `templates/`, `libraries/`, `resources/`, `recipes/`, `attributes/`, `providers/` or `definitions/` of a Chef cookbook (`metadata.rb`, or `metadata.json` with `recipes/` or `resources/`), or anywhere in a Salt formula's state directory (one holding `init.sls` or `map.jinja`); images and prose left out (applies to `src` and `other` only)"),
+    ("deps.module-metadata", "a Puppet module's `metadata.json` (beside its `manifests/`): the modules it requires, with their versions (applies to `src` and `other` only)"),
     ("deps.vendored-theme", "a file inside a copy of a site theme: a directory under `themes/` holding the theme's manifest (Hugo's `theme.toml`), vendored code whatever its inner paths say (applies to `src` and `other` only)"),
     ("other.example-collection", "a build, dependency or deployment file (never CI, agent or governance) inside a top-level project of an example collection: a repository whose packed tree has no build, dependency or deployment file at its root and at least 8 top-level directories, four in five of the top-level directories, each holding a project file (`compose.yaml`, `Dockerfile`, `package.json`, `go.mod`, …) at their top; only reachability raises it"),
     ("src.declared-program", "a file in a tooling directory or a script (`build.tooling-dir`, `build.tooling-script`, `build.shell-script`, `build.root-script`, `build.root-executable`) that a package manifest of the packed tree declares as a program it installs: `EXE_FILES` of a `Makefile.PL`, a gemspec's `executables` (in its `bindir`), `bin` of a `package.json` or `composer.json` in the file's directory or above; the product, not the developers' tooling; reachability still raises it"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
+
+/// How the evidence of a directory a generator renders starts (`rendered by tests/x.sh, …`).
+const RENDERED: &str = "rendered by ";
 
 /// Most steps a chain of files is followed from its entry point (`ci.yml` runs `a.sh`, which
 /// sources `b.sh`, which runs `c.py`, …).
@@ -223,6 +230,12 @@ impl TreeReach {
             self.name_dir(&d, base, all, bucket, from);
         }
         for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {
+            if crate::template::renders_templates(&line) {
+                for root in crate::template::template_roots(&all.all()) {
+                    let why = format!("{RENDERED}{from}, which renders the template and runs it");
+                    self.named_dirs.insert(root, (bucket, why));
+                }
+            }
             for p in self.nx(&line, all, budget) {
                 out.insert(p);
             }
@@ -415,68 +428,6 @@ impl TreeReach {
     }
 }
 
-/// The directories a command on `line` runs in by option (`make -C dir`, `npm --prefix dir`,
-/// `devcontainer up --workspace-folder dir`, `cargo --manifest-path dir/Cargo.toml`).
-fn dir_arguments(line: &str) -> Vec<String> {
-    let words: Vec<&str> = line
-        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ';' | '&' | '|'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut out = Vec::new();
-    for (i, w) in words.iter().enumerate() {
-        let (flag, inline) = w.split_once('=').map_or((*w, None), |(f, v)| (f, Some(v)));
-        let dir = matches!(
-            flag,
-            "-C" | "--directory"
-                | "--prefix"
-                | "--cwd"
-                | "--workspace-folder"
-                | "--project-dir"
-                | "--manifest-path"
-                | "--project"
-                | "--chdir"
-                | "--project-directory"
-        );
-        if dir {
-            if let Some(v) = inline.or_else(|| words.get(i + 1).copied()) {
-                let v = v.strip_suffix("/Cargo.toml").unwrap_or(v);
-                out.push(v.to_owned());
-            }
-        }
-        // An image build's context: `docker build examples/app`, `podman build -t x ctx`.
-        if *w == "build" && i > 0 && matches!(words[i - 1], "docker" | "buildx" | "podman") {
-            let mut k = i + 1;
-            while let Some(a) = words.get(k) {
-                if a.starts_with('-') {
-                    let takes_value = !a.contains('=')
-                        && matches!(
-                            *a,
-                            "-f" | "--file"
-                                | "-t"
-                                | "--tag"
-                                | "--build-arg"
-                                | "--target"
-                                | "--platform"
-                                | "--label"
-                                | "--secret"
-                                | "--ssh"
-                                | "--network"
-                                | "-o"
-                                | "--output"
-                                | "--cache-from"
-                                | "--cache-to"
-                        );
-                    k += if takes_value { 2 } else { 1 };
-                    continue;
-                }
-                out.push((*a).to_owned());
-                break;
-            }
-        }
-    }
-    out
-}
-
 /// Order in which entry points and reached files are read: CI, then agents and editors, then
 /// builds (the first to reach a file gives its bucket).
 fn rank(bucket: Bucket) -> usize {
@@ -497,32 +448,6 @@ fn editor_task_bucket(from: &str, text: &[u8], bucket: Bucket) -> Bucket {
     } else {
         bucket
     }
-}
-
-/// The directories among the ancestors of `files` that `pattern` matches (`examples/*` for
-/// `examples/app/Makefile`), each with a trailing `/`, at most [`follow::MAX_MATCHES`].
-pub(crate) fn glob_dirs(pattern: &str, files: &[&str]) -> Vec<String> {
-    let depth = pattern.split('/').count();
-    let mut out: Vec<String> = files
-        .iter()
-        .filter(|f| f.split('/').count() > depth)
-        .map(|f| f.split('/').take(depth).collect::<Vec<_>>().join("/"))
-        .filter(|d| follow::matches(pattern, d))
-        .map(|d| format!("{d}/"))
-        .collect();
-    out.dedup();
-    out.truncate(follow::MAX_MATCHES);
-    out
-}
-
-/// Whether `path` is a Dockerfile or Containerfile by name: a build reads it where a line
-/// passes it as configuration (`docker build -f examples/x/Dockerfile .`).
-fn dockerfile(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    name == "dockerfile"
-        || name == "containerfile"
-        || name.starts_with("dockerfile.")
-        || name.ends_with(".dockerfile")
 }
 
 /// How many names with a glob or variable (and Nx commands) one tree may still resolve: each
@@ -571,10 +496,16 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
         };
         // A file under a directory a reached text names (an example project CI builds).
         let by_dir = hit.is_none();
+        let mut nested = false;
         let hit = hit.or_else(|| {
             let mut dirs =
                 std::iter::successors(Some(c.path), |p| p.rsplit_once('/').map(|(d, _)| d));
-            dirs.find_map(|d| reach.named_dirs.get(d).map(|(b, why)| (*b, why.clone())))
+            dirs.find_map(|d| {
+                reach.named_dirs.get(d).map(|(b, why)| {
+                    nested = d != dir_of(c.path) && !why.starts_with(RENDERED);
+                    (*b, why.clone())
+                })
+            })
         });
         if let Some((bucket, because)) = hit {
             // A directory an entry point names says less than the file's own place (a chart's
@@ -595,6 +526,7 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
                     because,
                     weak: false,
                     by_dir,
+                    nested,
                 },
             );
         }

@@ -986,7 +986,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects (`*.gpr`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`)",
+        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`)",
         &[
             "*.{gn,gni}",
             ".gn",
@@ -1002,6 +1002,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*.in",
             "*.{ld,lds,ver,symbols}",
             "*.{h,c,cc,cpp,hpp,inc}.prebuilt",
+            "*.{wpj,adc}",
             "*{versionscript,version-script,version_script}*",
             "**/patches/**/*.{patch,diff}",
             "*.{wxs,wxi,wixproj,nsi,nsh,iss}",
