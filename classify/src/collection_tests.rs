@@ -268,3 +268,21 @@ fn a_glob_over_example_directories_raises_what_is_in_them() {
 fn glob_dirs_for_test(pattern: &str, files: &[&str]) -> Vec<String> {
     crate::entry::glob_dirs(pattern, files)
 }
+
+#[test]
+fn an_examples_build_file_the_repository_includes_is_followed() {
+    let mut t = MemTree::new();
+    t.add("Makefile", false, b"include examples/common.mk\n");
+    t.add("examples/common.mk", false, b"gen:\n\t./examples/gen.sh\n");
+    t.add("examples/gen.sh", true, b"#!/bin/sh\n");
+    assert_eq!(
+        edit(&t, &["examples/common.mk"])[0].class.rule,
+        "build.reached"
+    );
+    let got = edit(&t, &["examples/gen.sh"]);
+    assert_eq!(got[0].class.rule, "build.reached");
+    assert_eq!(
+        got[0].because.as_deref(),
+        Some("run by examples/common.mk, which Makefile runs")
+    );
+}

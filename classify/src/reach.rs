@@ -86,8 +86,12 @@ impl TreeReach {
         // An example's or a template's own build files run only when something runs the
         // example: they are no entry points of the repository (CI running the example by
         // directory still raises what is in it).
+        // What reaches one (`include examples/common.mk`) still follows what it runs.
         let projects = crate::collection::projects(tree.files()).unwrap_or_default();
-        entries.retain(|(b, p)| *b != Bucket::Build || !crate::quiet::quiet_place(p, &projects));
+        let quiet_entry =
+            |b: Bucket, p: &str| b == Bucket::Build && crate::quiet::quiet_place(p, &projects);
+        let followed_as_file = |p: &str| entry_point(p).is_none_or(|b| quiet_entry(b, p));
+        entries.retain(|(b, p)| !quiet_entry(*b, p));
         entries.sort_by_key(|(b, _)| rank(*b));
         entries.truncate(MAX_ENTRY_POINTS);
         let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
@@ -127,7 +131,7 @@ impl TreeReach {
         let mut frontier: Vec<String> = found
             .level1
             .keys()
-            .filter(|p| entry_point(p).is_none())
+            .filter(|p| followed_as_file(p))
             .cloned()
             .collect();
         let mut followed = 0;
@@ -171,7 +175,7 @@ impl TreeReach {
                         through.push(script.clone());
                         chains.entry(p.clone()).or_insert((entry.clone(), through));
                     }
-                    if !seen && entry_point(&p).is_none() {
+                    if !seen && followed_as_file(&p) {
                         next.push(p);
                     }
                 }
@@ -288,7 +292,13 @@ impl TreeReach {
                         follow::Accept::AnyFile => true,
                         follow::Accept::Document => follow::document(&p),
                         follow::Accept::Runnable if data => level1 && config_reference(&line),
-                        follow::Accept::Runnable => runnable(&p, all.executable(&p)),
+                        // An example's build file is no entry point (`find`): one a text
+                        // names (`include examples/common.mk`) runs as a file.
+                        follow::Accept::Runnable => {
+                            runnable(&p, all.executable(&p))
+                                || (entry_point(&p) == Some(Bucket::Build)
+                                    && crate::quiet::quiet_place(&p, &[]))
+                        }
                         follow::Accept::Copied => follow::copied_config(&p),
                     };
                     if ok {
