@@ -828,13 +828,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "iac.paas",
         Bucket::Iac,
-        "Platform deployment descriptors: Heroku, Fly, Render, Vercel, Netlify, Railway, Cloudflare Wrangler, Firebase (incl. security rules), App Engine, Cloud Foundry, Elastic Beanstalk, CodeDeploy, App Runner",
+        "Platform deployment descriptors: Heroku, Fly, Render, Vercel, Netlify, Railway, Cloudflare Wrangler, Firebase (incl. security rules), App Engine, Cloud Foundry, Elastic Beanstalk, CodeDeploy, App Runner; the ignore lists that decide what a platform uploads (`.gcloudignore`, any `.*cloudignore` or `.*deployignore`)",
         &[
             "procfile",
             "procfile.*",
             "_redirects",
             "_headers",
             ".{gcloud,vercel,now,slug,cf,func,eb,clasp}ignore",
+            ".*{cloud,deploy}ignore",
             "heroku.yml",
             "app.{yaml,yml}",
             "manifest.{yml,yaml}",
