@@ -383,8 +383,10 @@ pub struct Classified {
 /// Classifies a change with the packed tree in view: for each of `changes` (path, content after
 /// the change, executable bit), the name layer, then the content layer, then the tree layers
 /// ([`reach::raise_by_tree`]: reachability from CI and build entry points, Helm placement).
-/// Content and the tree only ever move a path into a riskier bucket: a name rule that decided
-/// `ci`, `iac`, `deps`, `build`, `governance` or `agent` is final. A pure function of its
+/// Content and the tree move a path into a riskier bucket; the two exceptions, both read from
+/// the tree (never the change) and never for `ci`, `agent` or `governance`, are a project file
+/// of an example collection (`collection.rs`) and a program a package manifest declares
+/// (`product.rs`), which reachability still raises. A pure function of its
 /// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
 pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
     // The tree is read only when it could change an answer (it only raises `src`, `other`,
