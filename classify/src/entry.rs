@@ -8,6 +8,7 @@
 //! [`MAX_DIRS`] directories are kept per text, and a `package.json` is parsed by serde_json
 //! with its recursion limit (on any error the text is read whole, as any other entry point).
 
+use crate::follow;
 use crate::Bucket;
 
 /// Most directories one file's `cd`s are followed into.
@@ -413,4 +414,92 @@ pub(crate) fn without_product_fields(text: &str) -> Option<String> {
         json.remove(key);
     }
     serde_json::to_string_pretty(&json).ok()
+}
+
+/// The directories a command on `line` runs in by option (`make -C dir`, `npm --prefix dir`,
+/// `devcontainer up --workspace-folder dir`, `cargo --manifest-path dir/Cargo.toml`).
+pub(crate) fn dir_arguments(line: &str) -> Vec<String> {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ';' | '&' | '|'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let (flag, inline) = w.split_once('=').map_or((*w, None), |(f, v)| (f, Some(v)));
+        let dir = matches!(
+            flag,
+            "-C" | "--directory"
+                | "--prefix"
+                | "--cwd"
+                | "--workspace-folder"
+                | "--project-dir"
+                | "--manifest-path"
+                | "--project"
+                | "--chdir"
+                | "--project-directory"
+        );
+        if dir {
+            if let Some(v) = inline.or_else(|| words.get(i + 1).copied()) {
+                let v = v.strip_suffix("/Cargo.toml").unwrap_or(v);
+                out.push(v.to_owned());
+            }
+        }
+        // An image build's context: `docker build examples/app`, `podman build -t x ctx`.
+        if *w == "build" && i > 0 && matches!(words[i - 1], "docker" | "buildx" | "podman") {
+            let mut k = i + 1;
+            while let Some(a) = words.get(k) {
+                if a.starts_with('-') {
+                    let takes_value = !a.contains('=')
+                        && matches!(
+                            *a,
+                            "-f" | "--file"
+                                | "-t"
+                                | "--tag"
+                                | "--build-arg"
+                                | "--target"
+                                | "--platform"
+                                | "--label"
+                                | "--secret"
+                                | "--ssh"
+                                | "--network"
+                                | "-o"
+                                | "--output"
+                                | "--cache-from"
+                                | "--cache-to"
+                        );
+                    k += if takes_value { 2 } else { 1 };
+                    continue;
+                }
+                out.push((*a).to_owned());
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The directories among the ancestors of `files` that `pattern` matches (`examples/*` for
+/// `examples/app/Makefile`), each with a trailing `/`, at most [`follow::MAX_MATCHES`].
+pub(crate) fn glob_dirs(pattern: &str, files: &[&str]) -> Vec<String> {
+    let depth = pattern.split('/').count();
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|f| f.split('/').count() > depth)
+        .map(|f| f.split('/').take(depth).collect::<Vec<_>>().join("/"))
+        .filter(|d| follow::matches(pattern, d))
+        .map(|d| format!("{d}/"))
+        .collect();
+    out.dedup();
+    out.truncate(follow::MAX_MATCHES);
+    out
+}
+
+/// Whether `path` is a Dockerfile or Containerfile by name: a build reads it where a line
+/// passes it as configuration (`docker build -f examples/x/Dockerfile .`).
+pub(crate) fn dockerfile(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    name == "dockerfile"
+        || name == "containerfile"
+        || name.starts_with("dockerfile.")
+        || name.ends_with(".dockerfile")
 }

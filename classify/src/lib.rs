@@ -27,14 +27,18 @@ use std::str::FromStr;
 use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
+mod collection;
 mod compiled;
 pub mod content;
 mod entry;
 mod follow;
 mod placement;
+mod product;
+mod quiet;
 pub mod reach;
 mod settings;
 mod table;
+mod template;
 pub mod tree;
 
 /// Rule id given to every path if the built-in table failed to compile (fail closed).
@@ -379,15 +383,31 @@ pub struct Classified {
 /// Classifies a change with the packed tree in view: for each of `changes` (path, content after
 /// the change, executable bit), the name layer, then the content layer, then the tree layers
 /// ([`reach::raise_by_tree`]: reachability from CI and build entry points, Helm placement).
-/// Content and the tree only ever move a path into a riskier bucket: a name rule that decided
-/// `ci`, `iac`, `deps`, `build`, `governance` or `agent` is final. A pure function of its
+/// Content and the tree move a path into a riskier bucket; the two exceptions, both read from
+/// the tree (never the change) and never for `ci`, `agent` or `governance`, are a project file
+/// of an example collection (`collection.rs`) and a program a package manifest declares
+/// (`product.rs`), which reachability still raises. A pure function of its
 /// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
 pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
     // The tree is read only when it could change an answer (it only raises `src`, `other`,
     // `tests`, `docs`, and `build` into `ci`).
+    // An example collection's projects (read from the tree's own listing, never the change):
+    // worked out only when a changed path in a top-level directory could be quieted by it.
+    let collection = changes
+        .iter()
+        .any(|c| {
+            c.path.contains('/')
+                && matches!(
+                    classify_path(c.path, c.new).bucket,
+                    Bucket::Build | Bucket::Deps | Bucket::Iac
+                )
+        })
+        .then(|| collection::projects(tree.files()))
+        .flatten()
+        .unwrap_or_default();
     let could_raise = changes.iter().any(|c| {
         let b = classify_path(c.path, c.new).bucket;
-        tree_may_raise(b) || b == Bucket::Build
+        tree_may_raise(b) || b == Bucket::Build || collection::quiets(c.path, b, &collection)
     });
     let raised = if could_raise {
         reach::raise_by_tree(changes, tree)
@@ -396,12 +416,46 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
     };
     // A change that keeps the mode says nothing of it: the tree's bit applies.
     let executable_in_tree = |path: &str| tree.files().get(path).is_some_and(|f| f.executable);
-    changes
+    let contents: Vec<(Classification, Classification)> = changes
         .iter()
         .map(|c| {
             let name = classify_path(c.path, None);
             let executable = c.executable || executable_in_tree(c.path);
-            let with_content = classify_content(c.path, name, c.new, executable);
+            (name, classify_content(c.path, name, c.new, executable))
+        })
+        .collect();
+    // Programs a package manifest of the tree declares (read from the tree, never the change).
+    let lowered: Vec<&str> = changes
+        .iter()
+        .zip(&contents)
+        .filter(|(_, (_, w))| product::LOWERED_RULES.contains(&w.rule))
+        .map(|(c, _)| c.path)
+        .collect();
+    let declared = if lowered.is_empty() {
+        Default::default()
+    } else {
+        product::declared(&lowered, tree)
+    };
+    changes
+        .iter()
+        .zip(contents)
+        .map(|(c, (name, with_content))| {
+            let with_content = if declared.contains(c.path) {
+                Classification {
+                    bucket: Bucket::Src,
+                    rule: product::DECLARED_PROGRAM_RULE,
+                }
+            } else {
+                with_content
+            };
+            let with_content = if collection::quiets(c.path, with_content.bucket, &collection) {
+                Classification {
+                    bucket: Bucket::Other,
+                    rule: collection::EXAMPLE_COLLECTION_RULE,
+                }
+            } else {
+                with_content
+            };
             let may = |r: &&reach::Raised| {
                 // CI runs with the repository's secrets: a build script a workflow runs is `ci`;
                 // one a dev container or an editor runs on open is `agent`.
@@ -425,10 +479,15 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
             };
             // Example projects and generator templates: only reachability raises them, to the
             // bucket of what reaches them, and only when their name would be risky elsewhere.
-            let quiet = QUIET_OTHER_RULES.contains(&with_content.rule);
+            let quiet = quiet::QUIET_OTHER_RULES.contains(&with_content.rule);
             let may = |r: &&reach::Raised| {
+                // A template is not runnable as it is: a line that enters its directory runs a
+                // tool on that directory's own files, not on what lies deeper.
+                let entered_above = r.nested && with_content.rule == quiet::GENERATOR_TEMPLATE_RULE;
                 if quiet {
-                    !r.weak && (!r.by_dir || risky_outside(c.path, with_content.rule, c.new))
+                    !r.weak
+                        && !entered_above
+                        && (!r.by_dir || quiet::risky_outside(c.path, with_content.rule, c.new))
                 } else {
                     !r.by_dir && may(r)
                 }
@@ -444,7 +503,14 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
                 };
             }
             Classified {
-                layer: if with_content == name {
+                layer: if [
+                    collection::EXAMPLE_COLLECTION_RULE,
+                    product::DECLARED_PROGRAM_RULE,
+                ]
+                .contains(&with_content.rule)
+                {
+                    Layer::Tree
+                } else if with_content == name {
                     Layer::Name
                 } else {
                     Layer::Content
@@ -454,37 +520,6 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
             }
         })
         .collect()
-}
-
-/// Name rules whose `other` is final for the content layer and placement: only reachability
-/// raises what they match (`docs/CLASSIFY.md`, "Risk follows what runs").
-const QUIET_OTHER_RULES: &[&str] = &[
-    "other.example-project",
-    "other.generator-template",
-    "other.service-catalog",
-];
-
-/// Whether `path`, matched by the quiet rule `quiet`, would be in a risky bucket were it not an
-/// example or a template (a `Makefile`, a `package.json`, a Dockerfile): a directory an entry
-/// point names then makes it run.
-fn risky_outside(path: &str, quiet: &str, content: Option<&[u8]>) -> bool {
-    let Some(hits) = compiled::glob_hits(path) else {
-        return true;
-    };
-    let outside = hits
-        .into_iter()
-        .filter_map(|i| table::RULES.get(i))
-        .find(|r| r.id != quiet && !QUIET_OTHER_RULES.contains(&r.id) && r.content.is_none())
-        .map(|r| r.bucket);
-    let by_content = content.and_then(|h| {
-        content::detect(path, &h[..h.len().min(CONTENT_HINT_MAX_BYTES)], false).map(|h| h.bucket)
-    });
-    outside.into_iter().chain(by_content).any(|b| {
-        !matches!(
-            b,
-            Bucket::Src | Bucket::Tests | Bucket::Docs | Bucket::Other
-        )
-    })
 }
 
 /// The content layer on top of a name classification.
@@ -508,7 +543,11 @@ fn classify_content(
     } else {
         name
     };
-    if !content_may_raise(named.bucket) || QUIET_OTHER_RULES.contains(&named.rule) {
+    // Completions the product ships stay the product's, shebang or not.
+    if !content_may_raise(named.bucket)
+        || quiet::QUIET_OTHER_RULES.contains(&named.rule)
+        || named.rule == "src.completion"
+    {
         return named;
     }
     if named.rule == TOOL_SETTINGS_RULE {

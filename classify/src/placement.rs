@@ -5,7 +5,8 @@
 //! infrastructure-as-code project file (Pulumi, AWS CDK, CDK for Terraform) is `iac` too; a
 //! file inside a copied site theme (`themes/x/` holding Hugo's `theme.toml`) is `deps`; a file
 //! a configuration-management module deploys (a Puppet module's `files/` and `templates/`, a
-//! Chef cookbook's `libraries/`, a Salt formula's state directory) is `iac`, weakly.
+//! Chef cookbook's `libraries/`, a Salt formula's state directory) is `iac`, weakly; a Puppet
+//! module's `metadata.json` is its dependency manifest (`deps`, weakly).
 //!
 //! Guards against: a chart's template or value file hidden under a directory name no path rule
 //! knows; a file a Puppet, Chef or Salt module ships to the machines it manages passing as
@@ -76,6 +77,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                         because: format!("a template of the chart {at}"),
                         weak: false,
                         by_dir: false,
+                        nested: false,
                     },
                 );
                 continue;
@@ -102,6 +104,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     because: format!("inside the deploy package {root}/"),
                     weak: true,
                     by_dir: false,
+                    nested: false,
                 },
             );
         }
@@ -124,6 +127,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                         ),
                         weak: false,
                         by_dir: false,
+                        nested: false,
                     },
                 );
             }
@@ -142,6 +146,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     because: format!("a program of the infrastructure project {project}"),
                     weak: true,
                     by_dir: false,
+                    nested: false,
                 },
             );
         } else if let Some((module, kind)) = cm_module(c.path, all) {
@@ -156,6 +161,19 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     ),
                     weak: true,
                     by_dir: false,
+                    nested: false,
+                },
+            );
+        } else if let Some(module) = puppet_metadata(c.path, all) {
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Deps,
+                    rule: "deps.module-metadata",
+                    because: format!("the metadata of the Puppet module {module}"),
+                    weak: true,
+                    by_dir: false,
+                    nested: false,
                 },
             );
         } else if let Some(theme) = vendored_theme(c.path, all) {
@@ -167,6 +185,7 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     because: format!("inside the site theme {theme}/, a copy of another project"),
                     weak: true,
                     by_dir: false,
+                    nested: false,
                 },
             );
         }
@@ -188,6 +207,25 @@ fn vendored_theme(path: &str, all: &Paths<'_>) -> Option<String> {
         .iter()
         .any(|m| all.contains(&format!("{theme}/{m}")))
         .then_some(theme)
+}
+
+/// The Puppet module whose `metadata.json` `path` is (a directory with `manifests/`): the
+/// module's dependency manifest (the modules it requires, with versions) under a generic name.
+fn puppet_metadata(path: &str, all: &Paths<'_>) -> Option<String> {
+    let dir = dir_of(path);
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let manifests = if dir.is_empty() {
+        "manifests".to_owned()
+    } else {
+        format!("{dir}/manifests")
+    };
+    (name == "metadata.json" && all.has_under(&manifests)).then(|| {
+        if dir.is_empty() {
+            "./".to_owned()
+        } else {
+            format!("{dir}/")
+        }
+    })
 }
 
 /// Project files of infrastructure written in a general-purpose language.

@@ -23,7 +23,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::entry::entry_point;
 use crate::entry::without_product_fields;
-use crate::entry::{changed_into, config_reference, normalise, runnable, tokens};
+use crate::entry::{
+    changed_into, config_reference, dir_arguments, dockerfile, glob_dirs, normalise, runnable,
+    tokens,
+};
 use crate::tree::{dir_of, Paths};
 pub use crate::tree::{Change, MemTree, Raised, Tree, TreeReach, MAX_READ_BYTES};
 use crate::{follow, Bucket};
@@ -44,9 +47,15 @@ pub const RULES: &[(&str, &str)] = &[
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
     ("iac.cm-module", "a file a configuration-management module deploys: under `files/`, `templates/`, `lib/`, `functions/`, `types/`, `facts.d/`, `tasks/`, `plans/`, `data/` or `manifests/` of a Puppet module (a directory with `metadata.json` and `manifests/`), under `files/`, `templates/`, `libraries/`, `resources/`, `recipes/`, `attributes/`, `providers/` or `definitions/` of a Chef cookbook (`metadata.rb`, or `metadata.json` with `recipes/` or `resources/`), or anywhere in a Salt formula's state directory (one holding `init.sls` or `map.jinja`); images and prose left out (applies to `src` and `other` only)"),
+    ("deps.module-metadata", "a Puppet module's `metadata.json` (beside its `manifests/`): the modules it requires, with their versions (applies to `src` and `other` only)"),
     ("deps.vendored-theme", "a file inside a copy of a site theme: a directory under `themes/` holding the theme's manifest (Hugo's `theme.toml`), vendored code whatever its inner paths say (applies to `src` and `other` only)"),
+    ("other.example-collection", "a build, dependency or deployment file (never CI, agent or governance) inside a top-level project of an example collection: a repository whose packed tree has no build, dependency or deployment file at its root and at least 8 top-level directories, four in five of the top-level directories, each holding a project file (`compose.yaml`, `Dockerfile`, `package.json`, `go.mod`, …) at their top; only reachability raises it"),
+    ("src.declared-program", "a file in a tooling directory or a script (`build.tooling-dir`, `build.tooling-script`, `build.shell-script`, `build.root-script`, `build.root-executable`) that a package manifest of the packed tree declares as a program it installs: `EXE_FILES` of a `Makefile.PL`, a gemspec's `executables` (in its `bindir`), `bin` of a `package.json` or `composer.json` in the file's directory or above; the product, not the developers' tooling; reachability still raises it"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
+
+/// How the evidence of a directory a generator renders starts (`rendered by tests/x.sh, …`).
+const RENDERED: &str = "rendered by ";
 
 /// Most steps a chain of files is followed from its entry point (`ci.yml` runs `a.sh`, which
 /// sources `b.sh`, which runs `c.py`, …).
@@ -74,6 +83,15 @@ impl TreeReach {
             .into_iter()
             .filter_map(|p| entry_point(p).map(|b| (b, p)))
             .collect();
+        // An example's or a template's own build files run only when something runs the
+        // example: they are no entry points of the repository (CI running the example by
+        // directory still raises what is in it).
+        // What reaches one (`include examples/common.mk`) still follows what it runs.
+        let projects = crate::collection::projects(tree.files()).unwrap_or_default();
+        let quiet_entry =
+            |b: Bucket, p: &str| b == Bucket::Build && crate::quiet::quiet_place(p, &projects);
+        let followed_as_file = |p: &str| entry_point(p).is_none_or(|b| quiet_entry(b, p));
+        entries.retain(|(b, p)| !quiet_entry(*b, p));
         entries.sort_by_key(|(b, _)| rank(*b));
         entries.truncate(MAX_ENTRY_POINTS);
         let read = |paths: &[&str]| -> Vec<Option<Vec<u8>>> {
@@ -113,7 +131,7 @@ impl TreeReach {
         let mut frontier: Vec<String> = found
             .level1
             .keys()
-            .filter(|p| entry_point(p).is_none())
+            .filter(|p| followed_as_file(p))
             .cloned()
             .collect();
         let mut followed = 0;
@@ -157,7 +175,7 @@ impl TreeReach {
                         through.push(script.clone());
                         chains.entry(p.clone()).or_insert((entry.clone(), through));
                     }
-                    if !seen && entry_point(&p).is_none() {
+                    if !seen && followed_as_file(&p) {
                         next.push(p);
                     }
                 }
@@ -216,6 +234,12 @@ impl TreeReach {
             self.name_dir(&d, base, all, bucket, from);
         }
         for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {
+            if crate::template::renders_templates(&line) {
+                for root in crate::template::template_roots(&all.all()) {
+                    let why = format!("{RENDERED}{from}, which renders the template and runs it");
+                    self.named_dirs.insert(root, (bucket, why));
+                }
+            }
             for p in self.nx(&line, all, budget) {
                 out.insert(p);
             }
@@ -223,6 +247,24 @@ impl TreeReach {
                 self.name_dir(&t, base, all, bucket, from);
             }
             for t in tokens(&line) {
+                // A glob naming directories (`for d in examples/*/.`): what is in them may
+                // run there.
+                if t.ends_with('/') && t.contains(['*', '?']) && budget.take() {
+                    for cand in [t.clone(), format!("{base}/{t}")] {
+                        let Some(pattern) = normalise(&cand) else {
+                            continue;
+                        };
+                        let dir = follow::literal_dir(&pattern);
+                        let found = glob_dirs(&pattern, &all.starting_with(&format!("{dir}/")));
+                        self.watched_dirs.insert(dir);
+                        for d in &found {
+                            self.name_dir(d.trim_end_matches('/'), "", all, bucket, from);
+                        }
+                        if !found.is_empty() {
+                            break;
+                        }
+                    }
+                }
                 for p in self.resolve(&t, base, &dirs, &line, all, budget) {
                     if p == from {
                         continue;
@@ -244,12 +286,19 @@ impl TreeReach {
                         ".env",
                     ]
                     .iter()
-                    .any(|e| p.to_ascii_lowercase().ends_with(e));
+                    .any(|e| p.to_ascii_lowercase().ends_with(e))
+                        || dockerfile(&p);
                     let ok = match accept {
                         follow::Accept::AnyFile => true,
                         follow::Accept::Document => follow::document(&p),
                         follow::Accept::Runnable if data => level1 && config_reference(&line),
-                        follow::Accept::Runnable => runnable(&p, all.executable(&p)),
+                        // An example's build file is no entry point (`find`): one a text
+                        // names (`include examples/common.mk`) runs as a file.
+                        follow::Accept::Runnable => {
+                            runnable(&p, all.executable(&p))
+                                || (entry_point(&p) == Some(Bucket::Build)
+                                    && crate::quiet::quiet_place(&p, &[]))
+                        }
                         follow::Accept::Copied => follow::copied_config(&p),
                     };
                     if ok {
@@ -389,37 +438,6 @@ impl TreeReach {
     }
 }
 
-/// The directories a command on `line` runs in by option (`make -C dir`, `npm --prefix dir`,
-/// `devcontainer up --workspace-folder dir`, `cargo --manifest-path dir/Cargo.toml`).
-fn dir_arguments(line: &str) -> Vec<String> {
-    let words: Vec<&str> = line
-        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ';' | '&' | '|'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut out = Vec::new();
-    for (i, w) in words.iter().enumerate() {
-        let (flag, inline) = w.split_once('=').map_or((*w, None), |(f, v)| (f, Some(v)));
-        let dir = matches!(
-            flag,
-            "-C" | "--directory"
-                | "--prefix"
-                | "--cwd"
-                | "--workspace-folder"
-                | "--project-dir"
-                | "--manifest-path"
-                | "--project"
-                | "--chdir"
-        );
-        if dir {
-            if let Some(v) = inline.or_else(|| words.get(i + 1).copied()) {
-                let v = v.strip_suffix("/Cargo.toml").unwrap_or(v);
-                out.push(v.to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// Order in which entry points and reached files are read: CI, then agents and editors, then
 /// builds (the first to reach a file gives its bucket).
 fn rank(bucket: Bucket) -> usize {
@@ -488,10 +506,16 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
         };
         // A file under a directory a reached text names (an example project CI builds).
         let by_dir = hit.is_none();
+        let mut nested = false;
         let hit = hit.or_else(|| {
             let mut dirs =
                 std::iter::successors(Some(c.path), |p| p.rsplit_once('/').map(|(d, _)| d));
-            dirs.find_map(|d| reach.named_dirs.get(d).map(|(b, why)| (*b, why.clone())))
+            dirs.find_map(|d| {
+                reach.named_dirs.get(d).map(|(b, why)| {
+                    nested = d != dir_of(c.path) && !why.starts_with(RENDERED);
+                    (*b, why.clone())
+                })
+            })
         });
         if let Some((bucket, because)) = hit {
             // A directory an entry point names says less than the file's own place (a chart's
@@ -512,6 +536,7 @@ pub fn raise_by_tree(changes: &[Change<'_>], tree: &dyn Tree) -> BTreeMap<String
                     because,
                     weak: false,
                     by_dir,
+                    nested,
                 },
             );
         }

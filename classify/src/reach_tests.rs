@@ -389,3 +389,23 @@ fn what_the_tree_reaches_worked_out_beforehand_gives_the_same_answer_for_any_cha
         "{fast} kept, {slow} worked out again"
     );
 }
+
+#[test]
+fn a_puppet_modules_metadata_is_its_dependency_manifest_and_other_metadata_is_not() {
+    let mut tree = MemTree::new();
+    tree.add("manifests/init.pp", false, b"class x {}\n")
+        .add("metadata.json", false, b"{}\n")
+        .add("web/metadata.json", false, b"{}\n");
+    let change = |p| Change {
+        path: p,
+        new: Some(br#"{"dependencies": [{"name": "puppetlabs/stdlib"}]}"#),
+        executable: false,
+    };
+    let got = classify_change(
+        &[change("metadata.json"), change("web/metadata.json")],
+        &tree,
+    );
+    assert_eq!(got[0].class.rule, "deps.module-metadata");
+    assert_eq!(got[0].class.bucket, Bucket::Deps);
+    assert_eq!(got[1].class.bucket, Bucket::Other);
+}

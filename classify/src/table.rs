@@ -221,7 +221,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "agent.editor-config",
         Bucket::Agent,
-        "Editor and IDE workspace configuration (tasks, launch configs and settings that run programs on open)",
+        "Editor and IDE workspace configuration (tasks, launch configs and settings that run programs on open), language-server settings (`erlang_ls.config`, `.luarc.json`: the server an editor starts reads them)",
         &[
             "**/.vscode/**",
             "**/.idea/**",
@@ -231,6 +231,8 @@ pub(crate) static RULES: &[Rule] = &[
             "**/.theia/**",
             "*.code-workspace",
             "*.sublime-project",
+            "erlang_ls.{config,yaml}",
+            ".luarc.{json,jsonc}",
         ],
     ),
     rule(
@@ -306,9 +308,10 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "tests.fixture-dir",
         Bucket::Tests,
-        "Test fixture directories (`testdata/`, `fixtures/`, `__fixtures__/`, `test-fixtures/`, `test_resources/`): manifests, lockfiles and scripts there are inputs of tests; only reachability (a CI or build entry point running them) raises them",
+        "Test fixture directories (`testdata/`, `fixtures/`, `__fixtures__/`, `test-fixtures/`, `test_resources/`, Erlang Common Test's `*_SUITE_data/`): manifests, lockfiles and scripts there are inputs of tests; only reachability (a CI or build entry point running them) raises them",
         &[
             "**/{testdata,test_data,test-data,__fixtures__,fixtures,fixture,test-fixtures,test_fixtures,test_resources,test-resources,__snapshots__,__snapshot__}/**",
+            "**/*_suite_data/**",
             "**/{test,tests,spec,__tests__}/{data,resources,assets,samples,cases,inputs,snapshots}/**",
             "**/src/test/resources/**",
             "**/{test,tests,spec}/{dummy,dummy_app,rails_app,test_app}/**",
@@ -825,13 +828,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "iac.paas",
         Bucket::Iac,
-        "Platform deployment descriptors: Heroku, Fly, Render, Vercel, Netlify, Railway, Cloudflare Wrangler, Firebase (incl. security rules), App Engine, Cloud Foundry, Elastic Beanstalk, CodeDeploy, App Runner",
+        "Platform deployment descriptors: Heroku, Fly, Render, Vercel, Netlify, Railway, Cloudflare Wrangler, Firebase (incl. security rules), App Engine, Cloud Foundry, Elastic Beanstalk, CodeDeploy, App Runner; the ignore lists that decide what a platform uploads (`.gcloudignore`, any `.*cloudignore` or `.*deployignore`)",
         &[
             "procfile",
             "procfile.*",
             "_redirects",
             "_headers",
             ".{gcloud,vercel,now,slug,cf,func,eb,clasp}ignore",
+            ".*{cloud,deploy}ignore",
             "heroku.yml",
             "app.{yaml,yml}",
             "manifest.{yml,yaml}",
@@ -983,7 +987,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects (`*.gpr`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`)",
+        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`)",
         &[
             "*.{gn,gni}",
             ".gn",
@@ -998,6 +1002,8 @@ pub(crate) static RULES: &[Rule] = &[
             "emakefile",
             "*.in",
             "*.{ld,lds,ver,symbols}",
+            "*.{h,c,cc,cpp,hpp,inc}.prebuilt",
+            "*.{wpj,adc}",
             "*{versionscript,version-script,version_script}*",
             "**/patches/**/*.{patch,diff}",
             "*.{wxs,wxi,wixproj,nsi,nsh,iss}",
@@ -1088,11 +1094,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.python",
         Bucket::Build,
-        "Python build and packaging scripts (`pyproject.toml` is `deps.manifest`)",
+        "Python build and packaging scripts, and a root `pytest.ini` (its `addopts` load plugins; `pyproject.toml` is `deps.manifest`)",
         &[
             "setup.py",
             "setup.cfg",
             "manifest.in",
+            "/pytest.ini",
             "tox.ini",
             "tox.toml",
             "noxfile.py",
@@ -1191,7 +1198,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.packaging",
         Bucket::Build,
-        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements, setuptools' in-tree `*.egg-info/` metadata, a Salt formula's `FORMULA`",
+        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements, setuptools' in-tree `*.egg-info/` metadata, a Salt formula's `FORMULA`, a Puppet module's packaging ignore lists (`.pdkignore`, `.pmtignore`: what the published module holds), Perl's `MANIFEST.SKIP`",
         &[
             ".npmignore",
             ".vscodeignore",
@@ -1209,6 +1216,8 @@ pub(crate) static RULES: &[Rule] = &[
             "**/recipe/meta.yaml",
             "**/*.egg-info/**",
             "/formula",
+            ".{pdk,pmt}ignore",
+            "manifest.skip",
         ],
     ),
     // ---------------------------------------------------------------- deps
@@ -1273,7 +1282,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "deps.manifest",
         Bucket::Deps,
-        "Dependency manifests, declarative or not (`pyproject.toml`, `package.json`, `Gemfile`, import maps, jsonnet-bundler, Meson wraps, component manifests, LuaRocks `*.rockspec`, a Chef cookbook's `metadata.rb` are deps; `build.gradle` and `setup.py` are build)",
+        "Dependency manifests, declarative or not (`pyproject.toml`, `package.json`, `Gemfile`, import maps, jsonnet-bundler, Meson wraps, component manifests, LuaRocks `*.rockspec`, a Chef cookbook's `metadata.rb`, Carthage's `Cartfile.private`, Puppet's `.fixtures.yml` (the modules a test run fetches) are deps; `build.gradle` and `setup.py` are build)",
         &[
             "cargo.toml",
             "package.json",
@@ -1315,6 +1324,8 @@ pub(crate) static RULES: &[Rule] = &[
             "*.podspec.json",
             "jsr.{json,jsonc}",
             "cartfile",
+            "cartfile.private",
+            ".fixtures.{yml,yaml}",
             "*.cabal",
             "cabal.project",
             "stack.yaml",
@@ -1513,11 +1524,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.executable-config",
         Bucket::Build,
-        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root)",
+        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root), rebar3's `*.app.src.script` and `*.config.script` (Erlang it evaluates)",
         &[
             "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist,neon.php,tape,tt,t4,ttinclude}",
             "**/config/*.exs",
             "plugins/*/**/*.swift",
+            "*.{app.src,config}.script",
         ],
     ),
     rule(
@@ -1535,7 +1547,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.tool-config",
         Bucket::Build,
-        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, a root `.config/`, Test Kitchen's `kitchen*.yml` (the provisioners and verifiers a test run starts)",
+        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, Babel's `babel.cfg` (it names extractor functions to import), a root `.config/`, Test Kitchen's `kitchen*.yml` (the provisioners and verifiers a test run starts)",
         &[
             "{checkstyle,pmd,spotbugs,findbugs}*.{xml,properties}",
             "*[-_]suppressions.xml",
@@ -1554,6 +1566,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*.pro",
             "proguard*.{txt,cfg}",
             "bannedsymbols.txt",
+            "babel.cfg",
             "nextest.toml",
             "launchsettings.json",
             "nbactions.xml",
@@ -1654,10 +1667,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "src.completion",
         Bucket::Src,
-        "Shell completion scripts the product ships (`completions/`, `zsh-completion/`, `bash_completion.d/`, `tool-completion.bash`): users' shells load them, no build runs them (after the tooling directories and build-step names, so `scripts/completions/gen.sh` stays `build`)",
+        "Shell completion scripts the product ships (`completions/`, `zsh-completion/`, `bash_completion.d/`, `tool-completion.bash`, `completion.bash`): users' shells load them, no build runs them (after the tooling directories and build-step names, so `scripts/completions/gen.sh` stays `build`)",
         &[
             "**/{completion,completions,shell-completion,shell-completions,bash-completion,zsh-completion,fish-completion,bash_completion,zsh_completion,bash_completion.d}/**",
             "*[-_]completion.{bash,zsh,fish,sh}",
+            "completion.{bash,zsh,fish,sh}",
             "*.{bash_completion,bash-completion}",
             "*.bashcomp",
             "*.bashcomp.sh",

@@ -142,6 +142,9 @@ pub struct Raised {
     /// Reached only as a file under a directory an entry point names (`make -C examples/x`,
     /// `cd examples/x`): applies to example projects and generator templates only.
     pub by_dir: bool,
+    /// Reached by directory, through a directory above the file's own that an entry point
+    /// enters (`working-directory: tmpl` for `tmpl/compose/x/Dockerfile`), not one it renders.
+    pub nested: bool,
 }
 
 /// A changed file: its path and new content (`None` when deleted or unknown).
