@@ -4,10 +4,11 @@
 //!
 //! Guards against: a listing that differs from what `git ls-tree -r` gives for the new tree
 //! (every change `diff-tree` reports, additions, deletions, modifications and type changes of
-//! files, links and submodules, is applied; a change to a path the earlier listing lacks, or an
-//! addition of one it has, is an error and the caller lists the tree whole; the result is in
-//! `ls-tree`'s order, bytewise by path: `tests::the_patched_listing_equals_ls_tree`), and a
-//! record git could not have written (an error, never a guess).
+//! files, links and submodules, is applied, a submodule's too when `.gitmodules` says to ignore
+//! it; a change to a path the earlier listing lacks, or an addition of one it has, is an error
+//! and the caller lists the tree whole; the result is in `ls-tree`'s order, bytewise by path:
+//! `tests::the_patched_listing_equals_ls_tree`), and a record git could not have written (an
+//! error, never a guess).
 
 use anyhow::{bail, Result};
 
@@ -42,6 +43,9 @@ impl Repo {
                     "--raw",
                     "--no-renames",
                     "--no-abbrev",
+                    // Else a `.gitmodules` entry with `ignore = all` hides its gitlink's
+                    // addition, deletion or move from the changes.
+                    "--ignore-submodules=none",
                     "--end-of-options",
                     old,
                     new,
@@ -186,6 +190,13 @@ mod tests {
         ] {
             write(d, p, p);
         }
+        // The repository asks git to ignore its submodules' changes: the listing must not.
+        write(
+            d,
+            ".gitmodules",
+            "[submodule \"m\"]\n\tpath = mod\n\turl = ./m\n\tignore = all\n\
+             [submodule \"s\"]\n\tpath = sub/mod\n\turl = ./s\n\tignore = all\n",
+        );
         std::os::unix::fs::symlink("a.txt", d.join("link")).unwrap();
         git(d, &["add", "-A"]);
         // A submodule entry (a gitlink), as a tree holds one.
