@@ -59,8 +59,10 @@ pub enum Command {
     /// Reads the tree of the revision (never the working tree), drops deny-listed paths
     /// (.git/, .env*, *.pem, *.key, id_rsa*, secrets/, node_modules/, ... see `docs/`),
     /// scans every packed file for secrets and refuses on any finding unless --redact is
-    /// given, then scans the finished bundle again. Writes DIR/bundle.tar.gz and
-    /// DIR/bundle.dsse.json atomically.
+    /// given (a redacted file, the manifest and the request are scanned again as written).
+    /// Writes DIR/bundle.tar.gz and DIR/bundle.dsse.json atomically. What each file's scan
+    /// and compression produced is kept in HOME/cache/pack/, so a new revision scans only what
+    /// changed (AIRLOCK_PACK_CACHE=off: no cache).
     Pack(PackArgs),
     /// Pack, upload the bundle to the store's inbox, write the signed job record, and mint a
     /// job token: the only thing a worker needs (and all it gets).

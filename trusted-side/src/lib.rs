@@ -5,7 +5,8 @@
 //!
 //! # Guarantees
 //! - Never packs a deny-listed path; refuses (or, with `--redact`, redacts and records) any
-//!   secret its scanner finds, then scans the finished bundle again.
+//!   secret its scanner finds; ships what it scanned byte for byte, each redacted file and the
+//!   manifest and request scanned again as written.
 //! - Writes outputs atomically: on any error nothing half-written is left behind.
 //! - Exit codes are decided in one place ([`exit`]): 0 ok/queue, 1 error, 2 usage,
 //!   3 needs a human, 4 rejected/refused.
