@@ -152,7 +152,7 @@ pub(super) fn rescan_tail(manifest: &[u8], request_bytes: &[u8], scanner: &Scann
         return Ok(());
     }
     let mut msg = format!(
-        "refusing to pack: the rescan of the finished bundle found {} secret(s) (pack.rescan)",
+        "refusing to pack: the rescan of manifest.json and request.json found {} secret(s) (pack.rescan): rename or --exclude the paths named, or change the prompt",
         findings.len()
     );
     for f in &findings {
