@@ -130,6 +130,41 @@ fn planted_private_key_refuses_the_pack_naming_path_line_rule() {
     );
 }
 
+/// A secret in a path name is in no file's content, but the manifest lists the path: the
+/// rescan of the manifest as written refuses the pack, with or without `--redact` (a path
+/// cannot be redacted), naming the rule and never the value, and leaves nothing behind.
+#[test]
+fn a_secret_in_a_path_name_refuses_the_pack_at_the_manifest_rescan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = init_home(tmp.path());
+    let repo = tmp.path().join("repo");
+    let token = planted::github_token();
+    let path = format!("notes/{token}.txt");
+    make_repo(
+        &repo,
+        &[
+            ("src/a.rs", b"fn main() {}\n"),
+            (path.as_str(), b"nothing here\n"),
+        ],
+    );
+    for extra in [&[][..], &["--redact"][..]] {
+        let out_dir = tmp.path().join("out");
+        let out = pack(&home, &repo, &out_dir, extra);
+        assert_eq!(out.status.code(), Some(4), "{extra:?}: {}", show(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("pack.rescan") && stderr.contains("manifest.json"),
+            "{extra:?}: {stderr}"
+        );
+        assert!(!stderr.contains(&token), "secret echoed: {stderr}");
+        assert!(
+            snapshot(&out_dir).is_empty(),
+            "partial output left: {:?}",
+            snapshot(&out_dir)
+        );
+    }
+}
+
 #[test]
 fn redact_removes_every_planted_value_from_the_bundle_and_records_it() {
     let tmp = tempfile::tempdir().unwrap();
