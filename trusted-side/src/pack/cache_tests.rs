@@ -570,3 +570,84 @@ fn a_new_revision_listed_from_the_entry_selects_as_a_whole_listing() {
         third.summary.cache
     );
 }
+
+/// Commits on top of `HEAD` a root tree holding exactly `entries` (mode, name, blob or tree
+/// id), in this order, as `git hash-object --literally` stores it: a tree git would never
+/// write (out of order, or a name twice), as an attacker can push one.
+fn commit_literal_tree(r: &Path, entries: &[(&str, &str, String)]) {
+    let mut raw = Vec::new();
+    for (mode, name, oid) in entries {
+        raw.extend_from_slice(format!("{mode} {name}\0").as_bytes());
+        raw.extend(
+            (0..oid.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&oid[i..i + 2], 16).unwrap()),
+        );
+    }
+    let file = r.join(".git/literal-tree");
+    std::fs::write(&file, raw).unwrap();
+    let path = file.to_str().unwrap();
+    let tree = git(r, &["hash-object", "-t", "tree", "-w", "--literally", path]);
+    let commit = git(r, &["commit-tree", &tree, "-p", "HEAD", "-m", "literal"]);
+    git(r, &["update-ref", "HEAD", &commit]);
+}
+
+/// A blob of `text` in `r`'s object store.
+fn blob(r: &Path, text: &str) -> String {
+    let file = r.join(".git/literal-blob");
+    std::fs::write(&file, text).unwrap();
+    git(r, &["hash-object", "-w", file.to_str().unwrap()])
+}
+
+/// A tree that names a path twice: with the cache, both copies were known (the path was kept
+/// before), so no collision check ran and the bundle carried the second copy, which a pack with
+/// the cache off leaves out.
+#[test]
+fn a_path_named_twice_in_a_tree_is_packed_once_as_with_the_cache_off() {
+    let (_t, r, home, out) = workspace(8);
+    pack(&r, Some(&home), &out);
+    let readme = git(&r, &["rev-parse", "HEAD:README.md"]);
+    let src = git(&r, &["rev-parse", "HEAD:src"]);
+    let second = blob(&r, "# the second copy\n");
+    commit_literal_tree(
+        &r,
+        &[
+            ("100644", "README.md", readme),
+            ("100644", "README.md", second),
+            ("40000", "src", src),
+        ],
+    );
+    let off = Pack::new(None).run(&r, &out).unwrap();
+    let on = Pack::new(Some(&home)).run(&r, &out).unwrap();
+    assert_eq!(off.summary.skipped.get("pack.name-collision"), Some(&1));
+    assert_eq!(on.summary.skipped, off.summary.skipped);
+    assert_eq!(on.bytes, off.bytes);
+}
+
+/// A tree whose entries are out of order: `ls-tree` lists them as stored, the listing patched
+/// from the entry in path order, so the two kept a different one of two colliding names.
+#[test]
+fn a_tree_out_of_order_keeps_the_same_colliding_name_as_with_the_cache_off() {
+    let (_t, r, home, out) = workspace(8);
+    pack(&r, Some(&home), &out);
+    let readme = git(&r, &["rev-parse", "HEAD:README.md"]);
+    let src = git(&r, &["rev-parse", "HEAD:src"]);
+    let lower = blob(&r, "# lower case, listed first\n");
+    commit_literal_tree(
+        &r,
+        &[
+            ("100644", "readme.md", lower),
+            ("100644", "README.md", readme),
+            ("40000", "src", src),
+        ],
+    );
+    let off = Pack::new(None).run(&r, &out).unwrap();
+    let on = Pack::new(Some(&home)).run(&r, &out).unwrap();
+    assert_eq!(off.summary.skipped.get("pack.name-collision"), Some(&1));
+    assert_eq!(on.summary.skipped, off.summary.skipped);
+    assert_eq!(
+        read_back(&on.bytes).keys().collect::<Vec<_>>(),
+        read_back(&off.bytes).keys().collect::<Vec<_>>()
+    );
+    assert_eq!(on.bytes, off.bytes);
+}
