@@ -651,3 +651,89 @@ fn a_tree_out_of_order_keeps_the_same_colliding_name_as_with_the_cache_off() {
     );
     assert_eq!(on.bytes, off.bytes);
 }
+
+/// Packs `HEAD` with the cache, then with it off, and asserts the same bundle.
+fn pack_as_with_the_cache_off(r: &Path, home: &Path, out: &Path) -> Packed {
+    let on = pack(r, Some(home), out);
+    let off = pack(r, None, out);
+    assert_eq!(on.summary.skipped, off.summary.skipped);
+    assert_eq!(on.bytes, off.bytes);
+    on
+}
+
+/// Files packed before that become a link, a submodule, too large or executable, a name with a
+/// newline and one not UTF-8, a secret added: listed from the entry (forwards, and backwards to
+/// an older revision), each pack is the one the cache off makes.
+#[test]
+fn known_paths_that_change_kind_or_size_are_selected_as_with_the_cache_off_in_any_order() {
+    use std::os::unix::ffi::OsStrExt;
+    let (_t, r, home, out) = workspace(12);
+    let non_utf8 = std::ffi::OsStr::from_bytes(b"src/caf\xe9.rs");
+    std::fs::write(r.join(non_utf8), "x\n").unwrap();
+    std::fs::write(r.join("src/odd\nname.rs"), "one\n").unwrap();
+    commit(&r);
+    let a = git(&r, &["rev-parse", "HEAD"]);
+
+    std::fs::remove_file(r.join("src/m001.rs")).unwrap();
+    std::os::unix::fs::symlink("m000.rs", r.join("src/m001.rs")).unwrap();
+    std::fs::write(r.join("src/m003.rs"), "// large\n".repeat(200_000)).unwrap();
+    let m004 = r.join("src/m004.rs");
+    std::fs::set_permissions(&m004, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(r.join("src/odd\nname.rs"), "two\n").unwrap();
+    std::fs::remove_file(r.join(non_utf8)).unwrap();
+    std::fs::write(
+        r.join("src/added.py"),
+        "TOKEN = \"ghp_Zq4Lm8Tv2Rx6Wc0Yp3Jk7Hb1Nd5Gs9Fa2Qe4\"\n",
+    )
+    .unwrap();
+    std::fs::remove_file(r.join("src/m002.rs")).unwrap();
+    git(&r, &["add", "-A"]);
+    let sub = "1111111111111111111111111111111111111111";
+    git(
+        &r,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{sub},src/m002.rs"),
+        ],
+    );
+    git(&r, &["commit", "-q", "-m", "b"]);
+    let b = git(&r, &["rev-parse", "HEAD"]);
+
+    // Back: the link and the submodule are files again, the large file small.
+    git(&r, &["rm", "-q", "--cached", "src/m001.rs", "src/m002.rs"]);
+    std::fs::remove_file(r.join("src/m001.rs")).unwrap();
+    let _ = std::fs::remove_dir(r.join("src/m002.rs"));
+    std::fs::write(r.join("src/m001.rs"), "pub fn one() {}\n").unwrap();
+    std::fs::write(r.join("src/m002.rs"), "pub fn two() {}\n").unwrap();
+    std::fs::write(r.join("src/m003.rs"), "pub fn three() {}\n").unwrap();
+    commit(&r);
+
+    git(&r, &["checkout", "-q", "--detach", &a]);
+    pack_as_with_the_cache_off(&r, &home, &out);
+    git(&r, &["checkout", "-q", "--detach", "main"]);
+    let c = pack_as_with_the_cache_off(&r, &home, &out);
+    assert!(c.summary.cache.files_reused > 0, "{:?}", c.summary.cache);
+    // An older revision after a newer one: listed from the newest entry, backwards.
+    git(&r, &["checkout", "-q", "--detach", &b]);
+    let b = pack_as_with_the_cache_off(&r, &home, &out);
+    assert!(b.summary.cache.files_reused > 0, "{:?}", b.summary.cache);
+    for rule in [
+        "pack.symlink",
+        "pack.submodule",
+        "pack.too-large",
+        "pack.bad-path",
+    ] {
+        assert_eq!(
+            b.summary.skipped.get(rule),
+            Some(&1),
+            "{rule}: {:?}",
+            b.summary.skipped
+        );
+    }
+    let members = read_back(&b.bytes);
+    let added = String::from_utf8_lossy(&members["files/src/added.py"]).into_owned();
+    assert!(!added.contains("ghp_"), "{added}");
+    assert!(!members.contains_key("files/src/m001.rs"));
+}
