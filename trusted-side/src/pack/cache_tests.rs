@@ -737,3 +737,24 @@ fn known_paths_that_change_kind_or_size_are_selected_as_with_the_cache_off_in_an
     assert!(!added.contains("ghp_"), "{added}");
     assert!(!members.contains_key("files/src/m001.rs"));
 }
+
+/// A file entry naming a tree object (a tree git would not write): `ls-tree -l` gives that
+/// object's size, so a pack with the cache off leaves a deny-listed one out and succeeds; the
+/// cache's sizes, asked of `cat-file` for blobs only, refused the pack.
+#[test]
+fn a_file_entry_naming_a_tree_object_is_left_out_as_with_the_cache_off() {
+    let (_t, r, home, out) = workspace(8);
+    pack(&r, Some(&home), &out);
+    let readme = git(&r, &["rev-parse", "HEAD:README.md"]);
+    let src = git(&r, &["rev-parse", "HEAD:src"]);
+    commit_literal_tree(
+        &r,
+        &[
+            ("100644", ".env", src.clone()),
+            ("100644", "README.md", readme),
+            ("40000", "src", src),
+        ],
+    );
+    let on = pack_as_with_the_cache_off(&r, &home, &out);
+    assert_eq!(on.summary.skipped.get("deny:.env*"), Some(&1));
+}
