@@ -650,6 +650,16 @@ fn a_tree_out_of_order_keeps_the_same_colliding_name_as_with_the_cache_off() {
         read_back(&off.bytes).keys().collect::<Vec<_>>()
     );
     assert_eq!(on.bytes, off.bytes);
+    // The next revision, a tree git writes, listed from that tree's entry: diff-tree walks the
+    // one out of order, so its changes do not fit the entry's listing, and the tree is listed
+    // whole.
+    let readme = git(&r, &["rev-parse", "HEAD~1:README.md"]);
+    let src = git(&r, &["rev-parse", "HEAD~1:src"]);
+    commit_literal_tree(
+        &r,
+        &[("100644", "README.md", readme), ("40000", "src", src)],
+    );
+    pack_as_with_the_cache_off(&r, &home, &out);
 }
 
 /// Packs `HEAD` with the cache, then with it off, and asserts the same bundle.
