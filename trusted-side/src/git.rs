@@ -361,8 +361,11 @@ impl Repo {
         let mut sizes = std::collections::HashMap::new();
         for line in String::from_utf8_lossy(&out).lines() {
             let mut parts = line.split(' ');
-            if let (Some(oid), Some("blob"), Some(size)) =
-                (parts.next(), parts.next(), parts.next())
+            // Whatever the object's type, as `ls-tree -l` gives it: a file entry that names a
+            // tree (a tree git would not write) is sized, not an error, so that a pack lists
+            // alike with and without the cache (its content is read as a blob only:
+            // `blobs.rs` refuses any other type).
+            if let (Some(oid), Some(_type), Some(size)) = (parts.next(), parts.next(), parts.next())
             {
                 sizes.insert(
                     oid.to_owned(),

@@ -11,6 +11,8 @@
 //! its path check, both functions of the path alone; its kind, mode, size and the homes, which
 //! depend on the tree, are checked again, and the name collisions whenever a path that pack did
 //! not keep is kept (the paths it kept were kept together, so none collides with another).
+//! A listing out of path order or naming a path twice (a tree git would not write) is put in
+//! path order and none of its paths is known.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -161,10 +163,19 @@ impl Selector {
 /// it leaves out per rule, and the entries left out (kept by the pack cache, so that the next
 /// revision's listing can be made from this one's: `git/changes.rs`).
 pub(super) fn plan(
-    entries: Vec<TreeEntry>,
+    mut entries: Vec<TreeEntry>,
     opts: &PackOptions<'_>,
     known: impl Fn(&str) -> bool,
 ) -> Result<Plan> {
+    // A tree git would not write (names out of order, or one twice, as `hash-object
+    // --literally` stores them) is listed by `ls-tree` as stored, and by the pack cache in path
+    // order: the collisions are decided in path order whatever the listing, and, since a path
+    // twice is two paths "known", for every path.
+    let canonical = crate::git::is_sorted(&entries);
+    if !canonical {
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    let known = |p: &str| canonical && known(p);
     let selector = Selector::new(opts.include, opts.exclude)?;
     let homes = home_dirs(entries.iter().map(|e| e.path.as_slice()));
     let mut skipped = BTreeMap::new();
