@@ -53,7 +53,8 @@ pub const DENY_LIST: &[(&str, &[&str])] = &[
 pub const DENY_HOME: &str = "deny:trusted-home";
 
 /// Directories of the tree (with a trailing `/`; empty for the root) that hold a file named
-/// `trusted.key`, in any case: every path under one is left out with [`DENY_HOME`].
+/// `trusted.key`, in any case: every path under one, in any case ([`in_home`]), is left out
+/// with [`DENY_HOME`].
 pub fn home_dirs<'a>(paths: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {
     let key = crate::config::TRUSTED_KEY_FILE.as_bytes();
     let mut dirs: Vec<Vec<u8>> = paths
@@ -67,6 +68,16 @@ pub fn home_dirs<'a>(paths: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {
     dirs.sort();
     dirs.dedup();
     dirs
+}
+
+/// Whether `path` lies under one of `homes` ([`home_dirs`]), the directories compared in any
+/// ASCII case: on a case-insensitive checkout `Keys/trusted.key` and `keys/config.toml` are
+/// in one directory, the home.
+pub fn in_home(path: &[u8], homes: &[Vec<u8>]) -> bool {
+    homes.iter().any(|d| {
+        path.get(..d.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(d))
+    })
 }
 
 /// Why a path is left out.
@@ -247,7 +258,7 @@ fn left_out(
     opts: &PackOptions<'_>,
 ) -> (Option<String>, bool) {
     // Whatever --include says: a directory holding a trusted key is a home.
-    if homes.iter().any(|d| e.path.starts_with(d)) {
+    if in_home(&e.path, homes) {
         return (Some(DENY_HOME.to_owned()), false);
     }
     let Ok(path) = std::str::from_utf8(&e.path) else {
@@ -335,6 +346,14 @@ mod tests {
             home_dirs(paths.into_iter()),
             vec![b"".to_vec(), b"keys/home/".to_vec()]
         );
+        // A directory is one home in any case (a case-insensitive checkout merges them).
+        let homes = home_dirs([&b"Keys/trusted.key"[..], b"keys/config.toml"].into_iter());
+        for p in ["keys/config.toml", "KEYS/ledger/1.json", "Keys/trusted.pub"] {
+            assert!(in_home(p.as_bytes(), &homes), "{p}");
+        }
+        for p in ["keysx/a", "other/keys/a", "key"] {
+            assert!(!in_home(p.as_bytes(), &homes), "{p}");
+        }
     }
 
     #[test]
