@@ -207,11 +207,12 @@ pub(crate) fn runnable(path: &str, executable: bool) -> bool {
 }
 
 /// Whether a YAML/JSON file named on `line` is read as CI configuration there (an include, a
-/// template, a local action, a config or values file).
+/// template, a local action, a config or values file, an action input naming a file such as
+/// `file: ./test/go/Dockerfile` or `dockerfile:`).
 pub(crate) fn config_reference(line: &str) -> bool {
     [
         "include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config",
-        "--env", "-env ", "env-file", "--values", "config:", "playbook",
+        "--env", "-env ", "env-file", "--values", "config:", "playbook", "file:",
     ]
     .iter()
     .any(|k| line.contains(k))

@@ -987,7 +987,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`)",
+        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`); Windows application manifests (`*.manifest`: the resource compiler embeds them, and they name the privileges and libraries the program asks for)",
         &[
             "*.{gn,gni}",
             ".gn",
@@ -1015,6 +1015,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*vms*.com",
             "{jamfile,jamroot,jamrules}",
             "*.jam",
+            "*.manifest",
         ],
     ),
     rule(
@@ -1167,11 +1168,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.toolchain",
         Bucket::Build,
-        "Toolchain pins: which compiler or runtime gets downloaded and run",
+        "Toolchain pins: which compiler or runtime gets downloaded and run (RVM's `.ruby-gemset`: which installed gems run)",
         &[
             "rust-toolchain",
             "rust-toolchain.toml",
-            ".{nvmrc,node-version,python-version,ruby-version,go-version,java-version,terraform-version,bun-version,swift-version,xcode-version}",
+            ".{nvmrc,node-version,python-version,ruby-version,ruby-gemset,go-version,java-version,terraform-version,bun-version,swift-version,xcode-version}",
             ".tool-versions",
             ".sdkmanrc",
             ".fvmrc",
@@ -1547,7 +1548,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.tool-config",
         Bucket::Build,
-        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, Babel's `babel.cfg` (it names extractor functions to import), a root `.config/`, Test Kitchen's `kitchen*.yml` (the provisioners and verifiers a test run starts)",
+        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, Babel's `babel.cfg` (it names extractor functions to import), a root `.config/`, Test Kitchen's `kitchen*.yml` (the provisioners and verifiers a test run starts), Knip's settings (its plugins load other tools' configuration files, which are code), Atmos' `atmos.yaml` (custom commands and workflows it runs)",
         &[
             "{checkstyle,pmd,spotbugs,findbugs}*.{xml,properties}",
             "*[-_]suppressions.xml",
@@ -1575,6 +1576,8 @@ pub(crate) static RULES: &[Rule] = &[
             ".config/**",
             "{.,}kitchen.{yml,yaml}",
             "{.,}kitchen.*.{yml,yaml}",
+            "{.,}knip.{json,jsonc}",
+            "atmos.{yaml,yml}",
         ],
     ),
     rule(
