@@ -354,7 +354,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.license",
         Bucket::Governance,
-        "License and notice files, by name or by SPDX id (`GPL-2.0-or-later`), third-party notices, `licensed`'s cache",
+        "License and notice files, by name or by SPDX id (`GPL-2.0-or-later`), third-party notices and licence lists a built bundle ships (`dist/licenses.txt`), `licensed`'s cache",
         &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
@@ -367,6 +367,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*[-_]{license,licence}.{md,txt,rst}",
             "dco",
             "**/{licenses,licences}/**",
+            "{licenses,licences}.{txt,md,json}",
             "{gpl,lgpl,agpl,gfdl,fdl,mpl,apache,epl,cddl}-[0-9]*",
             "{thirdpartynotices,third-party-notices,third_party_notices}{,.txt,.md}",
             "**/.licenses/**",
@@ -1644,6 +1645,12 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**/*.{png,jpg,jpeg,gif,ico,webp,bmp,svg,excalidraw,drawio,csv,tsv,pdf}",
             "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**/{.gitkeep,.keep,.empty,_._}",
         ],
+    ),
+    rule(
+        "src.release-overlay",
+        Bucket::Src,
+        "Files an Elixir Mix release copies as they are into the release it builds (`rel/overlays/`, `rel/<name>/overlays/`): the product's own start and maintenance scripts, run where it is deployed, not by a build (before `build.tooling-dir`, which their `bin/` would match)",
+        &["**/rel/overlays/**", "**/rel/*/overlays/**"],
     ),
     rule(
         "build.tooling-dir",
