@@ -89,6 +89,17 @@ pub fn in_tooling_dir(path: &str) -> bool {
     })
 }
 
+/// Whether `path` is a file an Elixir Mix release copies as it is (`rel/overlays/…`,
+/// `rel/<name>/overlays/…`, `src.release-overlay`): the product's scripts, whose `bin/` is no
+/// tooling directory.
+fn release_overlay(path: &str) -> bool {
+    let comps: Vec<&str> = path.split('/').collect();
+    comps.windows(2).any(|w| w == ["rel", "overlays"])
+        || comps
+            .windows(3)
+            .any(|w| w[0] == "rel" && w[2] == "overlays")
+}
+
 /// The lowercase extension of the file name, if any.
 fn extension(path: &str) -> Option<String> {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -165,7 +176,7 @@ pub fn detect(path: &str, head: &[u8], executable: bool) -> Option<Hit> {
     if ext.as_deref() == Some("go") && has_line_starting(head, b"//go:generate ") {
         return hit(Bucket::Build, "build.codegen-directive");
     }
-    if (executable || head.starts_with(b"#!")) && in_tooling_dir(path) {
+    if (executable || head.starts_with(b"#!")) && in_tooling_dir(path) && !release_overlay(path) {
         return hit(Bucket::Build, "build.tooling-script");
     }
     None

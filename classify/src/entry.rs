@@ -207,7 +207,8 @@ pub(crate) fn runnable(path: &str, executable: bool) -> bool {
 }
 
 /// Whether a YAML/JSON file named on `line` is read as CI configuration there (an include, a
-/// template, a local action, a config or values file).
+/// template, a local action, a config or values file, an action input naming a file such as
+/// `file: ./test/go/Dockerfile` or `dockerfile:`).
 pub(crate) fn config_reference(line: &str) -> bool {
     [
         "include", "local:", "template", "extends", "uses:", "run:", "-f ", "--file", "--config",
@@ -215,6 +216,20 @@ pub(crate) fn config_reference(line: &str) -> bool {
     ]
     .iter()
     .any(|k| line.contains(k))
+        || input_names_a_file(line)
+}
+
+/// Whether `line` is a YAML key whose name ends in `file` (`file: ./test/go/Dockerfile`,
+/// `dockerfile:`, `config-file:`): an action input passing a file, not a `file://` URL inside a
+/// command.
+fn input_names_a_file(line: &str) -> bool {
+    let l = line.trim_start().trim_start_matches("- ").trim_start();
+    l.split_once(':').is_some_and(|(key, rest)| {
+        !key.is_empty()
+            && !key.contains([' ', '/', '"', '\''])
+            && key.to_ascii_lowercase().ends_with("file")
+            && !rest.starts_with("//")
+    })
 }
 
 /// Normalises `a/./b/../c` to `a/c`; `None` when it leaves the repository.

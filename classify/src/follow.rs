@@ -275,7 +275,7 @@ fn bazel_labels(line: &str) -> String {
 /// repository: `import a.b` and `from a.b import c` as `a/b.py`, `a/b/__init__.py`,
 /// `a/b/c.py`, from the root and from the script's directory; relative imports from the
 /// script's directory; JavaScript `require`/`import` of `./` and `../` paths with the usual
-/// extensions and `index.js`.
+/// extensions and `index.js`; Ruby `require_relative` (`crate::runners::ruby_requires`).
 pub(crate) fn imports(from: &str, text: &str) -> Vec<String> {
     let lower = from.to_ascii_lowercase();
     let base = from.rsplit_once('/').map_or("", |(d, _)| d);
@@ -347,6 +347,7 @@ pub(crate) fn imports(from: &str, text: &str) -> Vec<String> {
             }
         }
     }
+    out.extend(crate::runners::ruby_requires(from, text));
     out.truncate(4096);
     out
 }
@@ -427,7 +428,8 @@ pub(crate) fn nx_projects(line: &str) -> Option<Vec<String>> {
 }
 
 /// The project directories a Gradle settings script includes (`include ':samples'`,
-/// `include(":app:core")` is `app/core`, `includeBuild("build-logic")`): Gradle configures and
+/// `include(":app:core")` is `app/core`, `includeBuild("build-logic")`, a list over several
+/// lines): Gradle configures and
 /// builds what is there, so an example project it includes runs. Empty for any other file.
 pub(crate) fn gradle_includes(from: &str, text: &str) -> Vec<String> {
     let name = from.rsplit('/').next().unwrap_or(from).to_ascii_lowercase();
@@ -435,9 +437,16 @@ pub(crate) fn gradle_includes(from: &str, text: &str) -> Vec<String> {
         return Vec::new();
     }
     let mut out = Vec::new();
+    // An `include(` whose list runs over several lines (`include(\n    "a",\n    "b",\n)`).
+    let mut open_list = false;
     for line in text.lines().map(str::trim_start) {
-        let build = line.starts_with("includeBuild");
-        if !(build || line.starts_with("include")) {
+        let mut build = line.starts_with("includeBuild");
+        if open_list {
+            build = false;
+            open_list = !line.contains(')');
+        } else if build || line.starts_with("include") {
+            open_list = line.contains('(') && !line.contains(')');
+        } else {
             continue;
         }
         // Every quoted string on the line: `include ':a', ':b'`, `include(":a", ":b")`.

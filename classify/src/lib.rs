@@ -36,6 +36,7 @@ mod placement;
 mod product;
 mod quiet;
 pub mod reach;
+mod runners;
 mod settings;
 mod table;
 mod template;

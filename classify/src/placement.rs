@@ -188,9 +188,54 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     nested: false,
                 },
             );
+        } else if let Some(site) = vitepress_loader(c.path, all) {
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Build,
+                    rule: "build.docs-data-loader",
+                    because: format!(
+                        "a data loader of the VitePress site {site}/, which its build runs"
+                    ),
+                    weak: true,
+                    by_dir: false,
+                    nested: false,
+                },
+            );
         }
     }
     out
+}
+
+/// The VitePress site `path` belongs to when it is a build-time data loader (round nine):
+/// VitePress runs every `*.data.{js,ts,mjs,mts,cjs,cts}` a page imports when it builds the
+/// site, so a loader in a directory at or below a site root (one holding
+/// `.vitepress/config.*`) is code the documentation build runs.
+fn vitepress_loader(path: &str, all: &Paths<'_>) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let (stem, ext) = name.rsplit_once('.')?;
+    if !stem.ends_with(".data") || !matches!(ext, "js" | "ts" | "mjs" | "mts" | "cjs" | "cts") {
+        return None;
+    }
+    let comps: Vec<&str> = path.split('/').collect();
+    (0..comps.len()).rev().find_map(|n| {
+        let site = comps[..n].join("/");
+        let prefix = if site.is_empty() {
+            ".vitepress/config.".to_owned()
+        } else {
+            format!("{site}/.vitepress/config.")
+        };
+        all.starting_with(&prefix)
+            .into_iter()
+            .any(|f| !f[prefix.len()..].contains('/'))
+            .then(|| {
+                if site.is_empty() {
+                    ".".to_owned()
+                } else {
+                    site
+                }
+            })
+    })
 }
 
 /// The theme directory `path` sits in, when it is a copy of a site theme: a directory under

@@ -51,6 +51,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("deps.vendored-theme", "a file inside a copy of a site theme: a directory under `themes/` holding the theme's manifest (Hugo's `theme.toml`), vendored code whatever its inner paths say (applies to `src` and `other` only)"),
     ("other.example-collection", "a build, dependency or deployment file (never CI, agent or governance) inside a top-level project of an example collection: a repository whose packed tree has no build, dependency or deployment file at its root and at least 8 top-level directories, four in five of the top-level directories, each holding a project file (`compose.yaml`, `Dockerfile`, `package.json`, `go.mod`, …) at their top; only reachability raises it"),
     ("src.declared-program", "a file in a tooling directory or a script (`build.tooling-dir`, `build.tooling-script`, `build.shell-script`, `build.root-script`, `build.root-executable`) that a package manifest of the packed tree declares as a program it installs: `EXE_FILES` of a `Makefile.PL`, a gemspec's `executables` (in its `bindir`), `bin` of a `package.json` or `composer.json` in the file's directory or above; the product, not the developers' tooling; reachability still raises it"),
+    ("build.docs-data-loader", "a VitePress build-time data loader (`*.data.{js,ts,mjs,mts,cjs,cts}`) at or below a site root holding `.vitepress/config.*`: the documentation build runs it (applies to `src` and `other` only)"),
     ("iac.deploy-template", "a `.tpl`/`.tmpl`/`.gotmpl` file in a directory (or its parent) holding a deploy descriptor (`Chart.yaml`, `kustomization.yaml`, `*.tf`, `*.nomad`, a compose file)"),
 ];
 
@@ -121,7 +122,20 @@ impl TreeReach {
         for ((bucket, from), text) in entries.iter().zip(&texts) {
             let Some(text) = text else { continue };
             let bucket = editor_task_bucket(from, text, *bucket);
-            for p in found.named_by(from, text, all, true, bucket, &mut budget) {
+            let before: BTreeSet<String> = found.named_dirs.keys().cloned().collect();
+            let mut named = found.named_by(from, text, all, true, bucket, &mut budget);
+            // `make` run in a directory an entry point names (`$(MAKE) -C examples/x`, a glob
+            // of example directories) runs that directory's Makefile as a file: what it
+            // includes (`include ../Makefile-examples-base.mk`) is followed.
+            for d in found.named_dirs.keys().filter(|d| !before.contains(*d)) {
+                for name in ["Makefile", "GNUmakefile", "makefile"] {
+                    let p = format!("{d}/{name}");
+                    if all.contains(&p) && !named.contains(&p) {
+                        named.push(p);
+                    }
+                }
+            }
+            for p in named {
                 if let std::collections::btree_map::Entry::Vacant(e) = found.level1.entry(p) {
                     chains.insert(e.key().clone(), ((*from).to_owned(), Vec::new()));
                     e.insert((bucket, (*from).to_owned()));
@@ -242,6 +256,18 @@ impl TreeReach {
             }
             for p in self.nx(&line, all, budget) {
                 out.insert(p);
+            }
+            // The test plans and schemes `xcodebuild` reads by name (`-testPlan macOS`).
+            let xcode = crate::runners::xcode_names(&line);
+            if !xcode.is_empty() && budget.take() {
+                self.watched_dirs.insert(String::new());
+                out.extend(
+                    all.all()
+                        .into_iter()
+                        .filter(|p| xcode.iter().any(|n| p.rsplit('/').next() == Some(n)))
+                        .take(follow::MAX_MATCHES)
+                        .map(str::to_owned),
+                );
             }
             for t in dir_arguments(&line) {
                 self.name_dir(&t, base, all, bucket, from);

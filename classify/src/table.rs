@@ -354,7 +354,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.license",
         Bucket::Governance,
-        "License and notice files, by name or by SPDX id (`GPL-2.0-or-later`), third-party notices, `licensed`'s cache",
+        "License and notice files, by name or by SPDX id (`GPL-2.0-or-later`), third-party notices and licence lists a built bundle ships (`dist/licenses.txt`), `licensed`'s cache",
         &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
@@ -367,6 +367,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*[-_]{license,licence}.{md,txt,rst}",
             "dco",
             "**/{licenses,licences}/**",
+            "{licenses,licences}.{txt,md,json}",
             "{gpl,lgpl,agpl,gfdl,fdl,mpl,apache,epl,cddl}-[0-9]*",
             "{thirdpartynotices,third-party-notices,third_party_notices}{,.txt,.md}",
             "**/.licenses/**",
@@ -987,7 +988,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`)",
+        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`); Windows application manifests (`*.manifest`: the resource compiler embeds them, and they name the privileges and libraries the program asks for)",
         &[
             "*.{gn,gni}",
             ".gn",
@@ -1015,6 +1016,7 @@ pub(crate) static RULES: &[Rule] = &[
             "*vms*.com",
             "{jamfile,jamroot,jamrules}",
             "*.jam",
+            "*.manifest",
         ],
     ),
     rule(
@@ -1167,11 +1169,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.toolchain",
         Bucket::Build,
-        "Toolchain pins: which compiler or runtime gets downloaded and run",
+        "Toolchain pins: which compiler or runtime gets downloaded and run (RVM's `.ruby-gemset`: which installed gems run)",
         &[
             "rust-toolchain",
             "rust-toolchain.toml",
-            ".{nvmrc,node-version,python-version,ruby-version,go-version,java-version,terraform-version,bun-version,swift-version,xcode-version}",
+            ".{nvmrc,node-version,python-version,ruby-version,ruby-gemset,go-version,java-version,terraform-version,bun-version,swift-version,xcode-version}",
             ".tool-versions",
             ".sdkmanrc",
             ".fvmrc",
@@ -1547,7 +1549,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.tool-config",
         Bucket::Build,
-        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, Babel's `babel.cfg` (it names extractor functions to import), a root `.config/`, Test Kitchen's `kitchen*.yml` (the provisioners and verifiers a test run starts)",
+        "Lint, format, analysis and developer tool configuration (an edit can silence a check or run a program): Checkstyle, PMD, SpotBugs, Android lint, ProGuard/R8 and qmake `.pro`, banned-API lists, rustfmt, clippy, Biome, dprint, ruff, mypy, Sonar, typos, cspell, nextest, .NET launch profiles, IDE run configurations, Transifex, Babel's `babel.cfg` (it names extractor functions to import), a root `.config/`, Test Kitchen's `kitchen*.yml` (the provisioners and verifiers a test run starts), Knip's settings (its plugins load other tools' configuration files, which are code), Atmos' `atmos.yaml` (custom commands and workflows it runs)",
         &[
             "{checkstyle,pmd,spotbugs,findbugs}*.{xml,properties}",
             "*[-_]suppressions.xml",
@@ -1575,6 +1577,8 @@ pub(crate) static RULES: &[Rule] = &[
             ".config/**",
             "{.,}kitchen.{yml,yaml}",
             "{.,}kitchen.*.{yml,yaml}",
+            "{.,}knip.{json,jsonc}",
+            "atmos.{yaml,yml}",
         ],
     ),
     rule(
@@ -1641,6 +1645,12 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**/*.{png,jpg,jpeg,gif,ico,webp,bmp,svg,excalidraw,drawio,csv,tsv,pdf}",
             "**/{scripts,script,tools,tool,hack,build,buildscripts,build-aux,build-scripts,release,releasing,packaging,devtools,dev-tools,bin,docker,xtask}/**/{.gitkeep,.keep,.empty,_._}",
         ],
+    ),
+    rule(
+        "src.release-overlay",
+        Bucket::Src,
+        "Files an Elixir Mix release copies as they are into the release it builds (`rel/overlays/`, `rel/<name>/overlays/`): the product's own start and maintenance scripts, run where it is deployed, not by a build (before `build.tooling-dir`, which their `bin/` would match)",
+        &["**/rel/overlays/**", "**/rel/*/overlays/**"],
     ),
     rule(
         "build.tooling-dir",
