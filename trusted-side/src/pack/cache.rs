@@ -519,5 +519,8 @@ pub(crate) fn prune_oldest(dir: &Path, kind: impl Fn(&str) -> bool, max: usize) 
 }
 
 #[cfg(test)]
+#[path = "listing_tests.rs"]
+mod listing_tests;
+#[cfg(test)]
 #[path = "cache_tests.rs"]
 mod tests;
