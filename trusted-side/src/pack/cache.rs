@@ -440,8 +440,9 @@ impl Base {
         (f.member.oid == oid).then_some(f.member.size)
     }
 
-    /// The whole listing of the entry's tree, in listing order: its files (sizes known) and the
-    /// entries left out. `None` if it is not in order (an entry of an older layout).
+    /// The whole listing of the entry's tree, in path order: its files (sizes known) and the
+    /// entries left out, merged. `None` if a path is in both (no listing of a tree has it
+    /// twice: the caller lists the tree whole).
     pub fn listing(&self) -> Option<Vec<TreeEntry>> {
         let files = self.meta.files.iter().map(|f| TreeEntry {
             mode: Cow::Borrowed(if f.member.exec { "100755" } else { "100644" }),

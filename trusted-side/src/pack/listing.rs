@@ -82,7 +82,7 @@ pub(super) fn entries(
                 Some(Ok(entries)) => return Ok(entries),
                 Some(Err(e)) => tracing::debug!("pack: listing the tree whole: {e:#}"),
                 None => {
-                    tracing::debug!("pack: listing the tree whole: the entry's is not in order")
+                    tracing::debug!("pack: listing the tree whole: the entry lists a path twice")
                 }
             }
             repo.list_tree_unsized(revision)?
