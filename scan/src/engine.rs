@@ -165,7 +165,10 @@ struct CompiledRule {
 enum Prefilter {
     /// No rule has keywords.
     Empty,
+    /// The noncontiguous NFA ([`Scanner::with_small_inputs`], or the DFA could not be built).
     Ready(AhoCorasick),
+    /// The DFA, walked over four parts of a file at once.
+    Dfa(Box<crate::keywords::Keywords>),
     /// Could not be built (cannot happen: the same keywords built at load time); every
     /// keyword rule then runs on the whole file.
     Broken,
@@ -594,23 +597,19 @@ impl Scanner {
             if self.keywords.is_empty() {
                 return Prefilter::Empty;
             }
-            let builder = |kind: AhoCorasickKind| {
+            let nfa = || {
                 AhoCorasick::builder()
                     .ascii_case_insensitive(true)
                     .match_kind(AcMatchKind::Standard)
-                    .kind(Some(kind))
-                    // Keywords start with common letters: a prefilter mostly adds overhead.
-                    .prefilter(false)
+                    .kind(Some(AhoCorasickKind::NoncontiguousNFA))
                     .build(&self.keywords)
+                    .map_or(Prefilter::Broken, Prefilter::Ready)
             };
-            let first = if self.small_inputs {
-                AhoCorasickKind::NoncontiguousNFA
-            } else {
-                AhoCorasickKind::DFA
-            };
-            builder(first)
-                .or_else(|_| builder(AhoCorasickKind::NoncontiguousNFA))
-                .map_or(Prefilter::Broken, Prefilter::Ready)
+            if self.small_inputs {
+                return nfa();
+            }
+            crate::keywords::Keywords::build(&self.keywords)
+                .map_or_else(nfa, |k| Prefilter::Dfa(Box::new(k)))
         })
     }
 
@@ -818,6 +817,8 @@ impl Scanner {
                         on_hit(hit.pattern().as_usize(), hit.start(), hit.end());
                     }
                 }
+                // Hits in no set order: windows are sorted when merged.
+                Prefilter::Dfa(k) => k.each(content, on_hit),
                 Prefilter::Empty | Prefilter::Broken => {}
             }
         }

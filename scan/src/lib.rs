@@ -64,6 +64,7 @@ pub mod eval;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gitleaks;
+mod keywords;
 mod lazy_regex;
 mod redact;
 pub mod rule;

@@ -22,6 +22,7 @@ fn check_file(
     instances: &[(Range<usize>, Instance)],
     failures: &mut Vec<String>,
 ) {
+    ALL_TEXT.with(|all| all.borrow_mut().push_str(text));
     let findings = scanner().scan(path, text.as_bytes());
     // The keyword automaton's kind changes speed, never findings.
     if findings != small_input_scanner().scan(path, text.as_bytes()) {
@@ -71,6 +72,11 @@ fn check_file(
             failures.push(format!("{path}: false positive outside any instance: {f}"));
         }
     }
+}
+
+thread_local! {
+    /// Every file the corpus test checked, one after the other.
+    static ALL_TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 #[test]
@@ -162,6 +168,21 @@ fn generated_corpus_finds_every_instance_with_the_right_rule() {
         assert!(*n >= 5, "{id}: only {n} instances");
     }
     assert!(files > 50, "corpus too small: {files} files");
+    // The whole corpus as one large file, shifted so that the tree scanner's four-part keyword
+    // walk cuts it in other places: the same findings as the small-input scanner's one walk.
+    let all = ALL_TEXT.with(|all| all.take());
+    assert!(all.len() > 64 * 1024, "joined corpus: {} bytes", all.len());
+    for shift in [0, 1, 7, 31, 100] {
+        let text = format!("{}{all}", " ".repeat(shift));
+        let (big, small) = (
+            s.scan("all.txt", text.as_bytes()),
+            small_input_scanner().scan("all.txt", text.as_bytes()),
+        );
+        assert!(big.len() > 100, "{} findings", big.len());
+        if big != small {
+            failures.push(format!("joined corpus, shift {shift}: the scanners differ"));
+        }
+    }
     assert!(
         failures.is_empty(),
         "{} failure(s):\n{}",
