@@ -41,6 +41,7 @@ mod settings;
 mod table;
 mod template;
 pub mod tree;
+mod unclaimed;
 
 /// Rule id given to every path if the built-in table failed to compile (fail closed).
 pub const TABLE_BROKEN_RULE: &str = "governance.table-broken";
@@ -458,6 +459,14 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
                 with_content
             };
             let may = |r: &&reach::Raised| {
+                // The fallback is the last word only when nothing else knows the path: what the
+                // tree says of it (a deploy package's file, a script CI runs) comes first.
+                if unclaimed::RULES
+                    .iter()
+                    .any(|(id, _)| *id == with_content.rule)
+                {
+                    return true;
+                }
                 // CI runs with the repository's secrets: a build script a workflow runs is `ci`;
                 // one a dev container or an editor runs on open is `agent`.
                 if with_content.bucket == Bucket::Build
@@ -523,15 +532,36 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
         .collect()
 }
 
-/// The content layer on top of a name classification.
+/// The content layer on top of a name classification, then the unclaimed-configuration
+/// fallback (`unclaimed.rs`) for what no layer claimed.
 fn classify_content(
     path: &str,
     name: Classification,
     content: Option<&[u8]>,
     executable: bool,
 ) -> Classification {
+    let head = content.map(|h| &h[..h.len().min(CONTENT_HINT_MAX_BYTES)]);
+    let found = classify_by_content(path, name, head, executable);
+    if !unclaimed::reads(found.rule, path) {
+        return found;
+    }
+    unclaimed::fallback(path, head, executable).unwrap_or(found)
+}
+
+/// The content layer on top of a name classification.
+fn classify_by_content(
+    path: &str,
+    name: Classification,
+    content: Option<&[u8]>,
+    executable: bool,
+) -> Classification {
+    // The fallback is the last layer: a name it decided is read again with the content.
+    let name = if unclaimed::RULES.iter().any(|(id, _)| *id == name.rule) {
+        classify_path_with(path, None)
+    } else {
+        name
+    };
     let Some(head) = content else { return name };
-    let head = &head[..head.len().min(CONTENT_HINT_MAX_BYTES)];
     let named = if name.rule == table::OTHER_RULE
         || name.rule == "src.code"
         || name.rule == TOOL_DOTFILE_RULE
