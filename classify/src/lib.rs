@@ -36,6 +36,7 @@ mod placement;
 mod product;
 mod quiet;
 pub mod reach;
+mod root;
 mod runners;
 mod settings;
 mod table;
@@ -260,13 +261,13 @@ fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification
             };
         }
     }
-    if root_executable(path) {
+    if root::root_executable(path) {
         return Classification {
             bucket: Bucket::Build,
             rule: ROOT_EXECUTABLE_RULE,
         };
     }
-    if root_pin(path) {
+    if root::root_pin(path) {
         return Classification {
             bucket: Bucket::Build,
             rule: "build.version-pin",
@@ -288,37 +289,6 @@ const TOOL_SETTINGS_RULE: &str = "other.tool-settings";
 /// Rule id of extensionless lowercase files at the root (`configure`-like scripts: `artisan`,
 /// `bootstrap`, `runtests`), which no glob can express.
 pub const ROOT_EXECUTABLE_RULE: &str = "build.root-executable";
-
-/// A file at the repository root whose name has no extension and starts with a lowercase
-/// letter: by convention a program the developers run, not a document (`README`, `LICENSE`).
-fn root_executable(path: &str) -> bool {
-    let norm = normalize_path(path);
-    !norm.contains('/')
-        && norm.starts_with(|c: char| c.is_ascii_lowercase())
-        && norm
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// An extension-less upper-case name with an underscore at the root whose last word names a
-/// pin (`NGINX_BASE`, `BASE_IMAGE`, `GO_VERSION`, `LLVM_COMMIT`): by convention a pin CI and
-/// builds read (`$(cat NGINX_BASE)`), not a document (`README`, `LICENSE` have no underscore;
-/// `PORTING_INFO`, `BUILDING_OSS` end in a word that names no pin).
-fn root_pin(path: &str) -> bool {
-    const PIN_WORDS: &[&str] = &[
-        "VERSION", "VERSIONS", "BASE", "IMAGE", "TAG", "SHA", "REF", "COMMIT", "REV", "REVISION",
-        "DIGEST", "HASH", "RELEASE", "BRANCH", "PIN", "PINS",
-    ];
-    let norm = normalize_path(path);
-    !norm.contains('/')
-        && norm.starts_with(|c: char| c.is_ascii_uppercase())
-        && norm
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-        && norm
-            .rsplit_once('_')
-            .is_some_and(|(_, last)| PIN_WORDS.contains(&last))
-}
 
 /// Whether the content could change `path`'s classification: some content rule matches the
 /// name and comes before the rule the name alone reaches. Lets the gate skip building a file's
