@@ -36,11 +36,13 @@ mod placement;
 mod product;
 mod quiet;
 pub mod reach;
+mod root;
 mod runners;
 mod settings;
 mod table;
 mod template;
 pub mod tree;
+mod unclaimed;
 
 /// Rule id given to every path if the built-in table failed to compile (fail closed).
 pub const TABLE_BROKEN_RULE: &str = "governance.table-broken";
@@ -259,13 +261,13 @@ fn classify_path_with(path: &str, content_hint: Option<&[u8]>) -> Classification
             };
         }
     }
-    if root_executable(path) {
+    if root::root_executable(path) {
         return Classification {
             bucket: Bucket::Build,
             rule: ROOT_EXECUTABLE_RULE,
         };
     }
-    if root_pin(path) {
+    if root::root_pin(path) {
         return Classification {
             bucket: Bucket::Build,
             rule: "build.version-pin",
@@ -287,37 +289,6 @@ const TOOL_SETTINGS_RULE: &str = "other.tool-settings";
 /// Rule id of extensionless lowercase files at the root (`configure`-like scripts: `artisan`,
 /// `bootstrap`, `runtests`), which no glob can express.
 pub const ROOT_EXECUTABLE_RULE: &str = "build.root-executable";
-
-/// A file at the repository root whose name has no extension and starts with a lowercase
-/// letter: by convention a program the developers run, not a document (`README`, `LICENSE`).
-fn root_executable(path: &str) -> bool {
-    let norm = normalize_path(path);
-    !norm.contains('/')
-        && norm.starts_with(|c: char| c.is_ascii_lowercase())
-        && norm
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// An extension-less upper-case name with an underscore at the root whose last word names a
-/// pin (`NGINX_BASE`, `BASE_IMAGE`, `GO_VERSION`, `LLVM_COMMIT`): by convention a pin CI and
-/// builds read (`$(cat NGINX_BASE)`), not a document (`README`, `LICENSE` have no underscore;
-/// `PORTING_INFO`, `BUILDING_OSS` end in a word that names no pin).
-fn root_pin(path: &str) -> bool {
-    const PIN_WORDS: &[&str] = &[
-        "VERSION", "VERSIONS", "BASE", "IMAGE", "TAG", "SHA", "REF", "COMMIT", "REV", "REVISION",
-        "DIGEST", "HASH", "RELEASE", "BRANCH", "PIN", "PINS",
-    ];
-    let norm = normalize_path(path);
-    !norm.contains('/')
-        && norm.starts_with(|c: char| c.is_ascii_uppercase())
-        && norm
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-        && norm
-            .rsplit_once('_')
-            .is_some_and(|(_, last)| PIN_WORDS.contains(&last))
-}
 
 /// Whether the content could change `path`'s classification: some content rule matches the
 /// name and comes before the rule the name alone reaches. Lets the gate skip building a file's
@@ -458,6 +429,14 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
                 with_content
             };
             let may = |r: &&reach::Raised| {
+                // The fallback is the last word only when nothing else knows the path: what the
+                // tree says of it (a deploy package's file, a script CI runs) comes first.
+                if unclaimed::RULES
+                    .iter()
+                    .any(|(id, _)| *id == with_content.rule)
+                {
+                    return true;
+                }
                 // CI runs with the repository's secrets: a build script a workflow runs is `ci`;
                 // one a dev container or an editor runs on open is `agent`.
                 if with_content.bucket == Bucket::Build
@@ -523,15 +502,36 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
         .collect()
 }
 
-/// The content layer on top of a name classification.
+/// The content layer on top of a name classification, then the unclaimed-configuration
+/// fallback (`unclaimed.rs`) for what no layer claimed.
 fn classify_content(
     path: &str,
     name: Classification,
     content: Option<&[u8]>,
     executable: bool,
 ) -> Classification {
+    let head = content.map(|h| &h[..h.len().min(CONTENT_HINT_MAX_BYTES)]);
+    let found = classify_by_content(path, name, head, executable);
+    if !unclaimed::reads(found.rule, path) {
+        return found;
+    }
+    unclaimed::fallback(path, head, executable).unwrap_or(found)
+}
+
+/// The content layer on top of a name classification.
+fn classify_by_content(
+    path: &str,
+    name: Classification,
+    content: Option<&[u8]>,
+    executable: bool,
+) -> Classification {
+    // The fallback is the last layer: a name it decided is read again with the content.
+    let name = if unclaimed::RULES.iter().any(|(id, _)| *id == name.rule) {
+        classify_path_with(path, None)
+    } else {
+        name
+    };
     let Some(head) = content else { return name };
-    let head = &head[..head.len().min(CONTENT_HINT_MAX_BYTES)];
     let named = if name.rule == table::OTHER_RULE
         || name.rule == "src.code"
         || name.rule == TOOL_DOTFILE_RULE

@@ -498,10 +498,11 @@ fn docs_list_every_rule_in_evaluation_order() {
         }
         out
     };
-    let name_rules: [(&str, &str); 2] = [
+    let mut name_rules: Vec<(&str, &str)> = vec![
         (ROOT_EXECUTABLE_RULE, "An extension-less file at the root whose name starts with a lowercase letter (`artisan`, `bootstrap`), after every glob rule"),
         (TABLE_BROKEN_RULE, "Every path, if the built-in table failed to compile (cannot happen: a unit test compiles it; fail closed)"),
     ];
+    name_rules.extend_from_slice(unclaimed::RULES);
     for (marker, expected) in [
         ("rules", rules_markdown()),
         ("content-rules", rules_table(content::RULES)),
