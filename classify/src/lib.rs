@@ -43,6 +43,8 @@ mod table;
 mod template;
 pub mod tree;
 mod unclaimed;
+pub use table::OTHER_RULE;
+pub use unclaimed::UNCLAIMED_RULE;
 
 /// Rule id given to every path if the built-in table failed to compile (fail closed).
 pub const TABLE_BROKEN_RULE: &str = "governance.table-broken";

@@ -284,7 +284,9 @@ pub fn data_only_dotfile(path: &str, head: &[u8]) -> bool {
     }
     // A dotfile written in a programming language (`.formatter.exs`, `.pryrc.rb`) is code
     // whatever it holds.
-    let code_ext = name[1.min(name.len())..]
+    // (A name the fallback of `unclaimed.rs` reads need not start with the dot, nor with an
+    // ASCII character: strip the dot, never slice at a byte.)
+    let code_ext = (name.strip_prefix('.').unwrap_or(&name))
         .rsplit_once('.')
         .is_some_and(|(_, ext)| NAME_CODE_EXTENSIONS.contains(&ext));
     if code_ext {

@@ -1809,4 +1809,4 @@ pub(crate) static RULES: &[Rule] = &[
 ];
 
 /// Rule id of the fallback when nothing in [`RULES`] matched.
-pub(crate) const OTHER_RULE: &str = "other.unmatched";
+pub const OTHER_RULE: &str = "other.unmatched";

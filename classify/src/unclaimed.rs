@@ -38,7 +38,7 @@
 use crate::{normalize_path, settings, Bucket, Classification};
 
 /// Rule id of a configuration-like path no rule claimed.
-pub(crate) const UNCLAIMED_RULE: &str = "build.unclaimed-config";
+pub const UNCLAIMED_RULE: &str = "build.unclaimed-config";
 
 /// Rule id of the same path when its content is data only.
 pub(crate) const DATA_CONFIG_RULE: &str = "other.data-config";

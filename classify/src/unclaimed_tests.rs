@@ -155,3 +155,20 @@ fn earlier_layers_come_first() {
     assert_eq!((bucket, rule), (Bucket::Ci, "ci.reached"));
     assert!(because.is_some_and(|b| b.contains(".github/workflows/ci.yml")));
 }
+
+#[test]
+fn names_that_begin_with_a_multi_byte_character_are_read_without_a_panic() {
+    // The data-only reader was written for dotfiles; the fallback gives it any name.
+    for path in ["\u{202e}.yaml", "é.toml", "dir/\u{1F600}rc", "\u{202e}"] {
+        let got = classify(path, false, "title: x\n", &[]).1;
+        assert!(
+            [
+                "other.data-config",
+                "build.unclaimed-config",
+                "other.unmatched"
+            ]
+            .contains(&got),
+            "{path:?}: {got}"
+        );
+    }
+}

@@ -10,7 +10,9 @@
 //! - content never lowers what the name decided: a name that decided `ci`, `iac`, `deps`,
 //!   `build`, `governance` or `agent` keeps its bucket and rule; from `src` or `other` the
 //!   bucket with content is at least as risky as with `None`; a content hit is always one of
-//!   the buckets a person must review;
+//!   the buckets a person must review; the unclaimed-configuration fallback without content
+//!   ([`UNCLAIMED_RULE`], which fails closed until the content says data or a kind) is no
+//!   decision of the name: from it, content may lead anywhere `other` may;
 //! - the same holds for [`classify_change`], whose tree layers may also raise `tests` and
 //!   `docs` into a reviewed bucket and a `build` file into `ci`; with no content and an empty
 //!   tree it says what the name says;
@@ -23,6 +25,7 @@ use crate::classify::content::{self, HEAD_MAX_BYTES};
 use crate::classify::reach::{Change, MemTree};
 use crate::classify::{
     classify_change, classify_path, Bucket, Classification, Layer, CONTENT_HINT_MAX_BYTES,
+    OTHER_RULE, UNCLAIMED_RULE,
 };
 
 /// Files per input, at most.
@@ -109,6 +112,20 @@ fn final_by_name(bucket: Bucket) -> bool {
     )
 }
 
+/// What the name alone decided: the fallback that stands in for unknown content decided
+/// nothing (it is `other.unmatched` until the content is read).
+fn by_name(path: &str) -> Classification {
+    let name = classify_path(path, None);
+    if name.rule == UNCLAIMED_RULE {
+        Classification {
+            bucket: Bucket::Other,
+            rule: OTHER_RULE,
+        }
+    } else {
+        name
+    }
+}
+
 /// The content layer's rule: `with` (name and content) never lowers `name` (name alone).
 fn check_content_layer(path: &str, name: Classification, with: Classification) {
     if final_by_name(name.bucket)
@@ -170,12 +187,13 @@ fn check_change(files: &[File]) {
     let bare = classify_change(&without, &tree);
     assert_eq!(with.len(), files.len(), "one answer per change");
     for ((f, w), b) in files.iter().zip(&with).zip(&bare) {
-        let name = classify_path(&f.path, None);
         assert_eq!(
-            b.class, name,
+            b.class,
+            classify_path(&f.path, None),
             "{:?}: no content, empty tree, yet not the name's answer",
             f.path
         );
+        let name = by_name(&f.path);
         if final_by_name(name.bucket) {
             assert_eq!(w.class, name, "{:?}: a final name bucket was moved", f.path);
             assert_eq!(w.layer, Layer::Name, "{:?}", f.path);
@@ -194,7 +212,8 @@ fn check_change(files: &[File]) {
         );
         if w.layer == Layer::Name {
             assert_eq!(
-                w.class, name,
+                w.class,
+                classify_path(&f.path, None),
                 "{:?}: layer says name, class differs",
                 f.path
             );
@@ -215,7 +234,7 @@ pub fn classify_content(data: &[u8]) -> Outcome {
                 f.path
             );
         }
-        let name = classify_path(&f.path, None);
+        let name = by_name(&f.path);
         let with = classify_path(&f.path, Some(f.content.as_slice()));
         check_content_layer(&f.path, name, with);
         raised |= with != name;
