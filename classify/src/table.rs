@@ -1808,5 +1808,5 @@ pub(crate) static RULES: &[Rule] = &[
     },
 ];
 
-/// Rule id of the fallback when nothing in [`RULES`] matched.
+/// Rule id of the fallback when no rule of the name table matched.
 pub const OTHER_RULE: &str = "other.unmatched";
