@@ -73,7 +73,11 @@ const SETTINGS_EXTENSIONS: &[&str] = &[
     "env",
     "template",
     "tmpl",
-    // Trust material: certificates and key stores a client or a build trusts.
+];
+
+/// Trust material: certificates and key stores a client or a build trusts (settings too, and
+/// never read as data).
+const TRUST_MATERIAL: &[&str] = &[
     "crt",
     "cer",
     "pem",
@@ -84,19 +88,8 @@ const SETTINGS_EXTENSIONS: &[&str] = &[
     "truststore",
 ];
 
-/// Settings extensions whose content is never read as data.
-const NEVER_DATA: &[&str] = &[
-    "xml",
-    "plist",
-    "crt",
-    "cer",
-    "pem",
-    "p12",
-    "pfx",
-    "jks",
-    "keystore",
-    "truststore",
-];
+/// Settings extensions whose content is never read as data, besides [`TRUST_MATERIAL`].
+const NEVER_DATA: &[&str] = &["xml", "plist"];
 
 /// Suffixes of templates and distributed defaults, behind which the real extension sits
 /// (`config.toml.in`, `phpdoc.dist.xml` is read as `xml` already).
@@ -191,7 +184,7 @@ pub(crate) fn fallback(
     // (a build step, an installer script), so they are never read as data; nor is trust
     // material (a certificate's base64 reads like a list of tokens).
     let data = !executable
-        && !ext.is_some_and(|e| NEVER_DATA.contains(&e))
+        && !ext.is_some_and(|e| NEVER_DATA.contains(&e) || TRUST_MATERIAL.contains(&e))
         && head.is_some_and(|h| settings::data_only_dotfile(&lower, h));
     Some(if data {
         class(Bucket::Other, DATA_CONFIG_RULE)
@@ -212,7 +205,9 @@ fn settings_extension(name: &str) -> Option<&'static str> {
     if !name.trim_start_matches('.').contains('.') {
         return None;
     }
-    SETTINGS_EXTENSIONS.iter().find(|e| **e == ext).copied()
+    (SETTINGS_EXTENSIONS.iter().chain(TRUST_MATERIAL))
+        .find(|e| **e == ext)
+        .copied()
 }
 
 /// An extension-less upper-case file: prose stays `other` (or is a legal text when its first
