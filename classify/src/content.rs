@@ -89,16 +89,9 @@ pub fn in_tooling_dir(path: &str) -> bool {
     })
 }
 
-/// Whether `path` is a file an Elixir Mix release copies as it is (`rel/overlays/…`,
-/// `rel/<name>/overlays/…`, `src.release-overlay`): the product's scripts, whose `bin/` is no
-/// tooling directory.
-fn release_overlay(path: &str) -> bool {
-    let comps: Vec<&str> = path.split('/').collect();
-    comps.windows(2).any(|w| w == ["rel", "overlays"])
-        || comps
-            .windows(3)
-            .any(|w| w[0] == "rel" && w[2] == "overlays")
-}
+/// Rule id of a script in a tooling directory (`scripts/`, `bin/`, …) found by its shebang or
+/// executable bit.
+pub const TOOLING_SCRIPT_RULE: &str = "build.tooling-script";
 
 /// The lowercase extension of the file name, if any.
 fn extension(path: &str) -> Option<String> {
@@ -176,8 +169,8 @@ pub fn detect(path: &str, head: &[u8], executable: bool) -> Option<Hit> {
     if ext.as_deref() == Some("go") && has_line_starting(head, b"//go:generate ") {
         return hit(Bucket::Build, "build.codegen-directive");
     }
-    if (executable || head.starts_with(b"#!")) && in_tooling_dir(path) && !release_overlay(path) {
-        return hit(Bucket::Build, "build.tooling-script");
+    if (executable || head.starts_with(b"#!")) && in_tooling_dir(path) {
+        return hit(Bucket::Build, TOOLING_SCRIPT_RULE);
     }
     None
 }

@@ -292,6 +292,9 @@ const TOOL_SETTINGS_RULE: &str = "other.tool-settings";
 /// `bootstrap`, `runtests`), which no glob can express.
 pub const ROOT_EXECUTABLE_RULE: &str = "build.root-executable";
 
+/// Rule id of the files an Elixir Mix release copies as they are (`rel/overlays/…`).
+const RELEASE_OVERLAY_RULE: &str = "src.release-overlay";
+
 /// Whether the content could change `path`'s classification: some content rule matches the
 /// name and comes before the rule the name alone reaches. Lets the gate skip building a file's
 /// post-image when it would not matter.
@@ -433,10 +436,7 @@ pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) ->
             let may = |r: &&reach::Raised| {
                 // The fallback is the last word only when nothing else knows the path: what the
                 // tree says of it (a deploy package's file, a script CI runs) comes first.
-                if unclaimed::RULES
-                    .iter()
-                    .any(|(id, _)| *id == with_content.rule)
-                {
+                if unclaimed::decided(with_content.rule) {
                     return true;
                 }
                 // CI runs with the repository's secrets: a build script a workflow runs is `ci`;
@@ -528,7 +528,7 @@ fn classify_by_content(
     executable: bool,
 ) -> Classification {
     // The fallback is the last layer: a name it decided is read again with the content.
-    let name = if unclaimed::RULES.iter().any(|(id, _)| *id == name.rule) {
+    let name = if unclaimed::decided(name.rule) {
         classify_path_with(path, None)
     } else {
         name
@@ -565,6 +565,13 @@ fn classify_by_content(
         };
     }
     match content::detect(path, head, executable) {
+        // A release's own scripts (`src.release-overlay`, by name) sit in its `bin/`, which is
+        // no tooling directory: the name table decided.
+        Some(hit)
+            if hit.rule == content::TOOLING_SCRIPT_RULE && named.rule == RELEASE_OVERLAY_RULE =>
+        {
+            named
+        }
         Some(hit) => Classification {
             bucket: hit.bucket,
             rule: hit.rule,

@@ -127,6 +127,11 @@ const OWNED_DIR_PARTS: &[&str] = &[
 /// Words of prose that make an upper-case root file a legal text.
 const LEGAL_WORDS: &[&str] = &["licen", "copyright", "patent", "warrant"];
 
+/// Whether `rule` is one of this module's (the fallback decided the path).
+pub(crate) fn decided(rule: &str) -> bool {
+    RULES.iter().any(|(id, _)| *id == rule)
+}
+
 /// Whether the fallback reads a path the other layers classified as `rule`: nothing claimed it
 /// (`other.unmatched`), or it is source by its extension or shebang alone inside a
 /// dot-directory (`.phan/config.php`: a tool's directory holds the tool's configuration,
