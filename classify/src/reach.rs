@@ -244,7 +244,12 @@ impl TreeReach {
         for d in &dirs {
             self.name_dir(d, "", all, bucket, from);
         }
-        for d in follow::gradle_includes(from, &text) {
+        // Gradle's included projects, a workspace's members, CMake's and Meson's
+        // subdirectories: built with the repository (`members.rs`).
+        for d in follow::gradle_includes(from, &text)
+            .into_iter()
+            .chain(crate::members::members(from, &text))
+        {
             self.name_dir(&d, base, all, bucket, from);
         }
         for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {
