@@ -539,3 +539,31 @@ fn pytest_settings_of_the_test_directory_go_to_a_human() {
         None,
     );
 }
+
+#[test]
+fn cabal_custom_setup_goes_to_a_human() {
+    evasion(
+        &[(
+            "Setup.hs",
+            "import Distribution.Simple\nmain = defaultMain\n",
+        )],
+        "Setup.hs",
+        "build",
+        "build.other-system",
+        None,
+    );
+}
+
+#[test]
+fn licence_in_a_document_format_goes_to_a_human() {
+    evasion(
+        &[(
+            "install/windows/LICENSE.rtf",
+            "{\\rtf1\\ansi MIT License}\n",
+        )],
+        "install/windows/LICENSE.rtf",
+        "governance",
+        "governance.license",
+        None,
+    );
+}
