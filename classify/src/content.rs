@@ -43,7 +43,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("build.starlark-content", "Starlark: `load(\"…\")` at column 0 and a rule call or `def`"),
     ("build.codegen-directive", "code-generation directives (`//go:generate`) that `go generate` runs"),
     ("build.tool-settings-code", "settings of a formatter, linter or editor (`other.tool-settings`) with a key that names code to load or run: a plugin, parser, hook, command, `require`, `extends`, `load-plugins`, `init-hook`, …"),
-    ("governance.signing-key-content", "an armoured PGP public key block (`-----BEGIN PGP PUBLIC KEY BLOCK-----`): a key builds and users trust, whatever the file is called"),
+    ("governance.signing-key-content", "a public key: an armoured PGP public key block (`-----BEGIN PGP PUBLIC KEY BLOCK-----`), a PEM public key (`-----BEGIN PUBLIC KEY-----`, cosign's `cosign.pub`), an RFC 4716 SSH or minisign public key, an OpenSSH key line (`ssh-ed25519 AAAA…`): a key builds, releases and users trust, whatever the file is called"),
     ("build.tooling-script", "a script (shebang or executable bit) in a tooling directory: `scripts/`, `script/`, `tools/`, `hack/`, `build/`, `bin/`, `release/`, `dev/`, `utils/`, `misc/`, `contrib/`, `packaging/`, `infra/`, `ops/`"),
 ];
 
@@ -93,6 +93,36 @@ pub fn in_tooling_dir(path: &str) -> bool {
 /// executable bit.
 pub const TOOLING_SCRIPT_RULE: &str = "build.tooling-script";
 
+/// How a public key starts: armoured PGP, PEM (`-----BEGIN PUBLIC KEY-----`, what cosign
+/// writes to `cosign.pub`), RFC 4716 SSH, minisign, and an OpenSSH key line (`ssh-ed25519
+/// AAAA…`, what an `allowed_signers` file holds).
+const PUBLIC_KEY_STARTS: &[&[u8]] = &[
+    b"-----BEGIN PGP PUBLIC KEY BLOCK-----",
+    b"-----BEGIN PUBLIC KEY-----",
+    b"-----BEGIN RSA PUBLIC KEY-----",
+    b"---- BEGIN SSH2 PUBLIC KEY ----",
+    b"untrusted comment: minisign public key",
+    b"ssh-ed25519 AAAA",
+    b"ssh-rsa AAAA",
+    b"ssh-dss AAAA",
+    b"ecdsa-sha2-nistp256 AAAA",
+    b"ecdsa-sha2-nistp384 AAAA",
+    b"ecdsa-sha2-nistp521 AAAA",
+    b"sk-ssh-ed25519@openssh.com AAAA",
+    b"sk-ecdsa-sha2-nistp256@openssh.com AAAA",
+];
+
+/// Whether `head` (leading blank lines skipped) is a public key: what signatures, commits or
+/// releases are checked against, whatever the file is called.
+fn public_key(head: &[u8]) -> bool {
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(head.len());
+    let head = &head[start..];
+    PUBLIC_KEY_STARTS.iter().any(|k| head.starts_with(k))
+}
+
 /// The lowercase extension of the file name, if any.
 fn extension(path: &str) -> Option<String> {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -107,7 +137,7 @@ pub fn detect(path: &str, head: &[u8], executable: bool) -> Option<Hit> {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let ext = extension(path);
     let hit = |bucket, rule| Some(Hit { bucket, rule });
-    if head.starts_with(b"-----BEGIN PGP PUBLIC KEY BLOCK-----") {
+    if public_key(head) {
         return hit(Bucket::Governance, "governance.signing-key-content");
     }
     let data_like = matches!(

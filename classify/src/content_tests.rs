@@ -94,3 +94,64 @@ fn every_content_rule_has_a_fixture() {
         );
     }
 }
+
+#[test]
+fn public_keys_are_trust_material_whatever_their_name() {
+    let classify = |path: &str, content: &[u8]| {
+        let change = crate::reach::Change {
+            path,
+            new: Some(content),
+            executable: false,
+        };
+        crate::classify_change(&[change], &crate::reach::MemTree::new())[0]
+            .class
+            .rule
+    };
+    for (path, key) in [
+        (
+            ".cosign/cosign.pub",
+            &b"-----BEGIN PUBLIC KEY-----\nMFkw\n"[..],
+        ),
+        (
+            "keys/release.pem",
+            b"-----BEGIN RSA PUBLIC KEY-----\nMIIB\n",
+        ),
+        (
+            "signing/ssh2.key",
+            b"---- BEGIN SSH2 PUBLIC KEY ----\nAAAA\n",
+        ),
+        (
+            "minisign.key",
+            b"untrusted comment: minisign public key ABC\nRWQ\n",
+        ),
+        (
+            "security/allowed_signers",
+            b"\n\necdsa-sha2-nistp256 AAAAE2VjZHNh example@x\n",
+        ),
+    ] {
+        assert_eq!(
+            classify(path, key),
+            "governance.signing-key-content",
+            "{path}"
+        );
+    }
+    // Not a key: a private key's marker, a key only mentioned in prose, a key under a test
+    // directory (a test input, the name decides first), and a multi-byte start.
+    for (path, text) in [
+        (
+            "notes/key.txt",
+            &b"see -----BEGIN PUBLIC KEY----- below"[..],
+        ),
+        ("tests/keys/fake_rsa.pub", b"ssh-rsa AAAAB3Nza fake@test\n"),
+        (
+            "data/start.bin",
+            "\u{202e}-----BEGIN PUBLIC KEY-----".as_bytes(),
+        ),
+    ] {
+        assert_ne!(
+            classify(path, text),
+            "governance.signing-key-content",
+            "{path}"
+        );
+    }
+}

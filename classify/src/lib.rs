@@ -32,6 +32,7 @@ mod compiled;
 pub mod content;
 mod entry;
 mod follow;
+mod members;
 mod placement;
 mod product;
 mod quiet;

@@ -42,7 +42,7 @@ pub const MAX_ENTRY_POINTS: usize = 4096;
 pub const RULES: &[(&str, &str)] = &[
     ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
     ("agent.reached", "read or run by an agent or an editor: imported or named by agent instructions (`CLAUDE.md` `@docs/x.md`, `AGENTS.md`, a Cursor or other `.<tool>/rules/` file), run by a dev container (`initializeCommand`, `postCreateCommand`, …) or by a VS Code task that runs on `folderOpen`, or by a file those run"),
-    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN` and the configuration and scripts its `COPY`/`ADD` bring into the image (not the product's source or assets), CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
+    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN` and the configuration and scripts its `COPY`/`ADD` bring into the image (not the product's source or assets), CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or in a directory the build lists as part of it (Gradle's `include`, a Cargo or npm workspace's members, CMake's `add_subdirectory`, Meson's `subdir`), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
@@ -244,7 +244,12 @@ impl TreeReach {
         for d in &dirs {
             self.name_dir(d, "", all, bucket, from);
         }
-        for d in follow::gradle_includes(from, &text) {
+        // Gradle's included projects, a workspace's members, CMake's and Meson's
+        // subdirectories: built with the repository (`members.rs`).
+        for d in follow::gradle_includes(from, &text)
+            .into_iter()
+            .chain(crate::members::members(from, &text))
+        {
             self.name_dir(&d, base, all, bucket, from);
         }
         for (line, accept) in follow::counted_lines(follow::kind_of(from, bucket), &text) {

@@ -354,7 +354,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.license",
         Bucket::Governance,
-        "License and notice files, by name or by SPDX id (`GPL-2.0-or-later`), third-party notices and licence lists a built bundle ships (`dist/licenses.txt`), `licensed`'s cache",
+        "License and notice files, by name (in any document format: `LICENSE.rtf` an installer shows) or by SPDX id (`GPL-2.0-or-later`), third-party notices and licence lists a built bundle ships (`dist/licenses.txt`), `licensed`'s cache",
         &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
@@ -363,6 +363,7 @@ pub(crate) static RULES: &[Rule] = &[
             "developer-certificate-of-origin{,.md,.txt}",
             "{license,licence}[-_]*",
             "{license,licence,copying}.{apache,bsd,mit,gpl,lgpl,python,psf,lib,isc,mpl,zlib,boost,ofl,html}",
+            "{license,licence,copying,notice}.{rtf,htm,pdf,odt,doc,docx}",
             "*[-_]{license,licence}",
             "*[-_]{license,licence}.{md,txt,rst}",
             "dco",
@@ -988,12 +989,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam; build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`); Windows application manifests (`*.manifest`: the resource compiler embeds them, and they name the privileges and libraries the program asks for)",
+        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam, Cabal's custom `Setup.hs` (the program Cabal builds and runs to build the package); build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`); Windows application manifests (`*.manifest`: the resource compiler embeds them, and they name the privileges and libraries the program asks for)",
         &[
             "*.{gn,gni}",
             ".gn",
             "*.ninja",
             "build.zig",
+            "{setup.hs,setup.lhs}",
             "{dune,dune-project,dune-workspace}",
             "{sconstruct,sconscript}",
             "wscript",
@@ -1096,12 +1098,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.python",
         Bucket::Build,
-        "Python build and packaging scripts, and a root `pytest.ini` (its `addopts` load plugins; `pyproject.toml` is `deps.manifest`)",
+        "Python build and packaging scripts, and the `pytest.ini` at the root or at the top of the top-level test directory, which a CI run of `pytest tests` reads (its `addopts` load plugins; `pyproject.toml` is `deps.manifest`)",
         &[
             "setup.py",
             "setup.cfg",
             "manifest.in",
             "/pytest.ini",
+            "/{test,tests,testing,spec}/pytest.ini",
             "tox.ini",
             "tox.toml",
             "noxfile.py",
@@ -1125,13 +1128,16 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.git-hooks",
         Bucket::Build,
-        "Git hook directories (`.githooks/`, `githooks/`, `git-hooks/`) and hook managers (husky, lefthook, overcommit, lint-staged, simple-git-hooks)",
+        "Git hook directories (`.githooks/`, `githooks/`, `git-hooks/`), Git template directories (`git_template/`: `git init` copies their `hooks/` into every new clone), files under a `hooks/` directory or with a `.hook` suffix named for one of Git's own hooks (`hooks/post-rewrite`, `commit-msg.hook`), and hook managers (husky, lefthook, overcommit, lint-staged, simple-git-hooks)",
         &[
             "**/.githooks/**",
             "**/githooks/**",
             "**/git-hooks/**",
             "**/.git-hooks/**",
             "**/.*-hooks/**",
+            "**/{git_template,git-template,git_templates,git-templates,.git_template,.git-template,.git-templates}/**",
+            "**/hooks/{applypatch-msg,pre-applypatch,post-applypatch,pre-commit,pre-merge-commit,prepare-commit-msg,commit-msg,post-commit,pre-rebase,post-checkout,post-merge,pre-push,pre-receive,proc-receive,post-receive,post-update,reference-transaction,push-to-checkout,pre-auto-gc,post-rewrite,sendemail-validate,fsmonitor-watchman,post-index-change}{,.sh,.py,.pl,.sample}",
+            "{applypatch-msg,pre-applypatch,post-applypatch,pre-commit,pre-merge-commit,prepare-commit-msg,commit-msg,post-commit,pre-rebase,post-checkout,post-merge,pre-push,pre-receive,update,proc-receive,post-receive,post-update,reference-transaction,push-to-checkout,pre-auto-gc,post-rewrite,sendemail-validate,fsmonitor-watchman,post-index-change}.hook",
             "**/.husky/**",
             "{.,}lefthook.{yml,yaml,json,toml}",
             "lefthook-local.{yml,yaml,json,toml}",
@@ -1200,7 +1206,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.packaging",
         Bucket::Build,
-        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/`, Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements, setuptools' in-tree `*.egg-info/` metadata, a Salt formula's `FORMULA`, a Puppet module's packaging ignore lists (`.pdkignore`, `.pmtignore`: what the published module holds), Perl's `MANIFEST.SKIP`",
+        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/` (at the root, and the packaging files of a `debian/` directory anywhere: `contrib/debian/rules`, `*.install`, maintainer scripts), Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements, setuptools' in-tree `*.egg-info/` metadata, a Salt formula's `FORMULA`, a Puppet module's packaging ignore lists (`.pdkignore`, `.pmtignore`: what the published module holds), Perl's `MANIFEST.SKIP`",
         &[
             ".npmignore",
             ".vscodeignore",
@@ -1212,6 +1218,8 @@ pub(crate) static RULES: &[Rule] = &[
             "**/rpm/**",
             "{preinst,postinst,prerm,postrm}",
             "debian/**",
+            "**/debian/{control,rules,compat,changelog,copyright,watch,gbp.conf,source/**,patches/**,upstream/**,tests/control}",
+            "**/debian/*.{install,dirs,links,docs,examples,manpages,postinst,postrm,preinst,prerm,triggers,conffiles,maintscript,lintian-overrides,symbols,service,default,init,cron.d,logrotate,udev,substvars}",
             "{pkgbuild,apkbuild}",
             "*.ebuild",
             "**/{conda-recipe,conda.recipe}/**",

@@ -448,3 +448,122 @@ fn when_the_patch_does_not_apply_the_report_classifies_with_the_packed_content()
         "{r:#}"
     );
 }
+
+// ------------------------------------------------------------------------------------------
+// Round eleven: classes of files that run or are trusted, from rounds three to ten's sets.
+
+#[test]
+fn example_a_workspace_lists_as_a_member_goes_to_a_human() {
+    let root = "[workspace]\nmembers = [\n    \"core\",\n    \"examples\",\n]\n";
+    evasion(
+        &[
+            ("Cargo.toml", root),
+            ("core/Cargo.toml", "[package]\nname = \"core\"\n"),
+            ("examples/Cargo.toml", "[package]\nname = \"examples\"\n"),
+        ],
+        "examples/Cargo.toml",
+        "build",
+        "build.reached",
+        Some("which Cargo.toml names"),
+    );
+}
+
+#[test]
+fn example_no_build_lists_stays_queued() {
+    let w = World::new();
+    let files: &[(&str, &[u8])] = &[
+        ("Cargo.toml", b"[workspace]\nmembers = [\"core\"]\n"),
+        ("core/Cargo.toml", b"[package]\nname = \"core\"\n"),
+        ("examples/demo/Cargo.toml", b"[package]\nname = \"demo\"\n"),
+    ];
+    write_files(&w.repo, files);
+    git(&w.repo, &["add", "-A"]);
+    git(&w.repo, &["commit", "-qm", "tree"]);
+    let patch = append_patch(
+        "examples/demo/Cargo.toml",
+        "[package]\nname = \"demo\"\n",
+        "edition = \"2021\"",
+    );
+    let (code, r) = gate_patch(&w, &patch);
+    assert_eq!(code, Some(0), "{r:#}");
+    assert_eq!(
+        file(&r, "examples/demo/Cargo.toml")["class_rule"],
+        "other.example-project",
+        "{r:#}"
+    );
+}
+
+#[test]
+fn hook_in_a_git_template_directory_goes_to_a_human() {
+    evasion(
+        &[("git_template/hooks/post-rewrite", "#!/bin/sh\nctags -R .\n")],
+        "git_template/hooks/post-rewrite",
+        "build",
+        "build.git-hooks",
+        None,
+    );
+}
+
+#[test]
+fn debian_packaging_below_the_root_goes_to_a_human() {
+    evasion(
+        &[("contrib/debian/rules", "#!/usr/bin/make -f\n%:\n\tdh $@\n")],
+        "contrib/debian/rules",
+        "build",
+        "build.packaging",
+        None,
+    );
+}
+
+#[test]
+fn public_key_under_a_harmless_name_goes_to_a_human() {
+    evasion(
+        &[(
+            ".cosign/cosign.pub",
+            "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----\n",
+        )],
+        ".cosign/cosign.pub",
+        "governance",
+        "governance.signing-key-content",
+        None,
+    );
+}
+
+#[test]
+fn pytest_settings_of_the_test_directory_go_to_a_human() {
+    evasion(
+        &[("tests/pytest.ini", "[pytest]\naddopts = -ra\n")],
+        "tests/pytest.ini",
+        "build",
+        "build.python",
+        None,
+    );
+}
+
+#[test]
+fn cabal_custom_setup_goes_to_a_human() {
+    evasion(
+        &[(
+            "Setup.hs",
+            "import Distribution.Simple\nmain = defaultMain\n",
+        )],
+        "Setup.hs",
+        "build",
+        "build.other-system",
+        None,
+    );
+}
+
+#[test]
+fn licence_in_a_document_format_goes_to_a_human() {
+    evasion(
+        &[(
+            "install/windows/LICENSE.rtf",
+            "{\\rtf1\\ansi MIT License}\n",
+        )],
+        "install/windows/LICENSE.rtf",
+        "governance",
+        "governance.license",
+        None,
+    );
+}
