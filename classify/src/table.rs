@@ -1739,6 +1739,12 @@ pub(crate) static RULES: &[Rule] = &[
             ".{license,licence,copyright,}{-,_,}header{-,_}template{,.txt}",
         ],
     ),
+    rule(
+        "docs.dot-markup",
+        Bucket::Docs,
+        "Prose markup whose name starts with a dot, before the dotfiles of tools: tldr's page of the `.` command (`pages/common/..md`), a README template a script renders (`.meta/.readme.rst`); plain text (`.txt`) stays with the tools (`.git_archival.txt`, `.meson-subproject-wrap-hash.txt` are read by them)",
+        &[".*.{md,markdown,mdx,mdown,rst,adoc,asciidoc,org,textile,pod,rdoc}"],
+    ),
     Rule {
         id: "other.data-dotfile",
         bucket: Bucket::Other,
