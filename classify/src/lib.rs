@@ -316,6 +316,7 @@ fn content_matches(test: table::ContentTest, path: &str, head: &[u8]) -> bool {
     match test {
         table::ContentTest::Shebang => head.starts_with(b"#!"),
         table::ContentTest::DataOnly => settings::data_only_dotfile(path, head),
+        table::ContentTest::Text => !head.is_empty() && !head.contains(&0),
     }
 }
 

@@ -302,9 +302,9 @@ pub fn data_only_dotfile(path: &str, head: &[u8]) -> bool {
     let ignore_list = name.ends_with("ignore");
     text.lines().all(|raw| {
         let line = raw.trim();
-        // A YAML document's markers (`---`, `...`) are structure.
+        // A YAML document's markers (`---`, `...`) are structure; OCaml's `#use "x.ml";;` is code.
         if line.is_empty()
-            || line.starts_with('#')
+            || (line.starts_with('#') && !line.ends_with(";;"))
             || line.starts_with("//")
             || line.starts_with(';')
             || (!ignore_list && (line == "---" || line == "..."))

@@ -22,6 +22,9 @@ pub(crate) enum ContentTest {
     Shebang,
     /// A dotfile whose content is data only (`settings::data_only_dotfile`).
     DataOnly,
+    /// Text, not a binary (no NUL byte in the head): a Python path configuration file, not a
+    /// PyTorch checkpoint under the same extension.
+    Text,
 }
 
 impl ContentTest {
@@ -34,6 +37,7 @@ impl ContentTest {
         match self {
             ContentTest::Shebang => "content: starts with `#!`",
             ContentTest::DataOnly => "content: data only (an ignore list, or settings with no key or value that names code)",
+            ContentTest::Text => "content: text (no NUL byte)",
         }
     }
 }
@@ -128,6 +132,9 @@ pub(crate) static RULES: &[Rule] = &[
             "claude.md",
             "claude.local.md",
             "gemini.md",
+            "crush.md",
+            "qwen.md",
+            "warp.md",
             "copilot-instructions.md",
             "*.instructions.md",
             "*.prompt.md",
@@ -165,7 +172,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "agent.tool-dir",
         Bucket::Agent,
-        "Per-repository configuration of coding agents (settings, hooks, commands, ignore files)",
+        "Per-repository configuration of coding agents (settings, hooks, commands, ignore files; Qwen Code's `.qwen/`, Amp's `.amp/settings.json` and Crush's `crush.json` declare the MCP servers and language servers the agent starts)",
         &[
             "**/.claude/**",
             "**/.cursor/**",
@@ -193,6 +200,9 @@ pub(crate) static RULES: &[Rule] = &[
             ".aiexclude",
             ".continuerc.json",
             "opencode.{json,jsonc}",
+            "**/.qwen/**",
+            "**/.amp/**",
+            "{.,}crush.json",
         ],
     ),
     rule(
@@ -221,7 +231,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "agent.editor-config",
         Bucket::Agent,
-        "Editor and IDE workspace configuration (tasks, launch configs and settings that run programs on open), language-server settings (`erlang_ls.config`, `.luarc.json`: the server an editor starts reads them)",
+        "Editor and IDE workspace configuration (tasks, launch configs and settings that run programs on open), language-server settings (`erlang_ls.config`, `.luarc.json`: the server an editor starts reads them), Kate's `.kateproject` and vim-projectionist's `.projections.json` (the build, run and dispatch commands the editor runs for the project it opens)",
         &[
             "**/.vscode/**",
             "**/.idea/**",
@@ -233,12 +243,14 @@ pub(crate) static RULES: &[Rule] = &[
             "*.sublime-project",
             "erlang_ls.{config,yaml}",
             ".luarc.{json,jsonc}",
+            ".kateproject",
+            ".projections.json",
         ],
     ),
     rule(
         "agent.dev-environment",
         Bucket::Agent,
-        "Development containers and cloud workspaces that editors and agents start automatically (their commands run on open): devcontainers, Gitpod, Replit, IDX, Okteto",
+        "Development containers and cloud workspaces that editors and agents start automatically (their commands run on open): devcontainers, Gitpod, Replit, IDX, Okteto, CodeSandbox (`.codesandbox/tasks.json` setup tasks and `runAtStart` tasks, its Dockerfile; `sandbox.config.json` names the start script)",
         &[
             "**/.devcontainer/**",
             ".devcontainer.json",
@@ -248,6 +260,8 @@ pub(crate) static RULES: &[Rule] = &[
             "replit.nix",
             "**/.idx/**",
             "okteto.{yml,yaml}",
+            "**/.codesandbox/**",
+            "sandbox.config.json",
         ],
     ),
     // ---------------------------------------------------------------- governance
@@ -1024,7 +1038,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.task-runner",
         Bucket::Build,
-        "Task runners: just, Task, Rake, Earthly, Mage, Ant, Gulp, Grunt, Jake, Cake, psake, doit",
+        "Task runners: just, Task, Rake, Earthly, Mage, Ant, Gulp, Grunt, Jake, Cake, psake, doit, and those that load their file from the directory they run in: Invoke's and Fabric's root `tasks.py` and `fabfile.py`, Paver's `pavement.py`, Snakemake's `Snakefile`, tup's `Tupfile`, FAKE's `build.fsx` (a `tasks.py` below the root is a Celery module)",
         &[
             "{justfile,.justfile}",
             "*.just",
@@ -1043,12 +1057,20 @@ pub(crate) static RULES: &[Rule] = &[
             "psakefile.ps1",
             "dodo.py",
             "guardfile",
+            "/tasks.py",
+            "/fabfile.py",
+            "/fabfile/**",
+            "/pavement.py",
+            "/{snakefile,workflow/snakefile}",
+            "tupfile{,.lua}",
+            "tuprules.tup",
+            "build.fsx",
         ],
     ),
     rule(
         "build.gradle",
         Bucket::Build,
-        "Gradle build scripts, settings, wrapper, `buildSrc/` and `build-logic/` (code run at build time)",
+        "Gradle build scripts, settings, wrapper, `buildSrc/` and `build-logic/` (code run at build time), the daemon JVM criteria (`gradle/gradle-daemon-jvm.properties`: its `toolchainUrl.*` say where the JDK the daemon runs on is downloaded from)",
         &[
             "*.gradle",
             "*.gradle.kts",
@@ -1056,6 +1078,7 @@ pub(crate) static RULES: &[Rule] = &[
             "gradlew.bat",
             "**/gradle/wrapper/**",
             "gradle.properties",
+            "**/gradle/gradle-daemon-jvm.properties",
             "**/buildsrc/**",
             "**/build-logic/**",
         ],
@@ -1081,12 +1104,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.msbuild",
         Bucket::Build,
-        "MSBuild solutions, targets and directory-wide props (`Directory.Packages.props` is `deps.manifest`)",
+        "MSBuild solutions, targets and directory-wide props, and the response file MSBuild reads on its own beside a project (`MSBuild.rsp`: loggers and switches; `Directory.Packages.props` is `deps.manifest`)",
         &[
             "*.{sln,slnx,slnf,proj,targets,ruleset}",
             "*.vcxproj",
             "*.vcxproj.filters",
             "directory.build.{props,targets,rsp}",
+            "msbuild.rsp",
         ],
     ),
     rule(
@@ -1098,12 +1122,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.python",
         Bucket::Build,
-        "Python build and packaging scripts, and the `pytest.ini` at the root or at the top of the top-level test directory, which a CI run of `pytest tests` reads (its `addopts` load plugins; `pyproject.toml` is `deps.manifest`)",
+        "Python build and packaging scripts, and the `pytest.ini` at the root or at the top of the top-level test directory, which a CI run of `pytest tests` reads (its `addopts` load plugins; `pyproject.toml` is `deps.manifest`); the root `conftest.py`, a plugin pytest loads for every run under the root, named by no file (its `pytest_plugins` load code, its hooks change what a run collects and reports; a `conftest.py` deeper is test code)",
         &[
             "setup.py",
             "setup.cfg",
             "manifest.in",
             "/pytest.ini",
+            "/conftest.py",
             "/{test,tests,testing,spec}/pytest.ini",
             "tox.ini",
             "tox.toml",
@@ -1113,6 +1138,23 @@ pub(crate) static RULES: &[Rule] = &[
             "conf.py",
         ],
     ),
+    rule(
+        "build.python-startup",
+        Bucket::Build,
+        "Modules Python's `site` imports at every interpreter start when they are on the path, named by no file: `sitecustomize.py`, `usercustomize.py`, or a package of that name (an editable install puts a `src/` layout's top level on the path, a wheel ships them into `site-packages`)",
+        &[
+            "{sitecustomize,usercustomize}.{py,pyc}",
+            "**/{sitecustomize,usercustomize}/__init__.py",
+        ],
+    ),
+    Rule {
+        id: "build.python-path-file",
+        bucket: Bucket::Build,
+        what: "Python path configuration files (`*.pth` in text): once packaging puts one in `site-packages`, `site` executes its `import` lines and adds its other lines to `sys.path` at every interpreter start; a binary `*.pth` (a PyTorch checkpoint) is not one",
+        globs: &["*.pth"],
+        exact_globs: &[],
+        content: Some(ContentTest::Text),
+    },
     rule(
         "build.perl",
         Bucket::Build,
@@ -1158,9 +1200,10 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.js-config",
         Bucket::Build,
-        "JavaScript/TypeScript tool configuration that is code, run by build, test and lint tools and by editors (`*.config.js`, `.*rc.js`, Storybook), plus TypeScript and monorepo build config",
+        "JavaScript/TypeScript tool configuration that is code, run by build, test and lint tools and by editors (`*.config.js`, `*.conf.js` of test runners such as Karma, Protractor, WebdriverIO and Nightwatch, `.*rc.js`, Storybook), plus TypeScript and monorepo build config",
         &[
             "*.config.{js,cjs,mjs,ts,cts,mts}",
+            "*.conf.{js,cjs,mjs,ts,cts,mts}",
             ".*rc.{js,cjs,mjs,ts}",
             "**/.storybook/**",
             ".babelrc",
@@ -1490,7 +1533,6 @@ pub(crate) static RULES: &[Rule] = &[
             "*.tests.ps1",
             "*_spec.rb",
             "pytest.ini",
-            "karma.conf.js",
             "*.snap",
         ],
         exact_globs: &[

@@ -567,3 +567,87 @@ fn licence_in_a_document_format_goes_to_a_human() {
         None,
     );
 }
+
+#[test]
+fn root_conftest_pytest_loads_goes_to_a_human() {
+    evasion(
+        &[(
+            "conftest.py",
+            "import pytest\n\n\ndef pytest_configure(config):\n    config.addinivalue_line(\"markers\", \"slow\")\n",
+        )],
+        "conftest.py",
+        "build",
+        "build.python",
+        None,
+    );
+}
+
+#[test]
+fn python_startup_module_in_a_src_layout_goes_to_a_human() {
+    evasion(
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"svc\"\nversion = \"0.1.0\"\n",
+            ),
+            ("src/sitecustomize.py", "import os\n"),
+        ],
+        "src/sitecustomize.py",
+        "build",
+        "build.python-startup",
+        None,
+    );
+}
+
+#[test]
+fn python_path_file_goes_to_a_human() {
+    evasion(
+        &[("src/svc_paths.pth", "import svc._bootstrap\n")],
+        "src/svc_paths.pth",
+        "build",
+        "build.python-path-file",
+        None,
+    );
+}
+
+#[test]
+fn codesandbox_tasks_go_to_a_human() {
+    evasion(
+        &[(
+            ".codesandbox/tasks.json",
+            "{\n  \"setupTasks\": [{\"name\": \"install\", \"command\": \"npm ci\"}]\n}\n",
+        )],
+        ".codesandbox/tasks.json",
+        "agent",
+        "agent.dev-environment",
+        None,
+    );
+}
+
+#[test]
+fn agent_instructions_of_crush_qwen_and_warp_go_to_a_human() {
+    evasion(
+        &[(
+            "WARP.md",
+            "# Project rules\n\nRun `make test` before committing.\n",
+        )],
+        "WARP.md",
+        "agent",
+        "agent.instructions",
+        None,
+    );
+}
+
+#[test]
+fn karma_configuration_goes_to_a_human() {
+    evasion(
+        &[(
+            "karma.conf.js",
+            "module.exports = function (config) {\n  config.set({ frameworks: ['jasmine'] });\n};\n",
+        )],
+        "karma.conf.js",
+        "build",
+        "build.js-config",
+        None,
+    );
+}
