@@ -86,7 +86,7 @@ fn cargo_members(text: &str) -> Vec<String> {
         };
         // A comment after the values (`"a", # the app`) is no member.
         let values = list.split('#').next().unwrap_or_default();
-        out.extend(quoted(values));
+        out.extend(crate::product::quoted(values));
         in_list = !values.contains(']');
         if out.len() >= MAX_MEMBERS {
             break;
@@ -148,26 +148,6 @@ fn call_arguments(text: &str, function: &str) -> Vec<String> {
                 return out;
             }
         }
-    }
-    out
-}
-
-/// The strings between double or single quotes on `line`.
-fn quoted(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = line;
-    while let Some(open) = rest.find(['\'', '"']) {
-        let quote = if rest[open..].starts_with('\'') {
-            '\''
-        } else {
-            '"'
-        };
-        let after = &rest[open + 1..];
-        let Some(close) = after.find(quote) else {
-            break;
-        };
-        out.push(after[..close].to_owned());
-        rest = &after[close + 1..];
     }
     out
 }

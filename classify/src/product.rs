@@ -173,7 +173,7 @@ fn after_key(text: &str, key: &str) -> Vec<String> {
 }
 
 /// The single- or double-quoted strings of `text`.
-fn quoted(text: &str) -> Vec<String> {
+pub(crate) fn quoted(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find(['"', '\'']) {
