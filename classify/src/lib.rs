@@ -32,6 +32,7 @@ mod compiled;
 pub mod content;
 mod entry;
 mod follow;
+mod links;
 mod members;
 mod placement;
 mod product;
@@ -328,7 +329,7 @@ fn content_may_raise(bucket: Bucket) -> bool {
 
 /// Whether the tree layers may move a path out of `bucket`: `src`, `other`, `tests` (a fixture
 /// a workflow runs) and `docs` (a script under `docs/` a build runs).
-fn tree_may_raise(bucket: Bucket) -> bool {
+pub(crate) fn tree_may_raise(bucket: Bucket) -> bool {
     matches!(
         bucket,
         Bucket::Src | Bucket::Other | Bucket::Tests | Bucket::Docs
@@ -365,9 +366,19 @@ pub struct Classified {
 /// Content and the tree move a path into a riskier bucket; the two exceptions, both read from
 /// the tree (never the change) and never for `ci`, `agent` or `governance`, are a project file
 /// of an example collection (`collection.rs`) and a program a package manifest declares
-/// (`product.rs`), which reachability still raises. A pure function of its
-/// inputs: the gate passes a view of the packed revision, tests an in-memory tree.
+/// (`product.rs`), which reachability still raises. A file a link points at is classed under
+/// the link's name too (`links.rs`). A pure function of its inputs.
 pub fn classify_change(changes: &[reach::Change<'_>], tree: &dyn reach::Tree) -> Vec<Classified> {
+    let mut out = classify_named(changes, tree);
+    links::raise_through_links(changes, tree, &mut out);
+    out
+}
+
+/// [`classify_change`] of each path under its own name only.
+pub(crate) fn classify_named(
+    changes: &[reach::Change<'_>],
+    tree: &dyn reach::Tree,
+) -> Vec<Classified> {
     // The tree is read only when it could change an answer (it only raises `src`, `other`,
     // `tests`, `docs`, and `build` into `ci`).
     // An example collection's projects (read from the tree's own listing, never the change):

@@ -31,6 +31,8 @@ const LOADERS: &[&str] = &[
     "resolver",
     "transform",
     "initializer",
+    // SQLFluff's `library_path`: the jinja templater imports the Python modules there.
+    "library",
 ];
 
 /// Whether the settings at `path` are in a format that can name code at all: an

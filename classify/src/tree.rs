@@ -1,8 +1,8 @@
 //! The tree the classification's tree layers read: the [`Tree`] trait, [`Listing`] (its files,
 //! sorted for binary search), [`MemTree`] (in memory, for tests and callers that hold the
 //! bytes), and the small types every tree layer shares: a [`Change`], what a layer [`Raised`],
-//! the tree's `Paths` with a change overlaid, and [`TreeReach`] (what the entry points reach,
-//! worked out beforehand). A tree over a git revision lives with its caller (the trusted side's
+//! the tree's `Paths` with a change overlaid, [`TreeReach`] (what the entry points reach,
+//! worked out beforehand) and a symbolic [`Link`] of the tree (`links.rs` follows them). A tree over a git revision lives with its caller (the trusted side's
 //! `classify::git_tree`).
 //!
 //! Guards against: reading more of a file than the layers need (each read is capped at
@@ -10,8 +10,44 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use crate::entry::entry_point;
 use crate::Bucket;
+
+/// A symbolic link of the tree: where it is, and the repository path it points at.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Link {
+    /// The link's own path, `/`-separated.
+    pub path: String,
+    /// The path it points at, relative to the repository's root and normalised.
+    pub target: String,
+}
+
+impl Link {
+    /// The link at `path` whose content (what `readlink` gives) is `target`: `None` when the
+    /// target is absolute, not UTF-8, or leaves the repository.
+    pub fn new(path: &str, target: &[u8]) -> Option<Link> {
+        let target = std::str::from_utf8(target).ok()?;
+        if target.starts_with('/') || target.is_empty() || path.is_empty() {
+            return None;
+        }
+        let mut parts: Vec<&str> = dir_of(path).split('/').filter(|p| !p.is_empty()).collect();
+        for part in target.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop()?;
+                }
+                p => parts.push(p),
+            }
+        }
+        (!parts.is_empty()).then(|| Link {
+            path: path.to_owned(),
+            target: parts.join("/"),
+        })
+    }
+}
 
 /// One file of a tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +116,11 @@ pub trait Tree {
     fn reach(&self) -> Option<&TreeReach> {
         None
     }
+    /// The tree's symbolic links (never listed in [`Tree::files`]): what loads a link's name
+    /// loads what it points at (`links.rs`).
+    fn links(&self) -> &[Link] {
+        &[]
+    }
 }
 
 /// A tree held in memory: for tests and for callers that already have the bytes.
@@ -87,6 +128,7 @@ pub trait Tree {
 pub struct MemTree {
     files: Listing,
     content: BTreeMap<String, Vec<u8>>,
+    links: Vec<Link>,
 }
 
 impl MemTree {
@@ -106,11 +148,22 @@ impl MemTree {
         self.content.insert(path.to_owned(), content.to_vec());
         self
     }
+
+    /// Adds a symbolic link at `path` pointing at `target` (as `readlink` gives it); one that
+    /// leaves the repository is not kept ([`Link::new`]).
+    pub fn add_link(&mut self, path: &str, target: &str) -> &mut MemTree {
+        self.links.extend(Link::new(path, target.as_bytes()));
+        self
+    }
 }
 
 impl Tree for MemTree {
     fn files(&self) -> &Listing {
         &self.files
+    }
+
+    fn links(&self) -> &[Link] {
+        &self.links
     }
 
     fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {

@@ -651,3 +651,60 @@ fn karma_configuration_goes_to_a_human() {
         None,
     );
 }
+
+/// An edit to the file a link of the repository points at is an edit to what the link's name
+/// loads: a root `conftest.py` that is a link into `pyconf/`, CircleCI's directory a link to
+/// `lib/flows` (the pack never ships links; the gate reads them from the revision).
+#[test]
+fn an_edit_through_an_existing_link_goes_to_a_human() {
+    let w = World::new();
+    let conf = "import pytest\n\n\ndef pytest_configure(config):\n    pass\n";
+    let flow = "version: 2.1\njobs:\n  test:\n    docker:\n      - image: cimg/base:stable\n    steps:\n      - run: make test\n";
+    write_files(
+        &w.repo,
+        &[
+            ("pyconf/settings.py", conf.as_bytes()),
+            ("lib/flows/config.yml", flow.as_bytes()),
+        ],
+    );
+    std::os::unix::fs::symlink("pyconf/settings.py", w.repo.join("conftest.py")).unwrap();
+    std::os::unix::fs::symlink("lib/flows", w.repo.join(".circleci")).unwrap();
+    git(&w.repo, &["add", "-A"]);
+    git(&w.repo, &["commit", "-qm", "links"]);
+    for (target, old, bucket, rule, link) in [
+        (
+            "pyconf/settings.py",
+            conf,
+            "build",
+            "build.python",
+            "conftest.py",
+        ),
+        (
+            "lib/flows/config.yml",
+            flow,
+            "ci",
+            "ci.circleci",
+            ".circleci",
+        ),
+    ] {
+        let (code, r) = gate_patch(&w, &append_patch(target, old, "# pwned"));
+        assert_eq!(
+            (code, r["decision"].as_str()),
+            (Some(3), Some("human")),
+            "{target}: {r:#}"
+        );
+        let f = file(&r, target);
+        assert_eq!(
+            (f["bucket"].as_str(), f["class_rule"].as_str()),
+            (Some(bucket), Some(rule)),
+            "{r:#}"
+        );
+        let named = r["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x["detail"].as_str())
+            .any(|d| d.contains(&format!("through the link {link}")));
+        assert!(named, "no reason names the link {link}: {r:#}");
+    }
+}

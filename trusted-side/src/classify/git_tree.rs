@@ -2,7 +2,9 @@
 //! ([`airlock_classify::tree::Tree`]): [`GitTree`], listed from the signed bundle's manifest
 //! (the gate already holds it) or from `git ls-tree` (`airlock classify --repo`), contents from
 //! one `git cat-file --batch` process per read (`git::Git::cat_file`),
-//! `<commit>:<path>` requests on stdin; [`PackedTree`], the packed files as the gate kept them.
+//! `<commit>:<path>` requests on stdin; [`PackedTree`], the packed files as the gate kept them;
+//! [`links_of`], the revision's symbolic links (never packed, but what loads a link's name
+//! loads its target: `airlock_classify::tree::Link`).
 //!
 //! Guards against: reading the working tree instead of the committed revision, option injection
 //! through the revision or a path (both go in on stdin, never as arguments), a path that names
@@ -14,13 +16,44 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use airlock_classify::tree::{Listing, Tree, TreeFile, TreeReach, MAX_READ_BYTES};
+use airlock_classify::tree::{Link, Listing, Tree, TreeFile, TreeReach, MAX_READ_BYTES};
+
+/// The longest link target read (Linux's `PATH_MAX`).
+const MAX_LINK_BYTES: u64 = 4096;
 
 /// A committed revision as the tree layers read it.
 pub struct GitTree {
     repo: PathBuf,
     commit: String,
     files: Listing,
+    links: Vec<Link>,
+}
+
+/// The symbolic links of `commit` in `repo`: one `git ls-tree` of the revision and one
+/// `git cat-file` of the links' targets. A link whose target leaves the repository is left out
+/// ([`Link::new`]); so is one git cannot read (it names nothing the tree layers could read).
+pub fn links_of(repo: &Path, commit: &str) -> anyhow::Result<Vec<Link>> {
+    let entries = crate::git::Repo::open(repo)?.list_tree_unsized(commit)?;
+    links_in(repo, &entries)
+}
+
+/// The links among `entries` (a listing of a revision of `repo`), their targets read.
+fn links_in(repo: &Path, entries: &[crate::git::TreeEntry]) -> anyhow::Result<Vec<Link>> {
+    let links: Vec<_> = entries
+        .iter()
+        .filter(|e| e.kind == "blob" && e.mode == "120000")
+        .filter_map(|e| Some((std::str::from_utf8(&e.path).ok()?, e.oid.as_str())))
+        .collect();
+    if links.is_empty() {
+        return Ok(Vec::new());
+    }
+    let oids: Vec<&str> = links.iter().map(|(_, oid)| *oid).collect();
+    let targets = crate::git::Git::new(repo).cat_file(&oids, MAX_LINK_BYTES)?;
+    Ok(links
+        .iter()
+        .zip(targets)
+        .filter_map(|((path, _), t)| Link::new(path, &t.filter(|o| o.kind == "blob")?.data))
+        .collect())
 }
 
 impl GitTree {
@@ -30,17 +63,24 @@ impl GitTree {
             repo: repo.to_owned(),
             commit: commit.to_owned(),
             files,
+            links: Vec::new(),
         }
+    }
+
+    /// The same tree with the revision's symbolic links ([`links_of`]).
+    pub fn with_links(self, links: Vec<Link>) -> GitTree {
+        GitTree { links, ..self }
     }
 
     /// The tree of `rev` in `repo`, listed with `git ls-tree`.
     pub fn list(repo: &Path, rev: &str) -> anyhow::Result<GitTree> {
         let git = crate::git::Repo::open(repo)?;
         let (commit, _) = git.resolve(rev)?;
-        let files = git
-            .list_tree(&commit)?
+        let entries = git.list_tree_unsized(&commit)?;
+        let links = links_in(repo, &entries)?;
+        let files = entries
             .into_iter()
-            .filter(|e| e.kind == "blob")
+            .filter(|e| e.kind == "blob" && e.mode != "120000")
             .filter_map(|e| {
                 Some(TreeFile {
                     path: String::from_utf8(e.path).ok()?,
@@ -48,7 +88,7 @@ impl GitTree {
                 })
             })
             .collect();
-        Ok(GitTree::new(repo, &commit, Listing::new(files)))
+        Ok(GitTree::new(repo, &commit, Listing::new(files)).with_links(links))
     }
 }
 
@@ -92,6 +132,10 @@ impl Tree for PackedTree {
         self.reach.as_ref()
     }
 
+    fn links(&self) -> &[Link] {
+        self.rest.links()
+    }
+
     fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
         let listed = |p: &str| self.rest.files().get(p).is_some();
         let missed: Vec<&str> = match self.kept_all {
@@ -120,6 +164,10 @@ impl Tree for PackedTree {
 impl Tree for GitTree {
     fn files(&self) -> &Listing {
         &self.files
+    }
+
+    fn links(&self) -> &[Link] {
+        &self.links
     }
 
     fn read(&self, paths: &[&str]) -> Vec<Option<Vec<u8>>> {
@@ -151,11 +199,23 @@ mod tests {
         std::fs::create_dir_all(d.join("scripts")).unwrap();
         std::fs::write(d.join("scripts/a.sh"), "committed\n").unwrap();
         std::fs::write(d.join("big.txt"), vec![b'x'; MAX_READ_BYTES + 10]).unwrap();
+        std::os::unix::fs::symlink("scripts/a.sh", d.join("conftest.py")).unwrap();
+        std::os::unix::fs::symlink("../../outside", d.join("scripts/out")).unwrap();
         git(d, &["add", "-A"]);
         git(d, &["commit", "-qm", "x"]);
         std::fs::write(d.join("scripts/a.sh"), "edited\n").unwrap();
         let tree = GitTree::list(d, "HEAD").unwrap();
-        assert_eq!(tree.files().len(), 2);
+        assert_eq!(
+            tree.files().len(),
+            2,
+            "links are not files: {:?}",
+            tree.files()
+        );
+        // A link leaving the repository names no file of it.
+        assert_eq!(
+            tree.links(),
+            [Link::new("conftest.py", b"scripts/a.sh").unwrap()]
+        );
         // A blob over the cap is cut, and the stream stays in step for the next one.
         let got = tree.read(&["big.txt", "scripts/a.sh"]);
         assert_eq!(got[0].as_ref().map(Vec::len), Some(MAX_READ_BYTES));

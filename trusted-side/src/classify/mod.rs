@@ -16,7 +16,7 @@ pub use command::run_classify;
 /// The tree layers' view of a tree ([`airlock_classify::tree`]) and the trees over a git
 /// revision ([`git_tree`]).
 pub mod tree {
-    pub use super::git_tree::{GitTree, PackedTree};
+    pub use super::git_tree::{links_of, GitTree, PackedTree};
     pub use airlock_classify::tree::*;
 }
 

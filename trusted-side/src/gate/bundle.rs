@@ -54,6 +54,9 @@ pub struct BundleView {
     pub kept_all: bool,
     /// What the tree's entry points reach, worked out at submit (from the index).
     pub reach: Option<TreeReach>,
+    /// The revision's symbolic links, listed at submit (from an index that has them); else
+    /// the gate lists them from the repository.
+    pub links: Option<Vec<crate::classify::tree::Link>>,
     /// Why an index was there but not used.
     pub warnings: Vec<String>,
 }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::bundle::BundleView;
 use super::checks::RedactedLines;
 use crate::classify::reach::TreeReach;
-use crate::classify::tree::{GitTree, Listing, PackedTree, TreeFile};
+use crate::classify::tree::{links_of, GitTree, Link, Listing, PackedTree, TreeFile};
 
 /// The format tag of an index file.
 pub const INDEX_FORMAT: &str = "airlock-gate-index/v1";
@@ -50,6 +50,10 @@ struct Index {
     files: Vec<(String, bool)>,
     redacted: RedactedLines,
     reach: TreeReach,
+    /// The revision's symbolic links (absent from an index written before they were kept:
+    /// the gate then lists them).
+    #[serde(default)]
+    links: Option<Vec<Link>>,
 }
 
 /// Where the index of the bundle `sha256` is kept in `home`.
@@ -98,6 +102,7 @@ pub fn write(
         files,
         redacted: view.redacted,
         reach,
+        links: Some(links_of(repo, revision)?),
     };
     let to = path(home, sha256);
     let dir = to.parent().context("index path has no parent")?;
@@ -147,6 +152,7 @@ pub fn read(home: &Path, record: &JobRecord) -> Result<Option<BundleView>> {
         listing: Listing::new(files.collect()),
         redacted: index.redacted,
         reach: Some(index.reach),
+        links: index.links,
         ..BundleView::default()
     }))
 }

@@ -95,6 +95,38 @@ fn the_index_gives_the_report_reading_the_bundle_gives() {
     }
 }
 
+/// The revision's links are in the index (listed at submit), and the gate classes an edit
+/// through one the same with the index as without: the root `conftest.py` links to a file
+/// under `pyconf/`.
+#[test]
+fn the_index_keeps_the_revisions_links() {
+    const CONF: &str = "def pytest_configure(config):\n    pass\n";
+    const EDIT: &str = "diff --git a/pyconf/settings.py b/pyconf/settings.py\n--- a/pyconf/settings.py\n+++ b/pyconf/settings.py\n@@ -2 +2,2 @@\n     pass\n+import os\n";
+    let linked = format!("{SYMLINK_TO}pyconf/settings.py");
+    let (f, claims) = fixture(
+        &[("pyconf/settings.py", CONF), ("conftest.py", &linked)],
+        false,
+    );
+    drop_artifact(&f, &claims, Drop::honest(EDIT));
+    let at = write_index(&f, &claims);
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&at).unwrap()).unwrap();
+    assert_eq!(
+        written["links"],
+        serde_json::json!([{"path": "conftest.py", "target": "pyconf/settings.py"}])
+    );
+    let with = gate(&f, &claims.job, false);
+    assert!(with.warnings.is_empty(), "{:?}", with.warnings);
+    std::fs::remove_file(&at).unwrap();
+    let without = gate(&f, &claims.job, false);
+    assert_eq!(json(&with), json(&without));
+    let file = &with.files[0];
+    assert_eq!(
+        (file.bucket.as_str(), file.class_rule),
+        ("build", "build.python")
+    );
+    assert_eq!(with.decision, Verdict::Human, "{:?}", with.reasons);
+}
+
 #[test]
 fn an_index_that_does_not_parse_or_is_of_another_bundle_is_not_used() {
     let (f, claims) = fixture(TREE, false);

@@ -56,7 +56,7 @@ use super::record::{self, Ledger};
 use super::review;
 use super::scan;
 use super::Stop;
-use crate::classify::tree::{GitTree, PackedTree, Tree};
+use crate::classify::tree::{links_of, GitTree, PackedTree, Tree};
 use crate::fetch::{self, FetchError, FetchRefused, Fetched};
 use crate::pack::select::Selector;
 use crate::reasons::ReasonCode;
@@ -295,7 +295,13 @@ fn judge(
     // The tree layers see the packed revision: its listing, the files as packed (kept while the
     // bundle was read; else read from the repository; `tree.rs`), what its entry points reach
     // when the index has it.
-    let in_repo = GitTree::new(&opts.repo, &record.revision, bundle.listing);
+    // The revision's links (never packed): listed at submit, else here. A repository git
+    // cannot list fails the apply check above; the tree layers then see no links.
+    let links = match bundle.links {
+        Some(links) => links,
+        None => links_of(&opts.repo, &record.revision).unwrap_or_default(),
+    };
+    let in_repo = GitTree::new(&opts.repo, &record.revision, bundle.listing).with_links(links);
     let tree = PackedTree::new(in_repo, bundle.kept, bundle.kept_all).with_reach(bundle.reach);
     let no_files = BTreeMap::new();
     let checked = files.as_ref().unwrap_or(&no_files);

@@ -37,6 +37,9 @@ pub(super) const LIB_RS: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\
 pub(super) const CI_YML: &str = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n";
 pub(super) const TEN: &str = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n";
 
+/// A fixture file whose content starts with this is a symbolic link to the rest.
+pub(crate) const SYMLINK_TO: &str = "symlink to ";
+
 pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClaims) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
@@ -54,7 +57,10 @@ pub(crate) fn fixture(extra: &[(&str, &str)], redact: bool) -> (Fixture, JobClai
     for (p, c) in &files {
         let path = repo.join(p);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, c).unwrap();
+        match c.strip_prefix(SYMLINK_TO) {
+            Some(target) => std::os::unix::fs::symlink(target, path).unwrap(),
+            None => std::fs::write(path, c).unwrap(),
+        }
     }
     git(&repo, &["add", "-A", "-f", "."]);
     git(&repo, &["commit", "-q", "-m", "initial"]);
