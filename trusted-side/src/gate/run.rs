@@ -255,6 +255,12 @@ fn judge(
     // 4. the bundle's listing and redacted lines
     let bundle = bundle::read_bundle(store, job_dir, record, index::read(home, record))?;
     report.warnings.extend(bundle.warnings);
+    // The revision's links (never packed): listed at submit (the index), else here, by a git
+    // of their own while the checks below run.
+    let listing_links = bundle.links.is_none().then(|| {
+        let (repo, revision) = (opts.repo.clone(), record.revision.clone());
+        std::thread::spawn(move || links_of(&repo, &revision))
+    });
     // 5. paths (the deny-list judges added paths)
     let deny = Selector::new(&[], &[])?;
     report.extend(checks::check_paths(&patch, &bundle.listing, Some(&deny)));
@@ -295,11 +301,12 @@ fn judge(
     // The tree layers see the packed revision: its listing, the files as packed (kept while the
     // bundle was read; else read from the repository; `tree.rs`), what its entry points reach
     // when the index has it.
-    // The revision's links (never packed): listed at submit, else here. A repository git
-    // cannot list fails the apply check above; the tree layers then see no links.
-    let links = match bundle.links {
-        Some(links) => links,
-        None => links_of(&opts.repo, &record.revision).unwrap_or_default(),
+    // A repository git cannot list fails the apply check above; the tree layers then see no
+    // links.
+    let links = match (bundle.links, listing_links) {
+        (Some(links), _) => links,
+        (None, Some(job)) => job.join().ok().and_then(Result::ok).unwrap_or_default(),
+        (None, None) => Vec::new(),
     };
     let in_repo = GitTree::new(&opts.repo, &record.revision, bundle.listing).with_links(links);
     let tree = PackedTree::new(in_repo, bundle.kept, bundle.kept_all).with_reach(bundle.reach);
