@@ -117,6 +117,30 @@ fn append_patch(path: &str, old: &str, line: &str) -> String {
     )
 }
 
+/// Appends `line` to `target` (whose content is `old`) through the real gate, checks that it
+/// goes to a human in `class` (bucket, rule), and returns the report.
+fn gated_to_a_human(
+    w: &World,
+    target: &str,
+    old: &str,
+    line: &str,
+    class: (&str, &str),
+) -> serde_json::Value {
+    let (code, r) = gate_patch(w, &append_patch(target, old, line));
+    assert_eq!(
+        (code, r["decision"].as_str()),
+        (Some(3), Some("human")),
+        "{target}: {r:#}"
+    );
+    let f = file(&r, target);
+    assert_eq!(
+        (f["bucket"].as_str(), f["class_rule"].as_str()),
+        (Some(class.0), Some(class.1)),
+        "{r:#}"
+    );
+    r
+}
+
 /// Commits `files` into a fresh world, appends a line to `target` through the real gate, and
 /// checks the decision, the bucket, the rule and (for a reached file) the entry point named.
 fn evasion(files: &[(&str, &str)], target: &str, bucket: &str, rule: &str, entry: Option<&str>) {
@@ -126,18 +150,7 @@ fn evasion(files: &[(&str, &str)], target: &str, bucket: &str, rule: &str, entry
     git(&w.repo, &["add", "-A"]);
     git(&w.repo, &["commit", "-qm", "tree"]);
     let old = files.iter().find(|(p, _)| *p == target).unwrap().1;
-    let (code, r) = gate_patch(&w, &append_patch(target, old, "echo pwned > /tmp/x"));
-    assert_eq!(
-        (code, r["decision"].as_str()),
-        (Some(3), Some("human")),
-        "{r:#}"
-    );
-    let f = file(&r, target);
-    assert_eq!(
-        (f["bucket"].as_str(), f["class_rule"].as_str()),
-        (Some(bucket), Some(rule)),
-        "{r:#}"
-    );
+    let r = gated_to_a_human(&w, target, old, "echo pwned > /tmp/x", (bucket, rule));
     if let Some(entry) = entry {
         let reason = r["reasons"]
             .as_array()
@@ -687,18 +700,7 @@ fn an_edit_through_an_existing_link_goes_to_a_human() {
             ".circleci",
         ),
     ] {
-        let (code, r) = gate_patch(&w, &append_patch(target, old, "# pwned"));
-        assert_eq!(
-            (code, r["decision"].as_str()),
-            (Some(3), Some("human")),
-            "{target}: {r:#}"
-        );
-        let f = file(&r, target);
-        assert_eq!(
-            (f["bucket"].as_str(), f["class_rule"].as_str()),
-            (Some(bucket), Some(rule)),
-            "{r:#}"
-        );
+        let r = gated_to_a_human(&w, target, old, "# pwned", (bucket, rule));
         let named = r["reasons"]
             .as_array()
             .unwrap()
