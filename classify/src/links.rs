@@ -9,7 +9,8 @@
 //! innocent name its link points at; links to links (followed, up to [`MAX_ALIASES`] names in
 //! all), directory links (a file below the target is reached below the link), loops (a name
 //! is visited once), a target outside the repository or absolute (names no file of the tree:
-//! ignored).
+//! ignored), a target spelled in another case or Unicode form than the file it opens on a
+//! case-insensitive file system (targets and names are compared folded).
 //! Does not hold: a target whose middle passes through another link is resolved lexically
 //! (`a/../b` is `b`), which is how git stores it, not always how the file system reads it.
 
@@ -64,14 +65,18 @@ pub(crate) fn raise_through_links(changes: &[Change<'_>], tree: &dyn Tree, out: 
     }
 }
 
-/// The tree's links by target, for [`ByTarget::aliases`].
-pub(crate) struct ByTarget<'a>(BTreeMap<&'a str, Vec<&'a str>>);
+/// The tree's links by target, for [`ByTarget::aliases`]. Targets are kept folded
+/// ([`crate::fold_path`]): on a case-insensitive or normalising file system (macOS, Windows,
+/// `core.ignorecase`) the link `conftest.py -> PyConf/x.py` opens `pyconf/x.py`.
+pub(crate) struct ByTarget<'a>(BTreeMap<String, Vec<&'a str>>);
 
 impl<'a> ByTarget<'a> {
     pub(crate) fn new(links: &'a [Link]) -> ByTarget<'a> {
-        let mut map: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut map: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for l in links {
-            map.entry(l.target.as_str()).or_default().push(&l.path);
+            map.entry(crate::fold_path(&l.target))
+                .or_default()
+                .push(&l.path);
         }
         ByTarget(map)
     }
@@ -88,7 +93,7 @@ impl<'a> ByTarget<'a> {
             let mut at = current.len();
             while at > 0 {
                 let (target, rest) = current.split_at(at);
-                for link in self.0.get(target).into_iter().flatten() {
+                for link in self.0.get(&crate::fold_path(target)).into_iter().flatten() {
                     let alias = format!("{link}{rest}");
                     if seen.len() < MAX_ALIASES && seen.insert(alias.clone()) {
                         out.push((alias, (*link).to_owned()));
@@ -149,6 +154,11 @@ mod tests {
                 ".github/workflows".to_owned()
             )]
         );
+        // A target in another case or Unicode form opens the file on macOS and Windows.
+        let folded = [link("conftest.py", "PyConf/X.py"), link("lib", "Caf\u{e9}")];
+        let by_fold = ByTarget::new(&folded);
+        assert_eq!(by_fold.aliases("pyconf/x.py")[0].0, "conftest.py");
+        assert_eq!(by_fold.aliases("cafe\u{301}/a.py")[0].0, "lib/a.py");
         // A directory name is not a prefix of another name (`ci/wfx` is not under `ci/wf`).
         assert_eq!(names("ci/wfx/y.yml"), Vec::<String>::new());
     }

@@ -277,6 +277,18 @@ impl TreeReach {
             for t in dir_arguments(&line) {
                 self.name_dir(&t, base, all, bucket, from);
             }
+            // What the line hands a program as its code or its dependencies (`fed.rs`).
+            let fed = crate::fed::fed(&line);
+            for t in &fed.files {
+                let found = self.resolve(t, base, &dirs, &line, all, budget);
+                out.extend(found.into_iter().filter(|p| p != from));
+            }
+            for (dir, deep) in fed.packages.iter().filter(|_| budget.take()) {
+                if let Some((files, dir)) = crate::fed::package_files(dir, *deep, base, all) {
+                    out.extend(files);
+                    self.watched_dirs.insert(dir);
+                }
+            }
             for t in tokens(&line) {
                 // A glob naming directories (`for d in examples/*/.`): what is in them may
                 // run there.
