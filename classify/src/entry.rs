@@ -103,6 +103,8 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
                 | "justfile"
                 | ".justfile"
                 | "package.json"
+                | "deno.json"
+                | "deno.jsonc"
                 | "tox.ini"
                 | "tox.toml"
                 | "noxfile.py"

@@ -3,7 +3,7 @@
 //! installed), `psql -f db/seed.sql`, `just -f app/jf`, `awk -f x.awk`, `cmake -P x.cmake`,
 //! `sh < app/install.txt`, `python - < x.txt`, `bash -c "$(cat app/setup.txt)"`,
 //! `eval "$(cat x)"`, `source <(cat x)`, `source x.txt` and `. x.txt` (the shell runs the
-//! text), `bash --rcfile x`, and the Go packages `go run ./cmd/gen` or `go run ./tools/...`
+//! text), `bash --rcfile x`, the tasks of a `deno.json` ([`deno_tasks`]), and the Go packages `go run ./cmd/gen` or `go run ./tools/...`
 //! builds and runs (every `.go` file of the package, not its tests). `reach.rs` resolves these
 //! against the tree like any other name and marks what it finds as run by the entry point.
 //!
@@ -207,6 +207,23 @@ pub(crate) fn package_files(
     Some((files, dir))
 }
 
+/// The tasks of a Deno configuration (`deno task build` runs them), as text: what else it says
+/// (the import map, `exports`, compiler, lint and test options) names the product, not what
+/// runs. Nothing when it is not a JSON object once whole-line `//` comments are left out (a
+/// `deno.jsonc` with comments after values): such a file names nothing rather than everything.
+pub(crate) fn deno_tasks(text: &str) -> String {
+    // A `deno.jsonc`'s whole-line comments are left out; one with other comments names nothing.
+    let text: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect();
+    let json: Option<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(&text.join("\n")).ok();
+    json.and_then(|mut j| j.remove("tasks"))
+        .and_then(|t| serde_json::to_string_pretty(&t).ok())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +270,15 @@ mod tests {
         assert!(files("echo $(cat VERSION)").is_empty());
         assert!(files("cat <<EOF").is_empty());
         assert!(files("git commit -F msg.txt").is_empty());
+    }
+
+    #[test]
+    fn a_deno_configuration_is_read_for_its_tasks_only() {
+        let conf = r#"{"exports": "./mod.ts", "tasks": {"gen": "deno run -A tools/gen.ts"}}"#;
+        assert!(deno_tasks(conf).contains("tools/gen.ts"));
+        assert!(!deno_tasks(conf).contains("mod.ts"));
+        assert!(deno_tasks("// comment\n{\"tasks\": {\"a\": \"sh x.sh\"}}").contains("x.sh"));
+        assert_eq!(deno_tasks("{\"tasks\": {} /* c */}"), "");
     }
 
     #[test]

@@ -233,10 +233,10 @@ impl TreeReach {
         budget: &mut Budget,
     ) -> Vec<String> {
         let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
-        let text = if from.rsplit('/').next() == Some("package.json") {
-            without_product_fields(&text).map_or(text, Into::into)
-        } else {
-            text
+        let text = match from.rsplit('/').next() {
+            Some("package.json") => without_product_fields(&text).map_or(text, Into::into),
+            Some("deno.json" | "deno.jsonc") => crate::fed::deno_tasks(&text).into(),
+            _ => text,
         };
         let base = dir_of(from);
         let dirs = changed_into(&text);

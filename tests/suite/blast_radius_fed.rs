@@ -1,7 +1,7 @@
 //! Blast radius, after the link fix's red team: a hostile worker edits a file whose name is no
 //! script (`.txt`, `.sql`, no extension) but that an entry point of the packed revision hands a
 //! program as its code or its dependency list (`pip install -r`, `psql -f`, `sh <`,
-//! `bash -c "$(cat …)"`, `source`), a Go package a workflow `go run`s, a configuration a tool
+//! `bash -c "$(cat …)"`, `source`), a Go package a workflow `go run`s, a Deno task's script, a configuration a tool
 //! executes from its working directory, and a file a link spelled in another case opens. The
 //! real gate must send each to a human (`classify/src/fed.rs`, `links.rs`, the name table).
 // Test helpers outside #[test] functions: a panic with the value is the wanted failure report.
@@ -11,7 +11,7 @@ use super::blast_radius::{append_patch, evasion, file, gate_patch};
 use super::hostile_worker::World;
 use airlock_tests::*;
 
-const FLOW: &str = "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: pip install -r app/reqs.txt\n      - run: psql -v ON_ERROR_STOP=1 -f db/seed.sql\n      - run: bash -c \"$(cat app/setup.txt)\"\n      - run: go run ./app/cmd/gen\n";
+const FLOW: &str = "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: pip install -r app/reqs.txt\n      - run: psql -v ON_ERROR_STOP=1 -f db/seed.sql\n      - run: bash -c \"$(cat app/setup.txt)\"\n      - run: go run ./app/cmd/gen\n      - run: deno task gen\n";
 
 fn fed_tree() -> Vec<(&'static str, &'static str)> {
     vec![
@@ -21,6 +21,11 @@ fn fed_tree() -> Vec<(&'static str, &'static str)> {
         ("app/setup.txt", "echo setup\n"),
         ("go.mod", "module example.com/x\n"),
         ("app/cmd/gen/main.go", "package main\n\nfunc main() {}\n"),
+        (
+            "deno.json",
+            "{\"tasks\": {\"gen\": \"deno run -A app/gen.ts\"}}\n",
+        ),
+        ("app/gen.ts", "console.log(1);\n"),
     ]
 }
 
@@ -35,6 +40,14 @@ fn a_file_a_workflow_hands_a_program_as_code_or_dependencies_goes_to_a_human() {
     ] {
         evasion(&fed_tree(), target, "ci", "ci.reached", via);
     }
+    // A Deno task: reached through the `deno.json` the workflow's `deno task` reads.
+    evasion(
+        &fed_tree(),
+        "app/gen.ts",
+        "build",
+        "build.reached",
+        Some("deno.json"),
+    );
 }
 
 #[test]
