@@ -6,7 +6,8 @@
 //! classification ([`crate::classify_change`]) classes the change under each of them too.
 //!
 //! Guards against: a hostile change that edits a file a tool loads by convention through the
-//! innocent name its link points at; links to links (followed, up to [`MAX_ALIASES`] names in
+//! innocent name its link points at, or a file that an entry point existing only under a link's
+//! name runs ([`linked_entries`]: `Makefile -> build/Makefile.real` running `lib/gen.py`); links to links (followed, up to [`MAX_ALIASES`] names in
 //! all), directory links (a file below the target is reached below the link), loops (a name
 //! is visited once), a target outside the repository or absolute (names no file of the tree:
 //! ignored), a target spelled in another case or Unicode form than the file it opens on a
@@ -16,8 +17,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::tree::{Change, Link, Tree};
-use crate::{classify_named, tree_may_raise, Classified, Layer};
+use crate::entry::entry_point;
+use crate::tree::{Change, Link, Paths, Tree};
+use crate::{classify_named, tree_may_raise, Bucket, Classified, Layer};
 
 /// Names followed for one changed path, the path itself included. A tree with more links than
 /// that pointing at one file is not one a team writes by hand.
@@ -63,6 +65,28 @@ pub(crate) fn raise_through_links(changes: &[Change<'_>], tree: &dyn Tree, out: 
             };
         }
     }
+}
+
+/// The files of the tree that are entry points only under a link's name (`Makefile ->
+/// build/Makefile.real`, `.github -> config/gh`: the workflow `config/gh/workflows/ci.yml`),
+/// with the bucket of that name: what they run is reached as what any entry point runs.
+pub(crate) fn linked_entries<'a>(links: &[Link], all: &Paths<'a>) -> Vec<(Bucket, &'a str)> {
+    let mut out = Vec::new();
+    for link in links {
+        let under = all.starting_with(&format!("{}/", link.target));
+        let exact = all.starting_with(&link.target);
+        let file = exact.into_iter().find(|p| *p == link.target);
+        for f in file.into_iter().chain(under) {
+            let alias = format!("{}{}", link.path, &f[link.target.len()..]);
+            if let (None, Some(b)) = (entry_point(f), entry_point(&alias)) {
+                out.push((b, f));
+            }
+        }
+        if out.len() >= crate::reach::MAX_ENTRY_POINTS {
+            break;
+        }
+    }
+    out
 }
 
 /// The tree's links by target, for [`ByTarget::aliases`]. Targets are kept folded
@@ -161,6 +185,36 @@ mod tests {
         assert_eq!(by_fold.aliases("cafe\u{301}/a.py")[0].0, "lib/a.py");
         // A directory name is not a prefix of another name (`ci/wfx` is not under `ci/wf`).
         assert_eq!(names("ci/wfx/y.yml"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn what_an_entry_point_under_a_links_name_runs_is_reached() {
+        use crate::tree::{Change, MemTree};
+        use crate::{classify_change, Bucket};
+        let mut tree = MemTree::new();
+        tree.add("cfg/Makefile.real", false, b"all:\n\tpython lib/y.py\n")
+            .add(
+                "config/gh/workflows/ci.yml",
+                false,
+                b"jobs:\n  b:\n    steps:\n      - run: python lib/x.py\n",
+            )
+            .add("lib/x.py", false, b"print(1)\n")
+            .add("lib/y.py", false, b"print(2)\n")
+            .add_link("Makefile", "cfg/Makefile.real")
+            .add_link(".github", "config/gh");
+        let new = b"print(3)\n";
+        let change = |path| Change {
+            path,
+            new: Some(&new[..]),
+            executable: false,
+        };
+        let got = classify_change(&[change("lib/x.py"), change("lib/y.py")], &tree);
+        assert_eq!(
+            (got[0].class.rule, got[1].class.rule),
+            ("ci.reached", "build.reached"),
+            "{got:?}"
+        );
+        assert_eq!(got[1].class.bucket, Bucket::Build);
     }
 
     #[test]

@@ -107,3 +107,62 @@ fn an_edit_through_a_link_spelled_in_another_case_goes_to_a_human() {
         "{r:#}"
     );
 }
+
+/// Commits a tree whose `Makefile` and `.circleci` are links (`Makefile -> cfg/Makefile.real`,
+/// `.circleci -> config/circle`), with `filler` more files, appends a line to each file those entry
+/// points run through the real gate, and checks it goes to a human as reached.
+fn an_edit_to_what_a_linked_entry_point_runs(filler: usize) {
+    let w = World::new();
+    let make = "all:\n\tpython3 lib/gen.py\n";
+    let flow = "version: 2.1\njobs:\n  t:\n    docker:\n      - image: cimg/base:stable\n    steps:\n      - run: python3 lib/check.py\n";
+    let py = "print('ok')\n";
+    let mut files: Vec<(String, &[u8])> = vec![
+        ("cfg/Makefile.real".into(), make.as_bytes()),
+        ("config/circle/config.yml".into(), flow.as_bytes()),
+        ("lib/gen.py".into(), py.as_bytes()),
+        ("lib/check.py".into(), py.as_bytes()),
+    ];
+    files.extend((0..filler).map(|i| (format!("data/f{i}.txt"), &b"x\n"[..])));
+    let refs: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+    write_files(&w.repo, &refs);
+    std::os::unix::fs::symlink("cfg/Makefile.real", w.repo.join("Makefile")).unwrap();
+    std::os::unix::fs::symlink("config/circle", w.repo.join(".circleci")).unwrap();
+    git(&w.repo, &["add", "-A"]);
+    git(&w.repo, &["commit", "-qm", "linked entry points"]);
+    for (target, rule, entry) in [
+        ("lib/gen.py", "build.reached", "cfg/Makefile.real"),
+        ("lib/check.py", "ci.reached", "config/circle/config.yml"),
+    ] {
+        let (code, r) = gate_patch(&w, &append_patch(target, py, "import os"));
+        assert_eq!(
+            (code, r["decision"].as_str()),
+            (Some(3), Some("human")),
+            "{r:#}"
+        );
+        let f = file(&r, target);
+        assert_eq!(f["class_rule"].as_str(), Some(rule), "{r:#}");
+        let named = r["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x["detail"].as_str())
+            .any(|d| d.contains(target) && d.contains(entry));
+        assert!(named, "no reason names {entry}: {r:#}");
+    }
+    if filler >= 1000 {
+        let indexes = std::fs::read_dir(w.home.join("cache").join("gate"))
+            .unwrap()
+            .count();
+        assert!(indexes > 0, "no gate index was written");
+    }
+}
+
+#[test]
+fn an_edit_to_what_an_entry_point_under_a_links_name_runs_goes_to_a_human() {
+    an_edit_to_what_a_linked_entry_point_runs(0);
+}
+
+#[test]
+fn an_edit_to_what_a_linked_entry_point_runs_goes_to_a_human_through_the_gate_index() {
+    an_edit_to_what_a_linked_entry_point_runs(1_100);
+}
