@@ -69,8 +69,13 @@ pub(crate) fn raise_through_links(changes: &[Change<'_>], tree: &dyn Tree, out: 
 
 /// The files of the tree that are entry points only under a link's name (`Makefile ->
 /// build/Makefile.real`, `.github -> config/gh`: the workflow `config/gh/workflows/ci.yml`),
-/// with the bucket of that name: what they run is reached as what any entry point runs.
-pub(crate) fn linked_entries<'a>(links: &[Link], all: &Paths<'a>) -> Vec<(Bucket, &'a str)> {
+/// with the bucket of that name: what they run is reached as what any entry point runs. At most
+/// about `limit` (the caller's cap on entry points).
+pub(crate) fn linked_entries<'a>(
+    links: &[Link],
+    all: &Paths<'a>,
+    limit: usize,
+) -> Vec<(Bucket, &'a str)> {
     let mut out = Vec::new();
     for link in links {
         let under = all.starting_with(&format!("{}/", link.target));
@@ -82,7 +87,7 @@ pub(crate) fn linked_entries<'a>(links: &[Link], all: &Paths<'a>) -> Vec<(Bucket
                 out.push((b, f));
             }
         }
-        if out.len() >= crate::reach::MAX_ENTRY_POINTS {
+        if out.len() >= limit {
             break;
         }
     }

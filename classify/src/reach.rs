@@ -84,7 +84,11 @@ impl TreeReach {
             .into_iter()
             .filter_map(|p| entry_point(p).map(|b| (b, p)))
             .collect();
-        entries.extend(crate::links::linked_entries(tree.links(), all));
+        entries.extend(crate::links::linked_entries(
+            tree.links(),
+            all,
+            MAX_ENTRY_POINTS,
+        ));
         // An example's or a template's own build files run only when something runs the
         // example: they are no entry points of the repository (CI running the example by
         // directory still raises what is in it).
