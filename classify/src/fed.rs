@@ -57,6 +57,13 @@ const FILE_PROGRAMS: &[&str] = &[
     "mysql", "expect",
 ];
 
+/// Programs whose `-f` names configuration they apply or load (an environment, manifests,
+/// values).
+const CONFIG_PROGRAMS: &[&str] = &["conda", "mamba", "micromamba", "kubectl", "helm", "xargs"];
+
+/// Environment variables naming a file a shell or interpreter runs at start.
+const STARTUP_VARIABLES: &[&str] = &["BASH_ENV", "ENV", "PYTHONSTARTUP"];
+
 /// Options of [`FILE_PROGRAMS`] (and of the shells) that take the file they run.
 const FILE_OPTIONS: &[&str] = &[
     "-f",
@@ -113,6 +120,15 @@ pub(crate) fn fed(line: &str) -> Fed {
             }
         }
     }
+    // Code named inside a string a program evaluates: `Rscript -e 'source("x.R")'`,
+    // `python -c "exec(open('x').read())"`, `load("x")`.
+    for open in ["source(", "exec(open(", "load("] {
+        for (i, _) in line.match_indices(open) {
+            let rest = line[i + open.len()..].trim_start_matches(['"', '\'']);
+            let name = rest.split(['"', '\'', ')']).next().unwrap_or_default();
+            out.files.extend(file_word(name));
+        }
+    }
     for segment in line.split([';', '&', '|', '(', '{']) {
         command(segment, &mut out);
     }
@@ -127,6 +143,14 @@ fn command(segment: &str, out: &mut Fed) {
         .iter()
         .position(|w| !(*w == "-" || w.ends_with(':') || (w.contains('=') && !w.starts_with('-'))))
         .unwrap_or(words.len());
+    // `BASH_ENV=x bash …`, `export PYTHONSTARTUP=x`: the file runs at the program's start.
+    for w in &words {
+        if let Some((key, value)) = w.split_once('=') {
+            if STARTUP_VARIABLES.contains(&key) {
+                out.files.extend(file_word(value));
+            }
+        }
+    }
     for (i, w) in words.iter().enumerate().skip(start) {
         let before: Vec<String> = words[start..i].iter().map(|w| program(w)).collect();
         let next = || words.get(i + 1).and_then(|n| file_word(n));
@@ -142,6 +166,30 @@ fn command(segment: &str, out: &mut Fed) {
                 if before
                     .iter()
                     .any(|p| matches!(p.as_str(), "install" | "pip-sync" | "sync")) =>
+            {
+                out.files.extend(value());
+            }
+            // A module an interpreter loads before the program (`ruby -r ./x`, `node --import`).
+            "-r" | "--require" | "--import" | "--loader"
+                if after_program(&["ruby", "node", "bun", "irb", "rspec", "mocha"]) =>
+            {
+                out.files.extend(value());
+            }
+            "-f" | "--file" | "-a" | "--arg-file" if after_program(CONFIG_PROGRAMS) => {
+                out.files.extend(value());
+            }
+            // A long option naming configuration a tool reads (`--gemfile`, `--userconfig`,
+            // `-var-file`, `--settings`, `-K`/`--config` of curl).
+            f if f.starts_with('-')
+                && f.len() > 3
+                && ["file", "config", "settings", "rc"]
+                    .iter()
+                    .any(|k| f.to_ascii_lowercase().ends_with(k))
+                && ![
+                    "out", "log", "pid", "lock", "report", "cache", "dump", "junit", "cov",
+                ]
+                .iter()
+                .any(|k| f.to_ascii_lowercase().contains(k)) =>
             {
                 out.files.extend(value());
             }
@@ -259,6 +307,23 @@ mod tests {
         assert_eq!(files("- run: source app/vars.txt"), ["app/vars.txt"]);
         assert_eq!(files("cd x && . ./env.sh.in"), ["./env.sh.in"]);
         assert_eq!(files("bash --rcfile ci/rc"), ["ci/rc"]);
+        assert_eq!(files(r#"Rscript -e 'source("app/a.txt")'"#), ["app/a.txt"]);
+        assert_eq!(
+            files(r#"python -c "exec(open('app/b.txt').read())""#),
+            ["app/b.txt"]
+        );
+        assert_eq!(files("ruby -r ./app/c.txt -e 1"), ["./app/c.txt"]);
+        assert_eq!(files("xargs -a app/e.txt -n1 pip install"), ["app/e.txt"]);
+        assert_eq!(
+            files("bundle install --gemfile app/Gemfile.ci"),
+            ["app/Gemfile.ci"]
+        );
+        assert_eq!(files("conda env create -f app/env.ci"), ["app/env.ci"]);
+        assert_eq!(files("export BASH_ENV=app/f.txt"), ["app/f.txt"]);
+        assert_eq!(
+            files("terraform apply -var-file=app/vars.txt"),
+            ["app/vars.txt"]
+        );
     }
 
     #[test]
@@ -270,6 +335,7 @@ mod tests {
         assert!(files("echo $(cat VERSION)").is_empty());
         assert!(files("cat <<EOF").is_empty());
         assert!(files("git commit -F msg.txt").is_empty());
+        assert!(files("pytest --junit-xml=out.xml --log-file=test.log").is_empty());
     }
 
     #[test]
