@@ -103,6 +103,8 @@ pub fn entry_point(path: &str) -> Option<Bucket> {
                 | "justfile"
                 | ".justfile"
                 | "package.json"
+                | "deno.json"
+                | "deno.jsonc"
                 | "tox.ini"
                 | "tox.toml"
                 | "noxfile.py"
@@ -203,6 +205,24 @@ pub(crate) fn runnable(path: &str, executable: bool) -> bool {
                 | "awk"
                 | "sed"
                 | "jq"
+                // Scripts of interpreters a command line runs them with (`elixir x.exs`,
+                // `kotlin x.main.kts`, `julia`, `dotnet script`/`fsi`, `bats`, `psql -f`, `bb`,
+                // `escript`, `raku`, `cscript`, `coffee`); not notebooks, components (`.tsx`)
+                // or Nix files, which CI and documentation builds name as tests, pages and
+                // build inputs far more often than they run them.
+                | "exs"
+                | "kts"
+                | "jl"
+                | "csx"
+                | "fsx"
+                | "bats"
+                | "sql"
+                | "bb"
+                | "clj"
+                | "escript"
+                | "raku"
+                | "vbs"
+                | "coffee"
         )
 }
 

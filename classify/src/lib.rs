@@ -31,6 +31,7 @@ mod collection;
 mod compiled;
 pub mod content;
 mod entry;
+mod fed;
 mod follow;
 mod links;
 mod members;

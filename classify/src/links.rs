@@ -6,17 +6,20 @@
 //! classification ([`crate::classify_change`]) classes the change under each of them too.
 //!
 //! Guards against: a hostile change that edits a file a tool loads by convention through the
-//! innocent name its link points at; links to links (followed, up to [`MAX_ALIASES`] names in
+//! innocent name its link points at, or a file that an entry point existing only under a link's
+//! name runs ([`linked_entries`]: `Makefile -> build/Makefile.real` running `lib/gen.py`); links to links (followed, up to [`MAX_ALIASES`] names in
 //! all), directory links (a file below the target is reached below the link), loops (a name
 //! is visited once), a target outside the repository or absolute (names no file of the tree:
-//! ignored).
+//! ignored), a target spelled in another case or Unicode form than the file it opens on a
+//! case-insensitive file system (targets and names are compared folded).
 //! Does not hold: a target whose middle passes through another link is resolved lexically
 //! (`a/../b` is `b`), which is how git stores it, not always how the file system reads it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::tree::{Change, Link, Tree};
-use crate::{classify_named, tree_may_raise, Classified, Layer};
+use crate::entry::entry_point;
+use crate::tree::{Change, Link, Paths, Tree};
+use crate::{classify_named, tree_may_raise, Bucket, Classified, Layer};
 
 /// Names followed for one changed path, the path itself included. A tree with more links than
 /// that pointing at one file is not one a team writes by hand.
@@ -64,14 +67,45 @@ pub(crate) fn raise_through_links(changes: &[Change<'_>], tree: &dyn Tree, out: 
     }
 }
 
-/// The tree's links by target, for [`ByTarget::aliases`].
-pub(crate) struct ByTarget<'a>(BTreeMap<&'a str, Vec<&'a str>>);
+/// The files of the tree that are entry points only under a link's name (`Makefile ->
+/// build/Makefile.real`, `.github -> config/gh`: the workflow `config/gh/workflows/ci.yml`),
+/// with the bucket of that name: what they run is reached as what any entry point runs. At most
+/// about `limit` (the caller's cap on entry points).
+pub(crate) fn linked_entries<'a>(
+    links: &[Link],
+    all: &Paths<'a>,
+    limit: usize,
+) -> Vec<(Bucket, &'a str)> {
+    let mut out = Vec::new();
+    for link in links {
+        let under = all.starting_with(&format!("{}/", link.target));
+        let exact = all.starting_with(&link.target);
+        let file = exact.into_iter().find(|p| *p == link.target);
+        for f in file.into_iter().chain(under) {
+            let alias = format!("{}{}", link.path, &f[link.target.len()..]);
+            if let (None, Some(b)) = (entry_point(f), entry_point(&alias)) {
+                out.push((b, f));
+            }
+        }
+        if out.len() >= limit {
+            break;
+        }
+    }
+    out
+}
+
+/// The tree's links by target, for [`ByTarget::aliases`]. Targets are kept folded
+/// ([`crate::fold_path`]): on a case-insensitive or normalising file system (macOS, Windows,
+/// `core.ignorecase`) the link `conftest.py -> PyConf/x.py` opens `pyconf/x.py`.
+pub(crate) struct ByTarget<'a>(BTreeMap<String, Vec<&'a str>>);
 
 impl<'a> ByTarget<'a> {
     pub(crate) fn new(links: &'a [Link]) -> ByTarget<'a> {
-        let mut map: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut map: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for l in links {
-            map.entry(l.target.as_str()).or_default().push(&l.path);
+            map.entry(crate::fold_path(&l.target))
+                .or_default()
+                .push(&l.path);
         }
         ByTarget(map)
     }
@@ -88,7 +122,7 @@ impl<'a> ByTarget<'a> {
             let mut at = current.len();
             while at > 0 {
                 let (target, rest) = current.split_at(at);
-                for link in self.0.get(target).into_iter().flatten() {
+                for link in self.0.get(&crate::fold_path(target)).into_iter().flatten() {
                     let alias = format!("{link}{rest}");
                     if seen.len() < MAX_ALIASES && seen.insert(alias.clone()) {
                         out.push((alias, (*link).to_owned()));
@@ -149,8 +183,43 @@ mod tests {
                 ".github/workflows".to_owned()
             )]
         );
+        // A target in another case or Unicode form opens the file on macOS and Windows.
+        let folded = [link("conftest.py", "PyConf/X.py"), link("lib", "Caf\u{e9}")];
+        let by_fold = ByTarget::new(&folded);
+        assert_eq!(by_fold.aliases("pyconf/x.py")[0].0, "conftest.py");
+        assert_eq!(by_fold.aliases("cafe\u{301}/a.py")[0].0, "lib/a.py");
         // A directory name is not a prefix of another name (`ci/wfx` is not under `ci/wf`).
         assert_eq!(names("ci/wfx/y.yml"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn what_an_entry_point_under_a_links_name_runs_is_reached() {
+        use crate::tree::{Change, MemTree};
+        use crate::{classify_change, Bucket};
+        let mut tree = MemTree::new();
+        tree.add("cfg/Makefile.real", false, b"all:\n\tpython lib/y.py\n")
+            .add(
+                "config/gh/workflows/ci.yml",
+                false,
+                b"jobs:\n  b:\n    steps:\n      - run: python lib/x.py\n",
+            )
+            .add("lib/x.py", false, b"print(1)\n")
+            .add("lib/y.py", false, b"print(2)\n")
+            .add_link("Makefile", "cfg/Makefile.real")
+            .add_link(".github", "config/gh");
+        let new = b"print(3)\n";
+        let change = |path| Change {
+            path,
+            new: Some(&new[..]),
+            executable: false,
+        };
+        let got = classify_change(&[change("lib/x.py"), change("lib/y.py")], &tree);
+        assert_eq!(
+            (got[0].class.rule, got[1].class.rule),
+            ("ci.reached", "build.reached"),
+            "{got:?}"
+        );
+        assert_eq!(got[1].class.bucket, Bucket::Build);
     }
 
     #[test]

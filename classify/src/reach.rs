@@ -84,6 +84,11 @@ impl TreeReach {
             .into_iter()
             .filter_map(|p| entry_point(p).map(|b| (b, p)))
             .collect();
+        entries.extend(crate::links::linked_entries(
+            tree.links(),
+            all,
+            MAX_ENTRY_POINTS,
+        ));
         // An example's or a template's own build files run only when something runs the
         // example: they are no entry points of the repository (CI running the example by
         // directory still raises what is in it).
@@ -233,10 +238,10 @@ impl TreeReach {
         budget: &mut Budget,
     ) -> Vec<String> {
         let text = String::from_utf8_lossy(&text[..text.len().min(MAX_READ_BYTES)]);
-        let text = if from.rsplit('/').next() == Some("package.json") {
-            without_product_fields(&text).map_or(text, Into::into)
-        } else {
-            text
+        let text = match from.rsplit('/').next() {
+            Some("package.json") => without_product_fields(&text).map_or(text, Into::into),
+            Some("deno.json" | "deno.jsonc") => crate::fed::deno_tasks(&text).into(),
+            _ => text,
         };
         let base = dir_of(from);
         let dirs = changed_into(&text);
@@ -276,6 +281,18 @@ impl TreeReach {
             }
             for t in dir_arguments(&line) {
                 self.name_dir(&t, base, all, bucket, from);
+            }
+            // What the line hands a program as its code or its dependencies (`fed.rs`).
+            let fed = crate::fed::fed(&line);
+            for t in &fed.files {
+                let found = self.resolve(t, base, &dirs, &line, all, budget);
+                out.extend(found.into_iter().filter(|p| p != from));
+            }
+            for (dir, deep) in fed.packages.iter().filter(|_| budget.take()) {
+                if let Some((files, dir)) = crate::fed::package_files(dir, *deep, base, all) {
+                    out.extend(files);
+                    self.watched_dirs.insert(dir);
+                }
             }
             for t in tokens(&line) {
                 // A glob naming directories (`for d in examples/*/.`): what is in them may

@@ -934,6 +934,19 @@ pub(crate) static RULES: &[Rule] = &[
         &["configure", "configure.{ac,in}", "*.m4", "autogen.sh"],
     ),
     rule(
+        "build.r-package",
+        Bucket::Build,
+        "What `R CMD INSTALL` runs to build an R package, named by no file: the make fragments `src/Makevars`, `Makevars.win`, `Makevars.ucrt` (their rules and `$(shell …)` run), the `configure.win`/`configure.ucrt`/`cleanup.win` scripts and `src/install.libs.R`; and renv's `renv/activate.R`, which the project's `.Rprofile` sources at every R start in it, and R's site profile `Rprofile.site`",
+        &[
+            "makevars",
+            "makevars.*",
+            "{configure,cleanup}.{win,ucrt}",
+            "**/src/install.libs.r",
+            "**/renv/activate.r",
+            "{rprofile,renviron}.site",
+        ],
+    ),
+    rule(
         "build.cmake",
         Bucket::Build,
         "CMake",
@@ -1145,6 +1158,17 @@ pub(crate) static RULES: &[Rule] = &[
         &[
             "{sitecustomize,usercustomize}.{py,pyc}",
             "**/{sitecustomize,usercustomize}/__init__.py",
+        ],
+    ),
+    rule(
+        "build.python-cwd-config",
+        Bucket::Build,
+        "Configuration that traitlets applications execute as Python (or read as settings naming classes to import) from the directory they run in, named by no file: JupyterLite's `jupyter_lite_config.{py,json}` (`jupyter lite build`, a documentation site's build), nbgrader's `nbgrader_config.py`, Voilà's root `voila.{py,json}`, IPython's `ipython_config.py` and `ipython_kernel_config.py` (read from the working directory by IPython before 8.0.1 and 7.31.1, CVE-2022-21699); Jupyter's own `jupyter_*_config.py` are read from the user's and the environment's directories only, not from the working directory, and stay as they are",
+        &[
+            "jupyter_lite_config.{py,json}",
+            "nbgrader_config.py",
+            "/voila.{py,json}",
+            "ipython_{,kernel_}config.py",
         ],
     ),
     Rule {
@@ -1381,6 +1405,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".fixtures.{yml,yaml}",
             "*.cabal",
             "cabal.project",
+            "cabal.project.*",
             "stack.yaml",
             "description",
             "{julia,}project.toml",
@@ -1576,13 +1601,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.executable-config",
         Bucket::Build,
-        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root), rebar3's `*.app.src.script` and `*.config.script` (Erlang it evaluates), Steep's `Steepfile` (Ruby it evaluates)",
+        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root), rebar3's `*.app.src.script` and `*.config.script` (Erlang it evaluates), Steep's `Steepfile` (Ruby it evaluates), NimScript (`*.nims`: the Nim compiler runs a `config.nims` before compiling in its directory)",
         &[
             "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist,neon.php,tape,tt,t4,ttinclude}",
             "**/config/*.exs",
             "plugins/*/**/*.swift",
             "*.{app.src,config}.script",
             "steepfile",
+            "*.nims",
         ],
     ),
     rule(
@@ -1753,8 +1779,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.binder",
         Bucket::Build,
-        "Binder's environment directory (`.binder/`, a root `binder/`) and a root `postBuild`: mybinder.org runs `postBuild` and `start` and installs what the environment files name when it builds the repository's image",
-        &["**/.binder/**", "binder/**", "/postbuild"],
+        "Binder's environment directory (`.binder/`, a root `binder/`) and a root `postBuild`: mybinder.org runs `postBuild` and `start` and installs what the environment files name when it builds the repository's image; the same files at the root that repo2docker and Heroku's buildpacks read without a `binder/` (`apt.txt` and `Aptfile`: system packages installed, `install.R`: run, `runtime.txt`: the Python version downloaded)",
+        &["**/.binder/**", "binder/**", "/postbuild", "/{apt.txt,install.r,runtime.txt,aptfile}"],
     ),
     rule(
         "build.version-pin",

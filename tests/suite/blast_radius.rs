@@ -27,7 +27,7 @@ fn world() -> World {
 }
 
 /// Drops `patch` as a well-formed, validly signed artifact and gates it: the JSON report.
-fn gate_patch(w: &World, patch: &str) -> (Option<i32>, serde_json::Value) {
+pub(super) fn gate_patch(w: &World, patch: &str) -> (Option<i32>, serde_json::Value) {
     let job = w.submit();
     let (tgz, packet_bytes) = artifact(&packet(&job, patch.as_bytes()), patch.as_bytes());
     w.drop_signed(&job, &tgz, &packet_bytes, None);
@@ -37,7 +37,7 @@ fn gate_patch(w: &World, patch: &str) -> (Option<i32>, serde_json::Value) {
     (out.status.code(), report)
 }
 
-fn file<'a>(report: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
+pub(super) fn file<'a>(report: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
     report["files"]
         .as_array()
         .unwrap()
@@ -108,7 +108,7 @@ fn a_script_no_entry_point_runs_stays_queued() {
 // to that file. The gate must send it to a human with the bucket, the rule and the entry point.
 
 /// A patch appending `line` to `path`, whose committed content is `old`.
-fn append_patch(path: &str, old: &str, line: &str) -> String {
+pub(super) fn append_patch(path: &str, old: &str, line: &str) -> String {
     let lines: Vec<&str> = old.lines().collect();
     let n = lines.len();
     format!(
@@ -143,7 +143,13 @@ fn gated_to_a_human(
 
 /// Commits `files` into a fresh world, appends a line to `target` through the real gate, and
 /// checks the decision, the bucket, the rule and (for a reached file) the entry point named.
-fn evasion(files: &[(&str, &str)], target: &str, bucket: &str, rule: &str, entry: Option<&str>) {
+pub(super) fn evasion(
+    files: &[(&str, &str)],
+    target: &str,
+    bucket: &str,
+    rule: &str,
+    entry: Option<&str>,
+) {
     let w = World::new();
     let bytes: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (*p, c.as_bytes())).collect();
     write_files(&w.repo, &bytes);

@@ -10,6 +10,7 @@ mod agents_review;
 mod azure;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
+mod blast_radius_fed;
 /// Cleanup against a hostile tree: 5,000 levels under a worker limited to 1,024 open files.
 mod cleanup;
 /// Mixed versions: the previous release's binaries (scripts/build-previous-release.sh) against

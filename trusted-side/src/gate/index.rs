@@ -85,8 +85,10 @@ pub fn write(
         "{}: not the bundle of revision {revision} hashing to sha256:{sha256}",
         bundle.display()
     );
+    // The links too: an entry point that exists only under a link's name reaches files.
+    let links = links_of(repo, revision)?;
     let tree = PackedTree::new(
-        GitTree::new(repo, revision, view.listing),
+        GitTree::new(repo, revision, view.listing).with_links(links.clone()),
         view.kept,
         view.kept_all,
     );
@@ -102,7 +104,7 @@ pub fn write(
         files,
         redacted: view.redacted,
         reach,
-        links: Some(links_of(repo, revision)?),
+        links: Some(links),
     };
     let to = path(home, sha256);
     let dir = to.parent().context("index path has no parent")?;
