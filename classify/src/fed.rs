@@ -1,18 +1,19 @@
 //! What a command line of an entry point hands to a program as its code or as its list of
 //! dependencies, whatever the file's name says: `pip install -r app/reqs.txt` (the packages
-//! installed), `psql -f db/seed.sql`, `just -f app/jf`, `awk -f x.awk`, `cmake -P x.cmake`,
-//! `sh < app/install.txt`, `python - < x.txt`, `bash -c "$(cat app/setup.txt)"`,
-//! `eval "$(cat x)"`, `source <(cat x)`, `source x.txt` and `. x.txt` (the shell runs the
-//! text), `bash --rcfile x`, the tasks of a `deno.json` ([`deno_tasks`]), and the Go packages `go run ./cmd/gen` or `go run ./tools/...`
-//! builds and runs (every `.go` file of the package, not its tests). `reach.rs` resolves these
-//! against the tree like any other name and marks what it finds as run by the entry point.
+//! installed), `psql -f db/seed.sql`, `just -f app/jf`, `awk -f x.awk`, `cmake -P x.cmake`, `sh <
+//! app/install.txt`, `python - < x.txt`, `bash -c "$(cat app/setup.txt)"`, `eval "$(cat x)"`,
+//! `source <(cat x)`, `source x.txt` and `. x.txt` (the shell runs the text), `bash --rcfile x`,
+//! the tasks of a `deno.json` ([`deno_tasks`]), and the Go packages `go run ./cmd/gen` or `go run
+//! ./tools/...` builds and runs (every `.go` file of the package, not its tests). `reach.rs`
+//! resolves these against the tree like any other name and marks what it finds as run by the entry
+//! point.
 //!
-//! Guards against: a hostile change to a file an entry point of the tree already runs or
-//! installs from under a name that is no script (`.txt`, `.sql`, no extension), which the
-//! name rules and the reach layer's script test leave queued.
+//! Guards against: a hostile change to a file an entry point of the tree already runs or installs
+//! from under a name that is no script (`.txt`, `.sql`, no extension), which the name rules and the
+//! reach layer's script test leave queued.
 //! Pure functions of one line: nothing is evaluated; a word is a program only by its name.
-//! Does not follow: `cargo run --bin x` (the binary's path is in `Cargo.toml`), a file read
-//! through a variable, `go run` of a module path (`example.com/x/cmd/y`).
+//! Does not follow: `cargo run --bin x` (the binary's path is in `Cargo.toml`), a file read through
+//! a variable, `go run` of a module path (`example.com/x/cmd/y`).
 
 use crate::entry::normalise;
 use crate::follow;

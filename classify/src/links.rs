@@ -1,5 +1,5 @@
-//! The other names a file has through the tree's symbolic links: a change to `pyconf/x.py` is
-//! a change to the root `conftest.py` when that is a link to it, and to every workflow when
+//! The other names a file has through the tree's symbolic links: a change to `pyconf/x.py` is a
+//! change to the root `conftest.py` when that is a link to it, and to every workflow when
 //! `.github/workflows` is a link to `ci/`. The packer never ships a link and the gate refuses a
 //! change that adds or edits one, but the links the repository already holds stay, and whatever
 //! loads a link's name loads the file it points at. [`ByTarget::aliases`] gives those names; the
@@ -7,13 +7,14 @@
 //!
 //! Guards against: a hostile change that edits a file a tool loads by convention through the
 //! innocent name its link points at, or a file that an entry point existing only under a link's
-//! name runs ([`linked_entries`]: `Makefile -> build/Makefile.real` running `lib/gen.py`); links to links (followed, up to [`MAX_ALIASES`] names in
-//! all), directory links (a file below the target is reached below the link), loops (a name
-//! is visited once), a target outside the repository or absolute (names no file of the tree:
-//! ignored), a target spelled in another case or Unicode form than the file it opens on a
-//! case-insensitive file system (targets and names are compared folded).
-//! Does not hold: a target whose middle passes through another link is resolved lexically
-//! (`a/../b` is `b`), which is how git stores it, not always how the file system reads it.
+//! name runs ([`linked_entries`]: `Makefile -> build/Makefile.real` running `lib/gen.py`); links to
+//! links (followed, up to [`MAX_ALIASES`] names in all), directory links (a file below the target
+//! is reached below the link), loops (a name is visited once), a target outside the repository or
+//! absolute (names no file of the tree: ignored), a target spelled in another case or Unicode form
+//! than the file it opens on a case-insensitive file system (targets and names are compared
+//! folded).
+//! Does not hold: a target whose middle passes through another link is resolved lexically (`a/../b`
+//! is `b`), which is how git stores it, not always how the file system reads it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
