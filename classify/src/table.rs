@@ -220,11 +220,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.ide-data",
         Bucket::Other,
-        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes) and Xcode's workspace state (`IDEWorkspaceChecks.plist`, `*.xccheckout`, `*.xcscmblueprint`): nothing there runs a program or names one to load (before the editor rule)",
+        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes) and Xcode's workspace state (`IDEWorkspaceChecks.plist`, `*.xccheckout`, `*.xcscmblueprint`, and the list of the workspace Xcode keeps inside every project or Swift package, `*.xcodeproj/project.xcworkspace/contents.xcworkspacedata`, which names only the project itself): nothing there runs a program or names one to load (before the editor rule; a standalone `*.xcworkspace`, which lists projects, keeps its rule)",
         &[
             "**/.idea/{copyright,dictionaries,codestyles,inspectionprofiles,scopes}/**",
             "**/.idea/codestylesettings.xml",
             "**/ideworkspacechecks.plist",
+            "**/*.xcodeproj/project.xcworkspace/contents.xcworkspacedata",
+            "**/.swiftpm/xcode/package.xcworkspace/contents.xcworkspacedata",
             "*.{xccheckout,xcscmblueprint}",
         ],
     ),
@@ -1570,8 +1572,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "src.shipped-proguard",
         Bucket::Src,
-        "ProGuard/R8 rules shipped inside a library's jar (`META-INF/proguard/`, R8's `META-INF/com.android.tools/`): applied in its users' builds, not in this one (before `build.tool-config`'s `*.pro`)",
-        &["**/meta-inf/proguard/**", "**/meta-inf/com.android.tools/**"],
+        "ProGuard/R8 rules shipped inside a library's jar (`META-INF/proguard/`, R8's `META-INF/com.android.tools/`) or in its Android archive as consumer rules (`consumer-rules.pro`, `consumer-proguard-rules.pro`, named by `consumerProguardFiles`): applied in its users' builds, not in this one (before `build.tool-config`'s `*.pro`)",
+        &[
+            "**/meta-inf/proguard/**",
+            "**/meta-inf/com.android.tools/**",
+            "consumer-{,proguard-}rules.pro",
+        ],
     ),
     rule(
         "build.executable-config",
