@@ -95,14 +95,23 @@ pub(crate) fn projects(listing: &Listing) -> Option<Vec<String>> {
     }
     let projects: Vec<String> = dirs
         .iter()
-        .filter(|d| {
-            PROJECT_FILES
-                .iter()
-                .any(|p| listing.get(&format!("{d}/{p}")).is_some())
-        })
+        .filter(|d| is_project(listing, d))
         .map(|d| (*d).to_owned())
         .collect();
     (projects.len() >= MIN_PROJECTS && projects.len() * 5 >= dirs.len() * 4).then_some(projects)
+}
+
+/// Whether the directory `dir` of `listing` (`""` for the root) holds a project file at its top
+/// (a `Makefile`, `package.json`, `go.mod`, compose file, …: [`PROJECT_FILES`]).
+pub(crate) fn is_project(listing: &Listing, dir: &str) -> bool {
+    PROJECT_FILES.iter().any(|p| {
+        let path = if dir.is_empty() {
+            (*p).to_owned()
+        } else {
+            format!("{dir}/{p}")
+        };
+        listing.get(&path).is_some()
+    })
 }
 
 /// Whether a path whose name and content decided `bucket` is quieted as a file of a project of

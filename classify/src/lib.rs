@@ -425,16 +425,16 @@ pub(crate) fn classify_named(
     let declared = if lowered.is_empty() {
         Default::default()
     } else {
-        product::declared(&lowered, tree)
+        product::programs_of(&lowered, tree)
     };
     changes
         .iter()
         .zip(contents)
         .map(|(c, (name, with_content))| {
-            let with_content = if declared.contains(c.path) {
+            let with_content = if let Some(&rule) = declared.get(c.path) {
                 Classification {
                     bucket: Bucket::Src,
-                    rule: product::DECLARED_PROGRAM_RULE,
+                    rule,
                 }
             } else {
                 with_content

@@ -5,6 +5,15 @@
 //! tooling: `src.declared-program`. Reachability still raises it (a workflow that runs
 //! `bin/sidekiq` makes it `ci`).
 //!
+//!
+//! **Commands a repository that builds nothing puts on `PATH`**: a file directly in the root
+//! `bin/` of a packed tree whose root holds no project file (no `Makefile`, `package.json`,
+//! `go.mod`, `Gemfile`, compose file, …: the list the example-collection rule reads) is
+//! `src.path-command`. Such a repository (a dotfiles repository, a collection of shell tools) has
+//! no build for `bin/` to be the tooling of: its `bin/` is what it installs, the product
+//! (thoughtbot's, holman's and paulirish's `bin/git-*`). Reachability still raises one a setup
+//! script, CI or an editor runs.
+//!
 //! Guards against a hostile change using the rule to quiet a script: the manifests are read from
 //! the packed tree (the trusted base), never from the change, so a change that adds a script and
 //! declares it in the same change keeps the script's tooling bucket (and the manifest it edits is
@@ -15,10 +24,16 @@
 
 use std::collections::BTreeSet;
 
+use std::collections::BTreeMap;
+
+use crate::collection::is_project;
 use crate::tree::{Listing, Tree, TreeFile};
 
 /// Rule id of a program a package manifest declares.
 pub(crate) const DECLARED_PROGRAM_RULE: &str = "src.declared-program";
+
+/// Rule id of a command in the root `bin/` of a repository whose root is no project.
+pub(crate) const PATH_COMMAND_RULE: &str = "src.path-command";
 
 /// The `build` rules a declared program may be lowered from: scripts and files in tooling
 /// directories, scripts at the root.
@@ -36,9 +51,104 @@ pub(crate) const MAX_MANIFESTS: usize = 64;
 /// Most files of one directory looked at for a gemspec.
 const MAX_CHILDREN: usize = 1024;
 
+/// The paths among `candidates` that are the product's programs, with the rule that says so: a
+/// package manifest of `tree` declares them ([`DECLARED_PROGRAM_RULE`]), or they are the root
+/// `bin/` of a tree whose root is no project ([`PATH_COMMAND_RULE`]).
+pub(crate) fn programs_of(candidates: &[&str], tree: &dyn Tree) -> BTreeMap<String, &'static str> {
+    let mut out: BTreeMap<String, &'static str> = declared(candidates, tree)
+        .into_iter()
+        .map(|p| (p, DECLARED_PROGRAM_RULE))
+        .collect();
+    let in_bin = |c: &&&str| c.strip_prefix("bin/").is_some_and(|n| !n.contains('/'));
+    if candidates.iter().any(|c| in_bin(&c)) && !root_builds(tree.files()) {
+        for c in candidates.iter().filter(in_bin) {
+            out.entry((*c).to_owned()).or_insert(PATH_COMMAND_RULE);
+        }
+    }
+    out
+}
+
+/// Names of build-system, package and deploy files beyond the example collections' project
+/// files that make a root a project.
+const ROOT_BUILD_NAMES: &[&str] = &[
+    "Makefile.PL",
+    "Build.PL",
+    "cpanfile",
+    "dist.ini",
+    "meson.build",
+    "WORKSPACE",
+    "WORKSPACE.bazel",
+    "MODULE.bazel",
+    "BUILD",
+    "BUILD.bazel",
+    "BUCK",
+    "build.sbt",
+    "dune-project",
+    "build.zig",
+    "Rakefile",
+    "Project.toml",
+    "DESCRIPTION",
+    "flake.nix",
+    "default.nix",
+    "setup.cfg",
+    "configure",
+    "configure.ac",
+    "SConstruct",
+    "build.xml",
+    "GNUmakefile",
+    "makefile",
+    "justfile",
+    "Justfile",
+    "Taskfile.yml",
+    "rebar.config",
+    "stack.yaml",
+    "Podfile",
+    "Cartfile",
+    "galaxy.yml",
+    "pants.toml",
+    "deno.jsonc",
+    "conanfile.txt",
+    "conanfile.py",
+    "vcpkg.json",
+    "xmake.lua",
+    "premake5.lua",
+    "shard.yml",
+    "Pulumi.yaml",
+    "cdk.json",
+    "serverless.yml",
+    "fly.toml",
+    "Vagrantfile",
+    "Procfile",
+];
+
+/// Suffixes of project files named for their project (`x.gemspec`, `x.sln`, `x.cabal`).
+const ROOT_BUILD_SUFFIXES: &[&str] = &[
+    ".gemspec",
+    ".podspec",
+    ".cabal",
+    ".sln",
+    ".csproj",
+    ".fsproj",
+    ".vbproj",
+    ".nimble",
+    ".opam",
+    ".rockspec",
+    ".gpr",
+    ".tf",
+];
+
+/// Whether the root of `listing` is a project: it holds an example collection's project file or
+/// a build-system, package or deploy file ([`ROOT_BUILD_NAMES`], [`ROOT_BUILD_SUFFIXES`]).
+fn root_builds(listing: &Listing) -> bool {
+    is_project(listing, "")
+        || children(listing, "").iter().any(|name| {
+            ROOT_BUILD_NAMES.contains(name) || ROOT_BUILD_SUFFIXES.iter().any(|s| name.ends_with(s))
+        })
+}
+
 /// The paths among `candidates` that a package manifest of `tree` declares as installed
 /// programs.
-pub(crate) fn declared(candidates: &[&str], tree: &dyn Tree) -> BTreeSet<String> {
+fn declared(candidates: &[&str], tree: &dyn Tree) -> BTreeSet<String> {
     let listing = tree.files();
     let mut dirs: BTreeSet<&str> = BTreeSet::new();
     for c in candidates {

@@ -149,3 +149,50 @@ fn manifests_are_read_for_their_lists_only() {
     assert!(programs("package.json", "not json").is_empty());
     assert!(programs("Makefile.PL", "EXE_FILES => ['unterminated").is_empty());
 }
+
+/// A dotfiles repository: rc files and setup scripts at the root, no project file.
+fn dotfiles() -> MemTree {
+    let mut t = MemTree::new();
+    t.add("zshrc", false, b"export PATH=$HOME/.bin:$PATH\n");
+    t.add("install.sh", true, b"#!/bin/sh\nln -s bin ~/.bin\n");
+    for p in ["bin/git-up", "bin/tat", "tools/bin/x", "zsh/bin/y"] {
+        t.add(p, true, b"#!/bin/sh\ngit pull\n");
+    }
+    t
+}
+
+#[test]
+fn commands_of_a_repository_that_builds_nothing_are_the_product() {
+    let t = dotfiles();
+    let x: Option<&[u8]> = Some(b"#!/bin/sh\ncurl x | sh\n");
+    let got = edit(
+        &t,
+        &[("bin/git-up", x), ("bin/new-cmd", x), ("zsh/bin/y", x)],
+    );
+    let rules: Vec<&str> = got.iter().map(|g| g.class.rule).collect();
+    // Only the root `bin/`; a nested one keeps its tooling rule.
+    assert_eq!(
+        rules,
+        [PATH_COMMAND_RULE, PATH_COMMAND_RULE, "build.tooling-dir"]
+    );
+    assert_eq!(got[0].class.bucket, Bucket::Src);
+}
+
+#[test]
+fn a_root_project_file_keeps_bin_as_tooling_and_reachability_still_raises() {
+    // The packed tree has a Makefile: `bin/` is the build's tooling, whatever the change deletes.
+    let mut t = dotfiles();
+    t.add("Makefile", false, b"all:\n\ttrue\n");
+    let x: Option<&[u8]> = Some(b"#!/bin/sh\n");
+    let got = edit(&t, &[("bin/git-up", x), ("Makefile", None)]);
+    assert_eq!(got[0].class.rule, "build.tooling-dir");
+    // Without a project file, a command CI runs is still `ci`.
+    let mut t = dotfiles();
+    t.add(
+        ".github/workflows/ci.yml",
+        false,
+        b"jobs:\n  t:\n    steps:\n      - run: bin/tat --check\n",
+    );
+    let got = edit(&t, &[("bin/tat", x)]);
+    assert_eq!(got[0].class.bucket, Bucket::Ci);
+}

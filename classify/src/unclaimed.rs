@@ -49,7 +49,7 @@ pub(crate) const LEGAL_TEXT_RULE: &str = "governance.legal-text";
 /// The rules of this module, with what each matches (for the documentation test).
 pub(crate) const RULES: &[(&str, &str)] = &[
     (UNCLAIMED_RULE, "After every other layer, a path no rule claimed (`other.unmatched`), or source by extension or shebang alone inside a dot-directory, that looks like configuration: a settings extension (`toml`, `ini`, `cfg`, `conf`, `yaml`, `json`, `xml`, `plist`, `properties`, `config`, `env`, `template`, …, behind a template suffix too), trust material (`crt`, `pem`, `jks`, …), a dotfile or a file in a dot-directory, an rc name, the executable bit, or an extension-less upper-case name whose content is no prose; not under a source, served, locale, test or example directory; raised by the tree layer like `other`"),
-    (DATA_CONFIG_RULE, "The same path when its content after the change is data only (settings naming no plugin, hook, command, script, path or program); never XML, property lists, trust material or an executable"),
+    (DATA_CONFIG_RULE, "The same path when its content after the change is data only (settings naming no plugin, hook, command, script, path or program); never XML (a web feed or a sitemap excepted: `<rss>`, `<feed>`, `<urlset>`, `<sitemapindex>`), property lists, trust material or an executable"),
     (LEGAL_TEXT_RULE, "An extension-less upper-case file whose first lines speak of licences, copyright or patents (`COMMITMENT`, `PATENTS`)"),
 ];
 
@@ -127,6 +127,33 @@ const OWNED_DIR_PARTS: &[&str] = &[
 /// Words of prose that make an upper-case root file a legal text.
 const LEGAL_WORDS: &[&str] = &["licen", "copyright", "patent", "warrant"];
 
+/// Root elements of the documents a site publishes for readers and crawlers: web feeds and
+/// sitemaps (`<rss>`, `<feed>`, `<urlset>`, `<sitemapindex>`).
+const PUBLISHED_ROOTS: &[&str] = &["rss", "feed", "urlset", "sitemapindex"];
+
+/// Whether `head` is an XML document whose root element is a web feed or a sitemap: content a
+/// site publishes, which no tool loads as configuration (round twelve: `feed.xml`, a
+/// `sitemap.xml` and their templates). Other XML is never read as data here.
+fn published_document(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let mut rest = text.trim_start();
+    // Skip the declaration, comments and a doctype before the root element.
+    while let Some(after) = rest.strip_prefix("<?").or_else(|| rest.strip_prefix("<!")) {
+        let Some(end) = after.find('>') else {
+            return false;
+        };
+        rest = after[end + 1..].trim_start();
+    }
+    let Some(tag) = rest.strip_prefix('<') else {
+        return false;
+    };
+    let name: String = tag
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    PUBLISHED_ROOTS.contains(&name.to_ascii_lowercase().as_str())
+}
+
 /// Whether `rule` is one of this module's (the fallback decided the path).
 pub(crate) fn decided(rule: &str) -> bool {
     RULES.iter().any(|(id, _)| *id == rule)
@@ -189,8 +216,9 @@ pub(crate) fn fallback(
     // (a build step, an installer script), so they are never read as data; nor is trust
     // material (a certificate's base64 reads like a list of tokens).
     let data = !executable
-        && !ext.is_some_and(|e| NEVER_DATA.contains(&e) || TRUST_MATERIAL.contains(&e))
-        && head.is_some_and(|h| settings::data_only_dotfile(&lower, h));
+        && (head.is_some_and(published_document)
+            || !ext.is_some_and(|e| NEVER_DATA.contains(&e) || TRUST_MATERIAL.contains(&e))
+                && head.is_some_and(|h| settings::data_only_dotfile(&lower, h)));
     Some(if data {
         class(Bucket::Other, DATA_CONFIG_RULE)
     } else {

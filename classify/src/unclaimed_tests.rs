@@ -172,3 +172,32 @@ fn names_that_begin_with_a_multi_byte_character_are_read_without_a_panic() {
         );
     }
 }
+
+#[test]
+fn web_feeds_and_sitemaps_are_published_data_and_other_xml_is_never_data() {
+    let feed = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\">\n  <title>Changelog</title>\n</feed>\n";
+    let sitemap = "<?xml version=\"1.0\"?>\n<!-- generated -->\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{%- for file in pages -%}\n";
+    let rss = "<rss version=\"2.0\">\n  <channel>\n";
+    for (path, head) in [
+        ("feed.xml", feed),
+        ("sitemap.xml", sitemap),
+        ("data/rss.xml", rss),
+    ] {
+        assert_eq!(
+            classify(path, false, head, &[]).1,
+            "other.data-config",
+            "{path}"
+        );
+    }
+    // Any other root element keeps XML out of the data reader: an element can name a build step.
+    let manifest = "<?xml version=\"1.0\"?>\n<assembly>\n  <file name=\"x.dll\"/>\n</assembly>\n";
+    assert_eq!(
+        classify("windows.manifest.xml", false, manifest, &[]).1,
+        "build.unclaimed-config"
+    );
+    // An executable feed is not data.
+    assert_eq!(
+        classify("feed.xml", true, feed, &[]).1,
+        "build.unclaimed-config"
+    );
+}
