@@ -12,8 +12,10 @@
 //! from under a name that is no script (`.txt`, `.sql`, no extension), which the name rules and the
 //! reach layer's script test leave queued.
 //! Pure functions of one line: nothing is evaluated; a word is a program only by its name.
-//! Does not follow: `cargo run --bin x` (the binary's path is in `Cargo.toml`), a file read through
-//! a variable, `go run` of a module path (`example.com/x/cmd/y`).
+//! `cargo run --bin x` (or `--example x`) runs the target by Cargo's layout, `src/bin/x.rs` or
+//! `src/bin/x/main.rs`, both named.
+//! Does not follow: a binary whose path only `Cargo.toml` gives (`[[bin]] path = …`), `cargo run
+//! -p crate`, a file read through a variable, `go run` of a module path (`example.com/x/cmd/y`).
 
 use crate::entry::normalise;
 use crate::follow;
@@ -224,6 +226,21 @@ fn command(segment: &str, out: &mut Fed) {
                     }
                 }
             }
+            // `cargo run --bin gen` builds and runs the crate's binary target `gen`, by Cargo's
+            // layout (`src/bin/gen.rs` or `src/bin/gen/main.rs`); `--example` likewise.
+            "--bin" | "--example"
+                if after_program(&["cargo"]) && before.iter().any(|p| p == "run") =>
+            {
+                let dir = if flag == "--bin" {
+                    "src/bin"
+                } else {
+                    "examples"
+                };
+                if let Some(name) = value().filter(|n| !n.contains('/')) {
+                    out.files.push(format!("{dir}/{name}.rs"));
+                    out.files.push(format!("{dir}/{name}/main.rs"));
+                }
+            }
             _ => {}
         }
     }
@@ -346,6 +363,20 @@ mod tests {
         assert!(!deno_tasks(conf).contains("mod.ts"));
         assert!(deno_tasks("// comment\n{\"tasks\": {\"a\": \"sh x.sh\"}}").contains("x.sh"));
         assert_eq!(deno_tasks("{\"tasks\": {} /* c */}"), "");
+    }
+
+    #[test]
+    fn cargo_run_names_the_binary_or_example_by_cargos_layout() {
+        assert_eq!(
+            files("cargo run --release --bin gen -- --out x"),
+            ["src/bin/gen.rs", "src/bin/gen/main.rs"]
+        );
+        assert_eq!(
+            files("cargo run --example=demo"),
+            ["examples/demo.rs", "examples/demo/main.rs"]
+        );
+        assert!(files("cargo build --bin gen").is_empty());
+        assert!(files("cargo run --bin ../x").is_empty());
     }
 
     #[test]
