@@ -716,3 +716,28 @@ fn an_edit_through_an_existing_link_goes_to_a_human() {
         assert!(named, "no reason names the link {link}: {r:#}");
     }
 }
+
+/// `cargo run --example seed` in a workflow runs `examples/seed.rs` with CI's secrets: an
+/// example no entry point ran would be queued.
+#[test]
+fn an_example_ci_runs_with_cargo_goes_to_a_human() {
+    let flow = "on: push\njobs:\n  seed:\n    runs-on: ubuntu-latest\n    steps:\n      - run: cargo run --example seed -- --db $DATABASE_URL\n";
+    evasion(
+        &[
+            (".github/workflows/seed.yml", flow),
+            (
+                "Cargo.toml",
+                "[package]\nname = \"svc\"\nversion = \"0.1.0\"\n",
+            ),
+            ("src/lib.rs", "pub fn f() {}\n"),
+            (
+                "examples/seed.rs",
+                "fn main() {\n    println!(\"seed\");\n}\n",
+            ),
+        ],
+        "examples/seed.rs",
+        "ci",
+        "ci.reached",
+        Some("run by .github/workflows/seed.yml"),
+    );
+}
