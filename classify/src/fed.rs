@@ -275,19 +275,23 @@ pub(crate) fn package_files(
 
 /// The tasks of a Deno configuration (`deno task build` runs them), as text: what else it says
 /// (the import map, `exports`, compiler, lint and test options) names the product, not what
-/// runs. Nothing when it is not a JSON object once whole-line `//` comments are left out (a
-/// `deno.jsonc` with comments after values): such a file names nothing rather than everything.
+/// runs. The whole text when it is not a JSON object once whole-line `//` comments are left out
+/// (a `deno.jsonc` with comments after values, a file cut at the read cap): what cannot be read
+/// names everything it says, never nothing.
 pub(crate) fn deno_tasks(text: &str) -> String {
-    // A `deno.jsonc`'s whole-line comments are left out; one with other comments names nothing.
-    let text: Vec<&str> = text
+    let lines: Vec<&str> = text
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect();
     let json: Option<serde_json::Map<String, serde_json::Value>> =
-        serde_json::from_str(&text.join("\n")).ok();
-    json.and_then(|mut j| j.remove("tasks"))
-        .and_then(|t| serde_json::to_string_pretty(&t).ok())
-        .unwrap_or_default()
+        serde_json::from_str(&lines.join("\n")).ok();
+    match json {
+        Some(mut j) => j
+            .remove("tasks")
+            .and_then(|t| serde_json::to_string_pretty(&t).ok())
+            .unwrap_or_default(),
+        None => text.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -362,7 +366,9 @@ mod tests {
         assert!(deno_tasks(conf).contains("tools/gen.ts"));
         assert!(!deno_tasks(conf).contains("mod.ts"));
         assert!(deno_tasks("// comment\n{\"tasks\": {\"a\": \"sh x.sh\"}}").contains("x.sh"));
-        assert_eq!(deno_tasks("{\"tasks\": {} /* c */}"), "");
+        // What does not parse names everything it says.
+        let odd = "{\"tasks\": {\"a\": \"sh x.sh\"} /* c */}";
+        assert_eq!(deno_tasks(odd), odd);
     }
 
     #[test]

@@ -79,10 +79,12 @@ pub(crate) fn linked_entries<'a>(
 ) -> Vec<(Bucket, &'a str)> {
     let mut out = Vec::new();
     for link in links {
-        let under = all.starting_with(&format!("{}/", link.target));
-        let exact = all.starting_with(&link.target);
-        let file = exact.into_iter().find(|p| *p == link.target);
-        for f in file.into_iter().chain(under) {
+        // The target itself, or what lies under it when it is a directory.
+        let reached = all
+            .starting_with(&link.target)
+            .into_iter()
+            .filter(|p| p.len() == link.target.len() || p.as_bytes()[link.target.len()] == b'/');
+        for f in reached {
             let alias = format!("{}{}", link.path, &f[link.target.len()..]);
             if let (None, Some(b)) = (entry_point(f), entry_point(&alias)) {
                 out.push((b, f));

@@ -5,7 +5,6 @@
 //! tooling: `src.declared-program`. Reachability still raises it (a workflow that runs
 //! `bin/sidekiq` makes it `ci`).
 //!
-//!
 //! **Commands a repository that builds nothing puts on `PATH`**: a file directly in the root
 //! `bin/` of a packed tree whose root holds no project file (no `Makefile`, `package.json`,
 //! `go.mod`, `Gemfile`, compose file, …: the list the example-collection rule reads) is
@@ -22,9 +21,7 @@
 //! build file by name. Cost: for each changed path in those rules, the manifests of its
 //! ancestor directories (a few binary searches and reads, at most [`MAX_MANIFESTS`]).
 
-use std::collections::BTreeSet;
-
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::collection::is_project;
 use crate::tree::{Listing, Tree, TreeFile};

@@ -2,8 +2,8 @@
 //! sorted for binary search), [`MemTree`] (in memory, for tests and callers that hold the
 //! bytes), and the small types every tree layer shares: a [`Change`], what a layer [`Raised`],
 //! the tree's `Paths` with a change overlaid, [`TreeReach`] (what the entry points reach,
-//! worked out beforehand) and a symbolic [`Link`] of the tree (`links.rs` follows them). A tree over a git revision lives with its caller (the trusted side's
-//! `classify::git_tree`).
+//! worked out beforehand) and a symbolic [`Link`] of the tree (`links.rs` follows them). A tree
+//! over a git revision lives with its caller (the trusted side's `classify::git_tree`).
 //!
 //! Guards against: reading more of a file than the layers need (each read is capped at
 //! [`MAX_READ_BYTES`]) and lookups that cost the size of the tree (binary searches only).

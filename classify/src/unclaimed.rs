@@ -216,8 +216,9 @@ pub(crate) fn fallback(
     // (a build step, an installer script), so they are never read as data; nor is trust
     // material (a certificate's base64 reads like a list of tokens).
     let data = !executable
+        && !ext.is_some_and(|e| TRUST_MATERIAL.contains(&e))
         && (head.is_some_and(published_document)
-            || !ext.is_some_and(|e| NEVER_DATA.contains(&e) || TRUST_MATERIAL.contains(&e))
+            || !ext.is_some_and(|e| NEVER_DATA.contains(&e))
                 && head.is_some_and(|h| settings::data_only_dotfile(&lower, h)));
     Some(if data {
         class(Bucket::Other, DATA_CONFIG_RULE)

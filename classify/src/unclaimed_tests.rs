@@ -195,9 +195,13 @@ fn web_feeds_and_sitemaps_are_published_data_and_other_xml_is_never_data() {
         classify("windows.manifest.xml", false, manifest, &[]).1,
         "build.unclaimed-config"
     );
-    // An executable feed is not data.
+    // An executable feed is not data, nor is trust material whose content starts like one.
     assert_eq!(
         classify("feed.xml", true, feed, &[]).1,
         "build.unclaimed-config"
+    );
+    assert_ne!(
+        classify("certs/feed.crt", false, rss, &[]).1,
+        "other.data-config"
     );
 }
