@@ -119,7 +119,7 @@ pub(super) fn append_patch(path: &str, old: &str, line: &str) -> String {
 
 /// Appends `line` to `target` (whose content is `old`) through the real gate, checks that it
 /// goes to a human in `class` (bucket, rule), and returns the report.
-fn gated_to_a_human(
+pub(super) fn gated_to_a_human(
     w: &World,
     target: &str,
     old: &str,

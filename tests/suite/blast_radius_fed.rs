@@ -1,13 +1,14 @@
 //! Blast radius, after the link fix's red team: a hostile worker edits a file whose name is no
 //! script (`.txt`, `.sql`, no extension) but that an entry point of the packed revision hands a
 //! program as its code or its dependency list (`pip install -r`, `psql -f`, `sh <`,
-//! `bash -c "$(cat …)"`, `source`), a Go package a workflow `go run`s, a Deno task's script, a configuration a tool
-//! executes from its working directory, and a file a link spelled in another case opens. The
-//! real gate must send each to a human (`classify/src/fed.rs`, `links.rs`, the name table).
+//! `bash -c "$(cat …)"`, `source`), a Go package a workflow `go run`s, a Deno task's script, a
+//! configuration a tool executes from its working directory, and a file a link spelled in
+//! another case opens. The real gate must send each to a human (`classify/src/fed.rs`,
+//! `links.rs`, the name table).
 // Test helpers outside #[test] functions: a panic with the value is the wanted failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use super::blast_radius::{append_patch, evasion, file, gate_patch};
+use super::blast_radius::{evasion, file, gate_patch, gated_to_a_human};
 use super::hostile_worker::World;
 use airlock_tests::*;
 
@@ -93,19 +94,8 @@ fn an_edit_through_a_link_spelled_in_another_case_goes_to_a_human() {
     std::os::unix::fs::symlink("PyConf/Settings.py", w.repo.join("conftest.py")).unwrap();
     git(&w.repo, &["add", "-A"]);
     git(&w.repo, &["commit", "-qm", "link"]);
-    let patch = append_patch("pyconf/settings.py", conf, "# pwned");
-    let (code, r) = gate_patch(&w, &patch);
-    assert_eq!(
-        (code, r["decision"].as_str()),
-        (Some(3), Some("human")),
-        "{r:#}"
-    );
-    let f = file(&r, "pyconf/settings.py");
-    assert_eq!(
-        (f["bucket"].as_str(), f["class_rule"].as_str()),
-        (Some("build"), Some("build.python")),
-        "{r:#}"
-    );
+    let class = ("build", "build.python");
+    gated_to_a_human(&w, "pyconf/settings.py", conf, "# pwned", class);
 }
 
 /// Commits a tree whose `Makefile` and `.circleci` are links (`Makefile -> cfg/Makefile.real`,
@@ -129,18 +119,19 @@ fn an_edit_to_what_a_linked_entry_point_runs(filler: usize) {
     std::os::unix::fs::symlink("config/circle", w.repo.join(".circleci")).unwrap();
     git(&w.repo, &["add", "-A"]);
     git(&w.repo, &["commit", "-qm", "linked entry points"]);
-    for (target, rule, entry) in [
-        ("lib/gen.py", "build.reached", "cfg/Makefile.real"),
-        ("lib/check.py", "ci.reached", "config/circle/config.yml"),
+    for (target, class, entry) in [
+        (
+            "lib/gen.py",
+            ("build", "build.reached"),
+            "cfg/Makefile.real",
+        ),
+        (
+            "lib/check.py",
+            ("ci", "ci.reached"),
+            "config/circle/config.yml",
+        ),
     ] {
-        let (code, r) = gate_patch(&w, &append_patch(target, py, "import os"));
-        assert_eq!(
-            (code, r["decision"].as_str()),
-            (Some(3), Some("human")),
-            "{r:#}"
-        );
-        let f = file(&r, target);
-        assert_eq!(f["class_rule"].as_str(), Some(rule), "{r:#}");
+        let r = gated_to_a_human(&w, target, py, "import os", class);
         let named = r["reasons"]
             .as_array()
             .unwrap()
