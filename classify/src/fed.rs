@@ -13,9 +13,14 @@
 //! reach layer's script test leave queued.
 //! Pure functions of one line: nothing is evaluated; a word is a program only by its name.
 //! `cargo run --bin x` (or `--example x`) runs the target by Cargo's layout, `src/bin/x.rs` or
-//! `src/bin/x/main.rs`, both named.
-//! Does not follow: a binary whose path only `Cargo.toml` gives (`[[bin]] path = …`), `cargo run
-//! -p crate`, a file read through a variable, `go run` of a module path (`example.com/x/cmd/y`).
+//! `src/bin/x/main.rs`, both named; `cargo run -p x` the package in a directory named `x` (its
+//! binaries and build script, [`crate_files`]). Single-file launchers run the file they are given
+//! (`java Gen.java`, `swift gen.swift`, `kotlin gen.main.kts`, `dotnet run gen.cs`, …), and
+//! `ansible-playbook` every playbook it is given, whatever the name, with its inventory and its
+//! `-e @vars` files; `curl -K x` reads its options (`--output` among them) from `x`.
+//! Does not follow: a binary whose path only `Cargo.toml` gives (`[[bin]] path = …`), a package
+//! whose directory has another name, a file read through a variable, `go run` of a module path
+//! (`example.com/x/cmd/y`).
 
 use crate::entry::normalise;
 use crate::follow;
@@ -64,6 +69,50 @@ const FILE_PROGRAMS: &[&str] = &[
 /// values).
 const CONFIG_PROGRAMS: &[&str] = &["conda", "mamba", "micromamba", "kubectl", "helm", "xargs"];
 
+/// Single-file launchers: the program, and the ending of the file it compiles and runs when
+/// given one (`java Gen.java`: the JDK's source launcher; `dotnet run gen.cs`: a file-based
+/// app). The same files named by a build file are mostly compiled product sources, so only a
+/// command line hands them over.
+const LAUNCHERS: &[(&str, &str)] = &[
+    ("java", ".java"),
+    ("jbang", ".java"),
+    ("swift", ".swift"),
+    ("kotlin", ".kts"),
+    ("kotlinc", ".kts"),
+    ("groovy", ".groovy"),
+    ("scala", ".sc"),
+    ("scala", ".scala"),
+    ("scala-cli", ".sc"),
+    ("scala-cli", ".scala"),
+    ("amm", ".sc"),
+    ("jshell", ".jsh"),
+    ("dotnet", ".cs"),
+    ("dotnet", ".fsx"),
+    ("dotnet-script", ".csx"),
+];
+
+/// Options of `ansible-playbook` whose value is no playbook (hosts, tags, users, numbers).
+const ANSIBLE_VALUES: &[&str] = &[
+    "-l",
+    "--limit",
+    "-t",
+    "--tags",
+    "--skip-tags",
+    "-u",
+    "--user",
+    "-f",
+    "--forks",
+    "-c",
+    "--connection",
+    "-T",
+    "--timeout",
+    "--become-user",
+    "--become-method",
+    "--start-at-task",
+    "-M",
+    "--module-path",
+];
+
 /// Environment variables naming a file a shell or interpreter runs at start.
 const STARTUP_VARIABLES: &[&str] = &["BASH_ENV", "ENV", "PYTHONSTARTUP"];
 
@@ -85,6 +134,8 @@ const FILE_OPTIONS: &[&str] = &[
 pub(crate) struct Fed {
     pub(crate) files: Vec<String>,
     pub(crate) packages: Vec<(String, bool)>,
+    /// Cargo packages `cargo run -p` builds and runs, by name.
+    pub(crate) crates: Vec<String>,
 }
 
 /// The base name of a command word, lower-case, without a `.exe` (`/usr/bin/Python3.exe` is
@@ -196,6 +247,43 @@ fn command(segment: &str, out: &mut Fed) {
             {
                 out.files.extend(value());
             }
+            // `cargo run -p gen`: the package `gen` is built and its binary run.
+            "-p" | "--package"
+                if after_program(&["cargo"]) && before.iter().any(|p| p == "run") =>
+            {
+                if let Some(name) = value().filter(|n| !n.contains('/')) {
+                    out.crates.push(name);
+                }
+            }
+            // `curl -K x`: options, `--output` and `--upload-file` among them, read from `x`.
+            "-K" if after_program(&["curl"]) => out.files.extend(value()),
+            // `ansible-playbook -i inv -e @vars.yml play`: the inventory and variables it
+            // deploys with.
+            "-i" | "--inventory" | "--inventory-file" if after_program(&["ansible-playbook"]) => {
+                out.files.extend(value());
+            }
+            "-e" | "--extra-vars" if after_program(&["ansible-playbook"]) => {
+                let v = inline
+                    .map(str::to_owned)
+                    .or_else(|| words.get(i + 1).map(|n| n.to_string()));
+                out.files.extend(
+                    v.as_deref()
+                        .and_then(|v| v.trim_matches(['"', '\'']).strip_prefix('@'))
+                        .and_then(file_word),
+                );
+            }
+            // Every other word after `ansible-playbook` that is no option nor an option's value
+            // is a playbook it runs, whatever its name.
+            _ if playbook(&words[start..], i - start) => out.files.extend(file_word(w)),
+            // A single-file launcher given a file of its language (`java Gen.java`).
+            _ if LAUNCHERS.iter().any(|(prog, ending)| {
+                w.ends_with(ending)
+                    && before.iter().any(|p| p == prog)
+                    && (*prog != "dotnet" || before.iter().any(|p| p == "run" || p == "fsi"))
+            }) =>
+            {
+                out.files.extend(file_word(w));
+            }
             // `-P script.cmake`: CMake runs the script.
             "-P" if after_program(&["cmake"]) => out.files.extend(value()),
             f if FILE_OPTIONS.contains(&f)
@@ -246,6 +334,47 @@ fn command(segment: &str, out: &mut Fed) {
     }
 }
 
+/// Whether `words[i]` (`words[0]` the program) is a playbook `ansible-playbook` is given: no
+/// option, and not the value of one ([`ANSIBLE_VALUES`], and those this module reads as files).
+fn playbook(words: &[&str], i: usize) -> bool {
+    if i == 0 || program(words[0]) != "ansible-playbook" {
+        return false;
+    }
+    let prev = words[i - 1];
+    let takes_value = |o: &str| {
+        ANSIBLE_VALUES.contains(&o)
+            || matches!(
+                o,
+                "-i" | "--inventory" | "--inventory-file" | "-e" | "--extra-vars"
+            )
+            || o.starts_with("--") && o.to_ascii_lowercase().ends_with("file")
+    };
+    let a_value = prev.starts_with('-') && !prev.contains('=') && takes_value(prev);
+    !words[i].starts_with('-') && !a_value
+}
+
+/// The files of the Go packages and Cargo packages `fed` builds and runs (`fed` from a line of
+/// a file in `base`), each with its directory to watch; `take` is asked once per package.
+pub(crate) fn built(
+    fed: &Fed,
+    base: &str,
+    all: &Paths<'_>,
+    mut take: impl FnMut() -> bool,
+) -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    for (dir, deep) in &fed.packages {
+        if take() {
+            out.extend(package_files(dir, *deep, base, all));
+        }
+    }
+    for name in &fed.crates {
+        if take() {
+            out.extend(crate_files(name, all));
+        }
+    }
+    out
+}
+
 /// The files of the Go package `dir` (as written on a line of a file in `base`) that `go run`
 /// builds, at most [`follow::MAX_MATCHES`]: its `.go` files other than tests, and with `deep`
 /// those of every package below it; with the directory to watch (`None`: no such directory).
@@ -273,6 +402,37 @@ pub(crate) fn package_files(
     Some((files, dir))
 }
 
+/// The files `cargo run -p name` builds and runs, at most [`follow::MAX_MATCHES`]: in each
+/// directory named `name` (`-` and `_` alike, as Cargo's package names are usually spelled)
+/// that holds a `Cargo.toml`, the package's binaries (`src/main.rs`, `src/bin/…`) and build
+/// script; with the directories to watch. The package's other modules are not named, as for
+/// `--bin`: what the binary imports is product source unless something else reaches it.
+pub(crate) fn crate_files(name: &str, all: &Paths<'_>) -> Vec<(Vec<String>, String)> {
+    let wanted = name.replace('_', "-");
+    all.all()
+        .into_iter()
+        .filter_map(|p| p.strip_suffix("/Cargo.toml"))
+        .filter(|dir| dir.rsplit('/').next().map(|d| d.replace('_', "-")) == Some(wanted.clone()))
+        .map(|dir| {
+            let prefix = format!("{dir}/");
+            let files = all
+                .starting_with(&prefix)
+                .into_iter()
+                .filter(|p| {
+                    let rest = &p[prefix.len()..];
+                    rest == "src/main.rs"
+                        || rest == "build.rs"
+                        || rest.starts_with("src/bin/") && rest.ends_with(".rs")
+                })
+                .take(follow::MAX_MATCHES)
+                .map(str::to_owned)
+                .collect();
+            (files, dir.to_owned())
+        })
+        .take(follow::MAX_MATCHES)
+        .collect()
+}
+
 /// The tasks of a Deno configuration (`deno task build` runs them), as text: what else it says
 /// (the import map, `exports`, compiler, lint and test options) names the product, not what
 /// runs. The whole text when it is not a JSON object once whole-line `//` comments are left out
@@ -295,132 +455,5 @@ pub(crate) fn deno_tasks(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn files(line: &str) -> Vec<String> {
-        fed(line).files
-    }
-
-    #[test]
-    fn files_handed_to_a_program_as_its_code_or_its_dependencies() {
-        assert_eq!(files("pip install -r app/reqs.txt"), ["app/reqs.txt"]);
-        assert_eq!(
-            files("uv pip install -c constraints/ci.txt -e ."),
-            ["constraints/ci.txt"]
-        );
-        assert_eq!(
-            files("python -m pip install --requirement=deps/x.in"),
-            ["deps/x.in"]
-        );
-        assert_eq!(
-            files("psql -v ON_ERROR_STOP=1 -f db/seed.sql"),
-            ["db/seed.sql"]
-        );
-        assert_eq!(files("just -f app/jf build"), ["app/jf"]);
-        assert_eq!(files("cmake -P cmake/gen.cmake"), ["cmake/gen.cmake"]);
-        assert_eq!(files("sh < app/install.txt"), ["app/install.txt"]);
-        assert_eq!(files("python3 - <app/inline"), ["app/inline"]);
-        assert_eq!(
-            files(r#"bash -c "$(cat app/setup.txt)""#),
-            ["app/setup.txt"]
-        );
-        assert_eq!(files("source <(cat app/env.txt)"), ["app/env.txt"]);
-        assert_eq!(files("- run: source app/vars.txt"), ["app/vars.txt"]);
-        assert_eq!(files("cd x && . ./env.sh.in"), ["./env.sh.in"]);
-        assert_eq!(files("bash --rcfile ci/rc"), ["ci/rc"]);
-        assert_eq!(files(r#"Rscript -e 'source("app/a.txt")'"#), ["app/a.txt"]);
-        assert_eq!(
-            files(r#"python -c "exec(open('app/b.txt').read())""#),
-            ["app/b.txt"]
-        );
-        assert_eq!(files("ruby -r ./app/c.txt -e 1"), ["./app/c.txt"]);
-        assert_eq!(files("xargs -a app/e.txt -n1 pip install"), ["app/e.txt"]);
-        assert_eq!(
-            files("bundle install --gemfile app/Gemfile.ci"),
-            ["app/Gemfile.ci"]
-        );
-        assert_eq!(files("conda env create -f app/env.ci"), ["app/env.ci"]);
-        assert_eq!(files("export BASH_ENV=app/f.txt"), ["app/f.txt"]);
-        assert_eq!(
-            files("terraform apply -var-file=app/vars.txt"),
-            ["app/vars.txt"]
-        );
-    }
-
-    #[test]
-    fn data_read_by_other_commands_is_not_fed() {
-        assert!(files("gcc -c src/a.c -o a.o").is_empty());
-        assert!(files("rm -f out.txt").is_empty());
-        assert!(files("tar -xf x.tar").is_empty());
-        assert!(files("wc -l < data/x.txt").is_empty());
-        assert!(files("echo $(cat VERSION)").is_empty());
-        assert!(files("cat <<EOF").is_empty());
-        assert!(files("git commit -F msg.txt").is_empty());
-        assert!(files("pytest --junit-xml=out.xml --log-file=test.log").is_empty());
-    }
-
-    #[test]
-    fn a_deno_configuration_is_read_for_its_tasks_only() {
-        let conf = r#"{"exports": "./mod.ts", "tasks": {"gen": "deno run -A tools/gen.ts"}}"#;
-        assert!(deno_tasks(conf).contains("tools/gen.ts"));
-        assert!(!deno_tasks(conf).contains("mod.ts"));
-        assert!(deno_tasks("// comment\n{\"tasks\": {\"a\": \"sh x.sh\"}}").contains("x.sh"));
-        // What does not parse names everything it says.
-        let odd = "{\"tasks\": {\"a\": \"sh x.sh\"} /* c */}";
-        assert_eq!(deno_tasks(odd), odd);
-    }
-
-    #[test]
-    fn cargo_run_names_the_binary_or_example_by_cargos_layout() {
-        assert_eq!(
-            files("cargo run --release --bin gen -- --out x"),
-            ["src/bin/gen.rs", "src/bin/gen/main.rs"]
-        );
-        assert_eq!(
-            files("cargo run --example=demo"),
-            ["examples/demo.rs", "examples/demo/main.rs"]
-        );
-        assert!(files("cargo build --bin gen").is_empty());
-        assert!(files("cargo run --bin ../x").is_empty());
-    }
-
-    #[test]
-    fn go_run_names_a_file_or_a_package_directory() {
-        assert_eq!(
-            fed("go run ./cmd/gen").packages,
-            [("./cmd/gen".to_owned(), false)]
-        );
-        assert_eq!(
-            fed("go run -tags x ./tools/...").packages,
-            [("./tools".to_owned(), true)]
-        );
-        assert_eq!(fed("go run gen/main.go -out x").files, ["gen/main.go"]);
-        assert!(fed("go run golang.org/x/tools/cmd/stringer")
-            .packages
-            .is_empty());
-        let mut tree = crate::tree::MemTree::new();
-        for p in [
-            "cmd/gen/main.go",
-            "cmd/gen/main_test.go",
-            "cmd/gen/sub/x.go",
-            "cmd/genx/y.go",
-        ] {
-            tree.add(p, false, b"package main\n");
-        }
-        let all = Paths::new(&tree, &[]);
-        let files = |dir, deep| package_files(dir, deep, "", &all).map(|f| f.0);
-        assert_eq!(
-            files("./cmd/gen", false),
-            Some(vec!["cmd/gen/main.go".to_owned()])
-        );
-        assert_eq!(
-            files("cmd/gen", true),
-            Some(vec![
-                "cmd/gen/main.go".to_owned(),
-                "cmd/gen/sub/x.go".to_owned()
-            ])
-        );
-        assert_eq!(files("./cmd/none", false), None);
-    }
-}
+#[path = "fed_tests.rs"]
+mod tests;

@@ -289,11 +289,9 @@ impl TreeReach {
                 let found = self.resolve(t, base, &dirs, &line, all, budget);
                 out.extend(found.into_iter().filter(|p| p != from));
             }
-            for (dir, deep) in fed.packages.iter().filter(|_| budget.take()) {
-                if let Some((files, dir)) = crate::fed::package_files(dir, *deep, base, all) {
-                    out.extend(files);
-                    self.watched_dirs.insert(dir);
-                }
+            for (files, dir) in crate::fed::built(&fed, base, all, || budget.take()) {
+                out.extend(files);
+                self.watched_dirs.insert(dir);
             }
             for t in tokens(&line) {
                 // A glob naming directories (`for d in examples/*/.`): what is in them may

@@ -157,3 +157,37 @@ fn an_edit_to_what_an_entry_point_under_a_links_name_runs_goes_to_a_human() {
 fn an_edit_to_what_a_linked_entry_point_runs_goes_to_a_human_through_the_gate_index() {
     an_edit_to_what_a_linked_entry_point_runs(1_100);
 }
+
+const LAUNCH_FLOW: &str = "on: push\njobs:\n  deploy:\n    runs-on: ubuntu-latest\n    steps:\n      - run: cargo run -p gen-docs --release\n      - run: java -cp lib tools/Gen.java\n      - run: ansible-playbook -i deploy/web.txt --limit web deploy/site.txt\n      - run: curl -sS -K config/curlrc https://example.com/status\n";
+
+/// What a workflow runs through a launcher, a package name, a playbook given by position and
+/// a curl configuration: none of these names says "script", each runs with CI's secrets.
+#[test]
+fn a_file_a_workflow_launches_by_package_position_or_option_goes_to_a_human() {
+    let tree = [
+        (".github/workflows/deploy.yml", LAUNCH_FLOW),
+        ("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n"),
+        (
+            "crates/gen_docs/Cargo.toml",
+            "[package]\nname = \"gen-docs\"\nversion = \"0.1.0\"\n",
+        ),
+        ("crates/gen_docs/src/main.rs", "fn main() {}\n"),
+        (
+            "tools/Gen.java",
+            "class Gen { public static void main(String[] a) {} }\n",
+        ),
+        ("deploy/web.txt", "[web]\nweb1.example.com\n"),
+        ("deploy/site.txt", "- hosts: web\n  tasks: []\n"),
+        ("config/curlrc", "silent\n"),
+    ];
+    let via = Some(".github/workflows/deploy.yml");
+    for target in [
+        "crates/gen_docs/src/main.rs",
+        "tools/Gen.java",
+        "deploy/web.txt",
+        "deploy/site.txt",
+        "config/curlrc",
+    ] {
+        evasion(&tree, target, "ci", "ci.reached", via);
+    }
+}
