@@ -18,9 +18,10 @@
 //! (`java Gen.java`, `swift gen.swift`, `kotlin gen.main.kts`, `dotnet run gen.cs`, …), and
 //! `ansible-playbook` every playbook it is given, whatever the name, with its inventory and its
 //! `-e @vars` files; `curl -K x` reads its options (`--output` among them) from `x`.
+//! `go run example.com/x/cmd/y` builds the package of the tree whose directory is the longest
+//! ending of that path (`cmd/y`), or its vendored copy.
 //! Does not follow: a binary whose path only `Cargo.toml` gives (`[[bin]] path = …`), a package
-//! whose directory has another name, a file read through a variable, `go run` of a module path
-//! (`example.com/x/cmd/y`).
+//! whose directory has another name, a file read through a variable.
 
 use crate::entry::normalise;
 use crate::follow;
@@ -136,6 +137,8 @@ pub(crate) struct Fed {
     pub(crate) packages: Vec<(String, bool)>,
     /// Cargo packages `cargo run -p` builds and runs, by name.
     pub(crate) crates: Vec<String>,
+    /// Go packages `go run` builds, by import path (`example.com/x/cmd/gen`, `(path, recursive)`).
+    pub(crate) modules: Vec<(String, bool)>,
 }
 
 /// The base name of a command word, lower-case, without a `.exe` (`/usr/bin/Python3.exe` is
@@ -301,16 +304,23 @@ fn command(segment: &str, out: &mut Fed) {
             }
             "run" if i > start && program(words[i - 1]) == "go" => {
                 // The first argument that is a path (flags and their values come before).
-                let arg = words[i + 1..]
-                    .iter()
-                    .find(|a| a.starts_with('.') || a.ends_with(".go"));
+                // A module path (`example.com/x/cmd/gen`) has a dot in its first element.
+                let module = |a: &str| {
+                    let first = a.split('/').next().unwrap_or_default();
+                    a.contains('/') && first.contains('.') && !a.contains('@')
+                };
+                let arg = words[i + 1..].iter().find(|a| {
+                    !a.starts_with('-') && (a.starts_with('.') || a.ends_with(".go") || module(a))
+                });
                 if let Some(a) = arg.and_then(|a| file_word(a)) {
+                    let deep = a.ends_with("/...");
+                    let dir = a.strip_suffix("/...").unwrap_or(&a).to_owned();
                     if a.ends_with(".go") {
                         out.files.push(a);
                     } else if a.starts_with('.') {
-                        let deep = a.ends_with("/...");
-                        let dir = a.strip_suffix("/...").unwrap_or(&a).to_owned();
                         out.packages.push((dir, deep));
+                    } else {
+                        out.modules.push((dir, deep));
                     }
                 }
             }
@@ -370,6 +380,24 @@ pub(crate) fn built(
     for name in &fed.crates {
         if take() {
             out.extend(crate_files(name, all));
+        }
+    }
+    // An import path is the module's path, then the package's directory in the module: the
+    // longest ending of it that is a directory of Go files of the tree (`cmd/gen` of
+    // `example.com/x/cmd/gen`, `vendor/…` whole). The module's own path is not read from its
+    // `go.mod`: an ending of another module's path that the tree also holds is raised too.
+    for (path, deep) in &fed.modules {
+        if take() {
+            let parts: Vec<&str> = path.split('/').collect();
+            out.extend((0..parts.len()).find_map(|k| {
+                let found = ["vendor".to_owned(), parts[k..].join("/")];
+                let dir = if k == 0 {
+                    found.join("/")
+                } else {
+                    found[1].clone()
+                };
+                package_files(&dir, *deep, "", all).filter(|(f, _)| !f.is_empty())
+            }));
         }
     }
     out

@@ -191,3 +191,38 @@ fn cargo_run_p_names_the_packages_binaries_and_build_script() {
     );
     assert!(crate_files("none", &all).is_empty());
 }
+
+#[test]
+fn go_run_of_an_import_path_names_the_trees_package() {
+    assert_eq!(
+        fed("go run -tags ci example.com/acme/tool/cmd/gen -out x").modules,
+        [("example.com/acme/tool/cmd/gen".to_owned(), false)]
+    );
+    assert!(fed("go run golang.org/x/tools/cmd/stringer@v0.20.0")
+        .modules
+        .is_empty());
+    let mut tree = crate::tree::MemTree::new();
+    for p in [
+        "go.mod",
+        "cmd/gen/main.go",
+        "cmd/gen/main_test.go",
+        "vendor/golang.org/x/tools/cmd/stringer/stringer.go",
+        "docs/cmd/README.md",
+    ] {
+        tree.add(p, false, b"package main\n");
+    }
+    let all = Paths::new(&tree, &[]);
+    let built_by = |line: &str| built(&fed(line), "", &all, || true);
+    assert_eq!(
+        built_by("go run example.com/acme/tool/cmd/gen"),
+        [(vec!["cmd/gen/main.go".to_owned()], "cmd/gen".to_owned())]
+    );
+    assert_eq!(
+        built_by("go run golang.org/x/tools/cmd/stringer -type T"),
+        [(
+            vec!["vendor/golang.org/x/tools/cmd/stringer/stringer.go".to_owned()],
+            "vendor/golang.org/x/tools/cmd/stringer".to_owned()
+        )]
+    );
+    assert!(built_by("go run example.com/acme/tool/cmd/other").is_empty());
+}

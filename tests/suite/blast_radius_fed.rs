@@ -158,10 +158,10 @@ fn an_edit_to_what_a_linked_entry_point_runs_goes_to_a_human_through_the_gate_in
     an_edit_to_what_a_linked_entry_point_runs(1_100);
 }
 
-const LAUNCH_FLOW: &str = "on: push\njobs:\n  deploy:\n    runs-on: ubuntu-latest\n    steps:\n      - run: cargo run -p gen-docs --release\n      - run: java -cp lib tools/Gen.java\n      - run: ansible-playbook -i deploy/web.txt --limit web deploy/site.txt\n      - run: curl -sS -K config/curlrc https://example.com/status\n";
+const LAUNCH_FLOW: &str = "on: push\njobs:\n  deploy:\n    runs-on: ubuntu-latest\n    steps:\n      - run: cargo run -p gen-docs --release\n      - run: java -cp lib tools/Gen.java\n      - run: ansible-playbook -i deploy/web.txt --limit web deploy/site.txt\n      - run: curl -sS -K config/curlrc https://example.com/status\n      - run: go run -tags ci example.com/acme/tool/cmd/seed\n";
 
-/// What a workflow runs through a launcher, a package name, a playbook given by position and
-/// a curl configuration: none of these names says "script", each runs with CI's secrets.
+/// What a workflow runs through a launcher, a package name or import path, a playbook given by
+/// position and a curl configuration: none of these names says "script", each runs with CI's secrets.
 #[test]
 fn a_file_a_workflow_launches_by_package_position_or_option_goes_to_a_human() {
     let tree = [
@@ -179,6 +179,8 @@ fn a_file_a_workflow_launches_by_package_position_or_option_goes_to_a_human() {
         ("deploy/web.txt", "[web]\nweb1.example.com\n"),
         ("deploy/site.txt", "- hosts: web\n  tasks: []\n"),
         ("config/curlrc", "silent\n"),
+        ("go.mod", "module example.com/acme/tool\n"),
+        ("cmd/seed/main.go", "package main\n\nfunc main() {}\n"),
     ];
     let via = Some(".github/workflows/deploy.yml");
     for target in [
@@ -187,6 +189,7 @@ fn a_file_a_workflow_launches_by_package_position_or_option_goes_to_a_human() {
         "deploy/web.txt",
         "deploy/site.txt",
         "config/curlrc",
+        "cmd/seed/main.go",
     ] {
         evasion(&tree, target, "ci", "ci.reached", via);
     }
