@@ -110,6 +110,17 @@ pub fn run_gate(
     Ok(report)
 }
 
+/// Logs (`-vv`) the time since the gate started at a step's end.
+fn phase(what: &str) {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let ms = START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
+        * 1e3;
+    tracing::debug!("gate: {what} at {ms:.1} ms");
+}
+
 /// [`run_gate`] without the end of the job.
 fn gate_job(
     home: &crate::config::Home,
@@ -124,6 +135,7 @@ fn gate_job(
         job,
         now: airlock_core::clock::now_unix(),
     };
+    phase("started");
     let mut report = GateReport::new(job);
     report.bom.policy_sha256 = Some(opts.policy.digest());
     // 1. fetch
@@ -133,11 +145,13 @@ fn gate_job(
         Err(FetchError::Failed(e)) => return Err(e),
     };
     fill_bom_from_fetch(&mut report, &fetched);
+    phase("fetched");
     check_model_drift(&home.dir, store, key, &fetched, &opts.policy, &mut report);
     // 1b. what a re-dispatched job inherited, and the packet's claim of it
     inherit::judge(store, &fetched, &mut report);
     // Secrets in the worker's log or review (found by the fetch): reject, value never shown.
     report.extend(scan::worker_text_reasons(&fetched.worker_text_secrets));
+    phase("model history, inheritance");
     // 2. the patch
     let patch_bytes = match parse::patch_member(fetched.patch.take()) {
         Ok(bytes) => bytes,
@@ -206,8 +220,10 @@ fn gate_job(
             });
         }
     }
+    phase("comments, decision");
     // 14. ledger
     record::append(ledger, &report, Some(&fetched), Some(diff_sha256))?;
+    phase("ledger appended");
     Ok(report)
 }
 
@@ -253,8 +269,15 @@ fn judge(
         return Ok(None);
     }
     // 4. the bundle's listing and redacted lines
-    let bundle = bundle::read_bundle(store, job_dir, record, index::read(home, record))?;
+    // `submit`'s index of the bundle, when there is one, is parsed beside the bundle's hashing.
+    let bundle = std::thread::scope(|s| {
+        let index = s.spawn(|| index::read(home, record));
+        let index =
+            || (index.join()).unwrap_or_else(|_| Err(anyhow::anyhow!("the index reader stopped")));
+        bundle::read_bundle(store, job_dir, record, index::exists(home, record), index)
+    })?;
     report.warnings.extend(bundle.warnings);
+    phase("bundle read");
     // The revision's links (never packed): listed at submit (the index), else here, by a git
     // of their own while the checks below run.
     let listing_links = bundle.links.is_none().then(|| {
@@ -272,14 +295,40 @@ fn judge(
     report.extend(limits.into_iter().map(|r| from_policy(r, None)));
     // 7. redacted lines
     report.extend(checks::check_redacted(&patch, &bundle.redacted));
-    // 8. apply with real git
-    let applied = apply::apply_check(
-        &opts.repo,
-        job_dir,
-        &record.revision,
-        (patch_bytes, &patch),
-        &bundle.listing,
-    )?;
+    phase("paths, limits, redactions checked");
+    // 8. apply with real git; beside it, on the other core, the tree layers are set up and the
+    // changed paths classified from the packed files with the patch applied in memory (step 10
+    // keeps that classification when git produced the same bytes).
+    // The tree layers see the packed revision: its listing, the files as packed (kept while the
+    // bundle was read; else read from the repository; `tree.rs`), what its entry points reach
+    // when the index has it, and its links.
+    // A repository git cannot list fails the apply check; the tree layers then see no links.
+    let (applied, tree, speculated) = std::thread::scope(|s| {
+        let applying = s.spawn(|| {
+            apply::apply_check(
+                &opts.repo,
+                job_dir,
+                &record.revision,
+                (patch_bytes, &patch),
+                &bundle.listing,
+            )
+        });
+        let links = match (bundle.links, listing_links) {
+            (Some(links), _) => links,
+            (None, Some(job)) => job.join().ok().and_then(Result::ok).unwrap_or_default(),
+            (None, None) => Vec::new(),
+        };
+        let listing = bundle.listing.clone();
+        let in_repo = GitTree::new(&opts.repo, &record.revision, listing).with_links(links);
+        let tree = PackedTree::new(in_repo, bundle.kept, bundle.kept_all).with_reach(bundle.reach);
+        let speculated = decide::speculate(&patch, &tree);
+        let applied = applying
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the apply check stopped unexpectedly")));
+        (applied, tree, speculated)
+    });
+    let applied = applied?;
+    phase("applied, classified from the packed files");
     let files = match applied {
         ApplyOutcome::Applied(files) => Some(files),
         ApplyOutcome::Failed(why) => {
@@ -297,22 +346,19 @@ fn judge(
     };
     // 9. secrets in added lines
     report.extend(scan::scan_added_lines(scan::scanner()?, &patch));
+    phase("added lines scanned");
     // 10. classification, policy, dependencies; policy rules that matched nothing
-    // The tree layers see the packed revision: its listing, the files as packed (kept while the
-    // bundle was read; else read from the repository; `tree.rs`), what its entry points reach
-    // when the index has it.
-    // A repository git cannot list fails the apply check above; the tree layers then see no
-    // links.
-    let links = match (bundle.links, listing_links) {
-        (Some(links), _) => links,
-        (None, Some(job)) => job.join().ok().and_then(Result::ok).unwrap_or_default(),
-        (None, None) => Vec::new(),
-    };
-    let in_repo = GitTree::new(&opts.repo, &record.revision, bundle.listing).with_links(links);
-    let tree = PackedTree::new(in_repo, bundle.kept, bundle.kept_all).with_reach(bundle.reach);
     let no_files = BTreeMap::new();
     let checked = files.as_ref().unwrap_or(&no_files);
-    decide::decide_paths(&patch, checked, &opts.policy, &tree, report);
+    decide::decide_paths(
+        &patch,
+        checked,
+        &opts.policy,
+        &tree,
+        Some(speculated),
+        report,
+    );
+    phase("classified");
     let packed = tree.files().iter().map(|f| f.path.as_str());
     let seen = packed.chain(patch.files.iter().map(|f| f.path.as_str()));
     let unused = opts.policy.unused_rules(seen);
@@ -338,7 +384,9 @@ fn comments_step(
     let record = &fetched.record;
     let listing = match &fetched.comments {
         Some(_) => {
-            Some(bundle::read_bundle(store, job_dir, record, index::read(home, record))?.listing)
+            let index = || index::read(home, record);
+            let indexed = index::exists(home, record);
+            Some(bundle::read_bundle(store, job_dir, record, indexed, index)?.listing)
         }
         None => None,
     };
