@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use airlock_classify::tree::{Link, Listing, Tree, TreeFile, TreeReach, MAX_READ_BYTES};
 
@@ -25,7 +26,7 @@ const MAX_LINK_BYTES: u64 = 4096;
 pub struct GitTree {
     repo: PathBuf,
     commit: String,
-    files: Listing,
+    files: Arc<Listing>,
     links: Vec<Link>,
 }
 
@@ -57,12 +58,13 @@ fn links_in(repo: &Path, entries: &[crate::git::TreeEntry]) -> anyhow::Result<Ve
 }
 
 impl GitTree {
-    /// A tree listed by `files`, read from `commit` in `repo`.
-    pub fn new(repo: &Path, commit: &str, files: Listing) -> GitTree {
+    /// A tree listed by `files` (shared with whoever else reads the listing), read from
+    /// `commit` in `repo`.
+    pub fn new(repo: &Path, commit: &str, files: impl Into<Arc<Listing>>) -> GitTree {
         GitTree {
             repo: repo.to_owned(),
             commit: commit.to_owned(),
-            files,
+            files: files.into(),
             links: Vec::new(),
         }
     }

@@ -303,6 +303,7 @@ fn judge(
     // bundle was read; else read from the repository; `tree.rs`), what its entry points reach
     // when the index has it, and its links.
     // A repository git cannot list fails the apply check; the tree layers then see no links.
+    let listing = std::sync::Arc::new(bundle.listing);
     let (applied, tree, speculated) = std::thread::scope(|s| {
         let applying = s.spawn(|| {
             apply::apply_check(
@@ -310,7 +311,7 @@ fn judge(
                 job_dir,
                 &record.revision,
                 (patch_bytes, &patch),
-                &bundle.listing,
+                &listing,
             )
         });
         let links = match (bundle.links, listing_links) {
@@ -318,8 +319,7 @@ fn judge(
             (None, Some(job)) => job.join().ok().and_then(Result::ok).unwrap_or_default(),
             (None, None) => Vec::new(),
         };
-        let listing = bundle.listing.clone();
-        let in_repo = GitTree::new(&opts.repo, &record.revision, listing).with_links(links);
+        let in_repo = GitTree::new(&opts.repo, &record.revision, listing.clone()).with_links(links);
         let tree = PackedTree::new(in_repo, bundle.kept, bundle.kept_all).with_reach(bundle.reach);
         let speculated = decide::speculate(&patch, &tree);
         let applied = applying
