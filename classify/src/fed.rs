@@ -416,18 +416,21 @@ pub(crate) fn package_files(
         .iter()
         .filter_map(|d| normalise(d))
         .find(|d| all.has_under(d))?;
+    let files = files_under(&dir, all, |rest| {
+        (deep || !rest.contains('/')) && rest.ends_with(".go") && !rest.ends_with("_test.go")
+    });
+    Some((files, dir))
+}
+
+/// The files below `dir` whose path inside it `keep` accepts, at most [`follow::MAX_MATCHES`].
+fn files_under(dir: &str, all: &Paths<'_>, keep: impl Fn(&str) -> bool) -> Vec<String> {
     let prefix = format!("{dir}/");
-    let files = all
-        .starting_with(&prefix)
+    all.starting_with(&prefix)
         .into_iter()
-        .filter(|p| {
-            let rest = &p[prefix.len()..];
-            (deep || !rest.contains('/')) && p.ends_with(".go") && !p.ends_with("_test.go")
-        })
+        .filter(|p| keep(&p[prefix.len()..]))
         .take(follow::MAX_MATCHES)
         .map(str::to_owned)
-        .collect();
-    Some((files, dir))
+        .collect()
 }
 
 /// The files `cargo run -p name` builds and runs, at most [`follow::MAX_MATCHES`]: in each
@@ -442,19 +445,11 @@ pub(crate) fn crate_files(name: &str, all: &Paths<'_>) -> Vec<(Vec<String>, Stri
         .filter_map(|p| p.strip_suffix("/Cargo.toml"))
         .filter(|dir| dir.rsplit('/').next().map(|d| d.replace('_', "-")) == Some(wanted.clone()))
         .map(|dir| {
-            let prefix = format!("{dir}/");
-            let files = all
-                .starting_with(&prefix)
-                .into_iter()
-                .filter(|p| {
-                    let rest = &p[prefix.len()..];
-                    rest == "src/main.rs"
-                        || rest == "build.rs"
-                        || rest.starts_with("src/bin/") && rest.ends_with(".rs")
-                })
-                .take(follow::MAX_MATCHES)
-                .map(str::to_owned)
-                .collect();
+            let files = files_under(dir, all, |rest| {
+                rest == "src/main.rs"
+                    || rest == "build.rs"
+                    || rest.starts_with("src/bin/") && rest.ends_with(".rs")
+            });
             (files, dir.to_owned())
         })
         .take(follow::MAX_MATCHES)
