@@ -936,13 +936,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.autotools",
         Bucket::Build,
-        "Autotools",
-        &["configure", "configure.{ac,in}", "*.m4", "autogen.sh"],
+        "Autotools, and Automake fragments a `Makefile.am` includes (`include.am`, `test/include.am`: make rules `make check` runs, wherever they sit)",
+        &["configure", "configure.{ac,in}", "*.m4", "autogen.sh", "*.am"],
     ),
     rule(
         "build.r-package",
         Bucket::Build,
-        "What `R CMD INSTALL` runs to build an R package, named by no file: the make fragments `src/Makevars`, `Makevars.win`, `Makevars.ucrt` (their rules and `$(shell …)` run), the `configure.win`/`configure.ucrt`/`cleanup.win` scripts and `src/install.libs.R`; and renv's `renv/activate.R`, which the project's `.Rprofile` sources at every R start in it, and R's site profile `Rprofile.site`",
+        "What `R CMD INSTALL` runs to build an R package, named by no file: the make fragments `src/Makevars`, `Makevars.win`, `Makevars.ucrt` (their rules and `$(shell …)` run), the `configure.win`/`configure.ucrt`/`cleanup.win` scripts and `src/install.libs.R`; and renv's `renv/activate.R`, which the project's `.Rprofile` sources at every R start in it, and R's site profile `Rprofile.site`; the scripts under `data-raw/` that build the data a package ships (usethis' convention: its developers run them, and what they write is loaded by every user)",
         &[
             "makevars",
             "makevars.*",
@@ -950,6 +950,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/src/install.libs.r",
             "**/renv/activate.r",
             "{rprofile,renviron}.site",
+            "**/data-raw/**/*.r",
         ],
     ),
     rule(
@@ -1233,7 +1234,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.js-config",
         Bucket::Build,
-        "JavaScript/TypeScript tool configuration that is code, run by build, test and lint tools and by editors (`*.config.js`, `*.conf.js` of test runners such as Karma, Protractor, WebdriverIO and Nightwatch, `.*rc.js`, Storybook), plus TypeScript and monorepo build config",
+        "JavaScript/TypeScript tool configuration that is code, run by build, test and lint tools and by editors (`*.config.js`, `*.conf.js` of test runners such as Karma, Protractor, WebdriverIO and Nightwatch, `.*rc.js`, Storybook), plus TypeScript and monorepo build config, and TypeDoc's configuration (`typedoc.mjs`: its plugins are code it loads)",
         &[
             "*.config.{js,cjs,mjs,ts,cts,mts}",
             "*.conf.{js,cjs,mjs,ts,cts,mts}",
@@ -1246,6 +1247,7 @@ pub(crate) static RULES: &[Rule] = &[
             "tsconfig*.json",
             "jsconfig.json",
             "{turbo,nx,lerna,rush,angular}.json",
+            "typedoc.{js,cjs,mjs,ts,json}",
         ],
     ),
     rule(
