@@ -1622,7 +1622,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.executable-config",
         Bucket::Build,
-        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root), rebar3's `*.app.src.script` and `*.config.script` (Erlang it evaluates), Steep's `Steepfile` (Ruby it evaluates), NimScript (`*.nims`: the Nim compiler runs a `config.nims` before compiling in its directory)",
+        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root), rebar3's `*.app.src.script` and `*.config.script` (Erlang it evaluates), Steep's `Steepfile` (Ruby it evaluates), NimScript (`*.nims`, which a `config.nims` or a build loads; `config.nims` itself is `build.other-system`, before the test directories)",
         &[
             "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist,neon.php,tape,tt,t4,ttinclude}",
             "**/config/*.exs",
