@@ -33,6 +33,8 @@ const LOADERS: &[&str] = &[
     "initializer",
     // SQLFluff's `library_path`: the jinja templater imports the Python modules there.
     "library",
+    // Vale's `StylesPath`: the styles there can hold scripts Vale runs.
+    "stylespath",
 ];
 
 /// Whether the settings at `path` are in a format that can name code at all: an

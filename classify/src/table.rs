@@ -220,7 +220,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.ide-data",
         Bucket::Other,
-        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes) and Xcode's workspace state (`IDEWorkspaceChecks.plist`, `*.xccheckout`, `*.xcscmblueprint`, and the list of the workspace Xcode keeps inside every project or Swift package, `*.xcodeproj/project.xcworkspace/contents.xcworkspacedata`, which names only the project itself): nothing there runs a program or names one to load (before the editor rule; a standalone `*.xcworkspace`, which lists projects, keeps its rule)",
+        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes) and Xcode's workspace state (`IDEWorkspaceChecks.plist`, `*.xccheckout`, `*.xcscmblueprint`, a user's `*.pbxuser` and `*.mode1v3` window state, and the list of the workspace Xcode keeps inside every project or Swift package, `*.xcodeproj/project.xcworkspace/contents.xcworkspacedata`, which names only the project itself): nothing there runs a program or names one to load (before the editor rule; a standalone `*.xcworkspace`, which lists projects, keeps its rule)",
         &[
             "**/.idea/{copyright,dictionaries,codestyles,inspectionprofiles,scopes}/**",
             "**/.idea/codestylesettings.xml",
@@ -228,6 +228,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/*.xcodeproj/project.xcworkspace/contents.xcworkspacedata",
             "**/.swiftpm/xcode/package.xcworkspace/contents.xcworkspacedata",
             "*.{xccheckout,xcscmblueprint}",
+            "*.{pbxuser,mode1v3,mode2v3,perspectivev3}",
         ],
     ),
     rule(
@@ -324,13 +325,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "tests.fixture-dir",
         Bucket::Tests,
-        "Test fixture directories (`testdata/`, `fixtures/`, `__fixtures__/`, `test-fixtures/`, `test_resources/`, Erlang Common Test's `*_SUITE_data/`): manifests, lockfiles and scripts there are inputs of tests; only reachability (a CI or build entry point running them) raises them",
+        "Test fixture directories (`testdata/`, `fixtures/`, `__fixtures__/`, `test-fixtures/`, `test_resources/`, Erlang Common Test's `*_SUITE_data/`, sbt's scripted-test projects `src/sbt-test/`): manifests, lockfiles and scripts there are inputs of tests; only reachability (a CI or build entry point running them) raises them",
         &[
             "**/{testdata,test_data,test-data,__fixtures__,fixtures,fixture,test-fixtures,test_fixtures,test_resources,test-resources,__snapshots__,__snapshot__}/**",
             "**/*_suite_data/**",
             "**/{test,tests,spec,__tests__}/{data,resources,assets,samples,cases,inputs,snapshots}/**",
             "**/src/test/resources/**",
             "**/{test,tests,spec}/{dummy,dummy_app,rails_app,test_app}/**",
+            "**/src/sbt-test/**",
         ],
     ),
     rule(
@@ -348,7 +350,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.generator-template",
         Bucket::Other,
-        "Templates a generator copies into new projects (Rails/Yeoman `generators/*/templates/`, Angular/Nx `schematics/*/files/`, cookiecutter `{{cookiecutter.*}}/`, Maven `archetype-resources/`, Django `project_template/`, Phoenix `priv/templates/`, Hygen `_templates/`, Ember `blueprints/*/files/`): not risky unless an entry point reaches them",
+        "Templates a generator copies into new projects (Rails/Yeoman `generators/*/templates/`, Angular/Nx `schematics/*/files/`, cookiecutter `{{cookiecutter.*}}/`, Maven `archetype-resources/`, Django `project_template/`, Phoenix `priv/templates/`, Hygen `_templates/`, Ember `blueprints/*/files/`, an R package's `inst/templates/` that it installs into its users' projects): not risky unless an entry point reaches them",
         &[
             "**/generators/**/templates/**",
             "**/generators/*/files/**",
@@ -359,6 +361,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/priv/templates/**",
             "**/_templates/**",
             "**/blueprints/*/files/**",
+            "**/inst/templates/**",
         ],
     ),
     rule(
@@ -370,7 +373,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "governance.license",
         Bucket::Governance,
-        "License and notice files, by name (in any document format: `LICENSE.rtf` an installer shows) or by SPDX id (`GPL-2.0-or-later`), third-party notices and licence lists a built bundle ships (`dist/licenses.txt`), `licensed`'s cache",
+        "License and notice files, by name (in any document format: `LICENSE.rtf` an installer shows) or by SPDX id (`GPL-2.0-or-later`), REUSE sidecar licences of another file (`CHANGELOG.md.license`, wherever they sit: the licence a compliance check reads for that file), third-party notices and licence lists a built bundle ships (`dist/licenses.txt`), `licensed`'s cache",
         &[
             "{license,licence,copying,notice,unlicense}",
             "{license,licence,copying,notice,unlicense}.{md,txt,rst,markdown,adoc}",
@@ -386,6 +389,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/{licenses,licences}/**",
             "{licenses,licences}.{txt,md,json}",
             "{gpl,lgpl,agpl,gfdl,fdl,mpl,apache,epl,cddl}-[0-9]*",
+            "*.*.license",
             "{thirdpartynotices,third-party-notices,third_party_notices}{,.txt,.md}",
             "**/.licenses/**",
             "**/.reuse/dep5",
@@ -932,13 +936,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.autotools",
         Bucket::Build,
-        "Autotools",
-        &["configure", "configure.{ac,in}", "*.m4", "autogen.sh"],
+        "Autotools, and Automake fragments a `Makefile.am` includes (`include.am`, `test/include.am`: make rules `make check` runs, wherever they sit)",
+        &["configure", "configure.{ac,in}", "*.m4", "autogen.sh", "*.am"],
     ),
     rule(
         "build.r-package",
         Bucket::Build,
-        "What `R CMD INSTALL` runs to build an R package, named by no file: the make fragments `src/Makevars`, `Makevars.win`, `Makevars.ucrt` (their rules and `$(shell …)` run), the `configure.win`/`configure.ucrt`/`cleanup.win` scripts and `src/install.libs.R`; and renv's `renv/activate.R`, which the project's `.Rprofile` sources at every R start in it, and R's site profile `Rprofile.site`",
+        "What `R CMD INSTALL` runs to build an R package, named by no file: the make fragments `src/Makevars`, `Makevars.win`, `Makevars.ucrt` (their rules and `$(shell …)` run), the `configure.win`/`configure.ucrt`/`cleanup.win` scripts and `src/install.libs.R`; and renv's `renv/activate.R`, which the project's `.Rprofile` sources at every R start in it, and R's site profile `Rprofile.site`; the scripts under `data-raw/` that build the data a package ships (usethis' convention: its developers run them, and what they write is loaded by every user)",
         &[
             "makevars",
             "makevars.*",
@@ -946,6 +950,7 @@ pub(crate) static RULES: &[Rule] = &[
             "**/src/install.libs.r",
             "**/renv/activate.r",
             "{rprofile,renviron}.site",
+            "**/data-raw/**/*.r",
         ],
     ),
     rule(
@@ -1018,14 +1023,17 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.other-system",
         Bucket::Build,
-        "Other build systems: GN/Ninja, Zig, dune, SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam, Cabal's custom `Setup.hs` (the program Cabal builds and runs to build the package); build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`); Windows application manifests (`*.manifest`: the resource compiler embeds them, and they name the privileges and libraries the program asks for)",
+        "Other build systems: GN/Ninja, Zig, dune (and its `dune-workspace.*` variants a `--workspace` option names), SCons, Waf, xmake, premake, old Visual Studio projects (`*.vcproj`, `*.dsp`), GNAT projects and configuration pragmas (`*.gpr`, `*.adc`), Watcom IDE projects (`*.wpj`), VMS MMS/MMK descriptions and DCL build procedures (`descrip.mms`, `make_vms.com`), Boost.Jam, Cabal's custom `Setup.hs` (the program Cabal builds and runs to build the package), Unity assembly definitions (`*.asmdef`, `*.asmref`: what Unity compiles and with which defines), Emacs Lisp project files (`Eldev`, `Eask`, `Cask`: Lisp their tools evaluate), the Nim compiler's `config.nims` (NimScript it runs before compiling anything in its directory, a test directory's included); build inputs such as Kotlin/Native cinterop and Windows module-definition files (`*.def`) and sources a build copies when their generator is missing (`pnglibconf.h.prebuilt`); Windows application manifests (`*.manifest`: the resource compiler embeds them, and they name the privileges and libraries the program asks for)",
         &[
             "*.{gn,gni}",
             ".gn",
             "*.ninja",
             "build.zig",
             "{setup.hs,setup.lhs}",
-            "{dune,dune-project,dune-workspace}",
+            "{dune,dune-project,dune-workspace,dune-workspace.*}",
+            "*.{asmdef,asmref}",
+            "{eldev,eldev-local,eask,cask}",
+            "config.nims",
             "{sconstruct,sconscript}",
             "wscript",
             "xmake.lua",
@@ -1226,7 +1234,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.js-config",
         Bucket::Build,
-        "JavaScript/TypeScript tool configuration that is code, run by build, test and lint tools and by editors (`*.config.js`, `*.conf.js` of test runners such as Karma, Protractor, WebdriverIO and Nightwatch, `.*rc.js`, Storybook), plus TypeScript and monorepo build config",
+        "JavaScript/TypeScript tool configuration that is code, run by build, test and lint tools and by editors (`*.config.js`, `*.conf.js` of test runners such as Karma, Protractor, WebdriverIO and Nightwatch, `.*rc.js`, Storybook), plus TypeScript and monorepo build config, and TypeDoc's configuration (`typedoc.mjs`: its plugins are code it loads)",
         &[
             "*.config.{js,cjs,mjs,ts,cts,mts}",
             "*.conf.{js,cjs,mjs,ts,cts,mts}",
@@ -1239,6 +1247,7 @@ pub(crate) static RULES: &[Rule] = &[
             "tsconfig*.json",
             "jsconfig.json",
             "{turbo,nx,lerna,rush,angular}.json",
+            "typedoc.{js,cjs,mjs,ts,json}",
         ],
     ),
     rule(
@@ -1275,7 +1284,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.packaging",
         Bucket::Build,
-        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/` (at the root, and the packaging files of a `debian/` directory anywhere: `contrib/debian/rules`, `*.install`, maintainer scripts), Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements, setuptools' in-tree `*.egg-info/` metadata, a Salt formula's `FORMULA`, a Puppet module's packaging ignore lists (`.pdkignore`, `.pmtignore`: what the published module holds), Perl's `MANIFEST.SKIP`",
+        "Distribution packaging: npm publish filter, Snap, RPM spec, Debian `debian/` (at the root, and the packaging files of a `debian/` directory anywhere: `contrib/debian/rules`, `*.install`, maintainer scripts, debhelper's unprefixed `docs`, `dirs`, `install`, …), Arch, Alpine, Gentoo, conda recipes, MSIX manifests, Apple entitlements, setuptools' in-tree `*.egg-info/` metadata, a Salt formula's `FORMULA`, a Puppet module's packaging ignore lists (`.pdkignore`, `.pmtignore`: what the published module holds), Perl's `MANIFEST.SKIP`",
         &[
             ".npmignore",
             ".vscodeignore",
@@ -1288,6 +1297,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{preinst,postinst,prerm,postrm}",
             "debian/**",
             "**/debian/{control,rules,compat,changelog,copyright,watch,gbp.conf,source/**,patches/**,upstream/**,tests/control}",
+            "**/debian/{docs,dirs,links,install,manpages,examples,info,clean,conffiles,triggers,maintscript,not-installed,postinst,postrm,preinst,prerm}",
             "**/debian/*.{install,dirs,links,docs,examples,manpages,postinst,postrm,preinst,prerm,triggers,conffiles,maintscript,lintian-overrides,symbols,service,default,init,cron.d,logrotate,udev,substvars}",
             "{pkgbuild,apkbuild}",
             "*.ebuild",
@@ -1475,7 +1485,7 @@ pub(crate) static RULES: &[Rule] = &[
             "{.,}pylintrc",
             "{.,}mypy.ini",
             ".{pycodestyle,pydocstyle}",
-            ".yamllint{,.yml,.yaml}",
+            ".yamllint{,.yml,.yaml,-*}",
             ".markdownlint{.json,.jsonc,.yaml,.yml,rc}",
             "{.,}rustfmt.toml",
             "{.,}clippy.toml",
@@ -1511,6 +1521,7 @@ pub(crate) static RULES: &[Rule] = &[
             ".coveragerc",
             "{.,}ruff.toml",
             ".sqlfluff",
+            ".perltidyrc",
             ".tflint.hcl",
             ".jsbeautifyrc",
             ".browserslistrc",
@@ -1611,7 +1622,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.executable-config",
         Bucket::Build,
-        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root), rebar3's `*.app.src.script` and `*.config.script` (Erlang it evaluates), Steep's `Steepfile` (Ruby it evaluates), NimScript (`*.nims`: the Nim compiler runs a `config.nims` before compiling in its directory)",
+        "Configuration languages that run code or drive a tool and that no other rule claims: Starlark, Buck BXL, CUE, Jsonnet, Rego, Dhall, Nickel, Pkl, KCL, Groovy outside `src/`, PHPStan/Neon, VHS tapes, T4 text templates (`*.tt`: C# run at design and build time), Mix `config/*.exs`, SwiftPM plugins (`Plugins/` at the root), rebar3's `*.app.src.script` and `*.config.script` (Erlang it evaluates), Steep's `Steepfile` (Ruby it evaluates), NimScript (`*.nims`, which a `config.nims` or a build loads; `config.nims` itself is `build.other-system`, before the test directories)",
         &[
             "*.{star,sky,bxl,cue,jsonnet,libsonnet,rego,dhall,ncl,pkl,k,kcl,groovy,gvy,neon,neon.dist,neon.php,tape,tt,t4,ttinclude}",
             "**/config/*.exs",
@@ -1686,7 +1697,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "build.docs-build",
         Bucket::Build,
-        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, Jekyll (`_config.yml` loads plugins), Zensical, Doxygen (input filters run commands), VitePress, VuePress, Docusaurus, Hugo, Sphinx `conf.py` (`build.python`)",
+        "Documentation builds that execute their configuration or hooks: MkDocs, mdBook, Jekyll (`_config.yml` loads plugins), Zensical, Doxygen (input filters run commands), VitePress, VuePress, Docusaurus, Hugo, Julia's Documenter (`docs/make.jl`, which its deploy action runs without naming it), Sphinx `conf.py` (`build.python`)",
         &[
             "mkdocs.{yml,yaml}",
             "book.toml",
@@ -1700,6 +1711,7 @@ pub(crate) static RULES: &[Rule] = &[
             "docusaurus.config.{js,ts,mjs}",
             "hugo.{toml,yaml,yml,json}",
             "siteconfig.js",
+            "**/{docs,doc}/make.jl",
         ],
     ),
     rule(
@@ -1889,6 +1901,14 @@ pub(crate) static RULES: &[Rule] = &[
         "Source code by extension (the list in `SRC_GLOBS`, shown here)",
         SRC_GLOBS,
     ),
+    Rule {
+        id: "build.rc-script",
+        bucket: Bucket::Build,
+        what: "Scripts named as a program's run-control file (`sketchybarrc`, `yabairc`, `xinitrc` starting with `#!`): the program runs them when it starts (before `src.shebang`)",
+        globs: &["??*rc"],
+        exact_globs: &[],
+        content: Some(ContentTest::Shebang),
+    },
     Rule {
         id: "src.shebang",
         bucket: Bucket::Src,

@@ -79,7 +79,7 @@ fn configuration_a_tool_executes_from_its_working_directory_goes_to_a_human() {
         ("docs/jupyter_lite_config.py", "build.python-cwd-config"),
         ("src/Makevars", "build.r-package"),
         ("renv/activate.R", "build.r-package"),
-        ("config.nims", "build.executable-config"),
+        ("config.nims", "build.other-system"),
     ] {
         evasion(&[(path, "x = 1\n")], path, "build", rule, None);
     }

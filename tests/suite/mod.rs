@@ -11,6 +11,9 @@ mod azure;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
 mod blast_radius_fed;
+/// Blast radius of files tools run by convention under names that read as tests, pages or
+/// source (`tests/config.nims`, `docs/make.jl`, `Eldev`, an rc script): human.
+mod blast_radius_implicit;
 /// Cleanup against a hostile tree: 5,000 levels under a worker limited to 1,024 open files.
 mod cleanup;
 /// Mixed versions: the previous release's binaries (scripts/build-previous-release.sh) against
