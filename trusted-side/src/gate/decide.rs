@@ -91,9 +91,11 @@ fn classify(patch: &ParsedPatch, contents: &[Option<Vec<u8>>], tree: &dyn Tree) 
 }
 
 /// One policy reason per changed path, the changed-file table, new dependencies. Each path is
-/// classified by its name, its content ([`contents`]) and the packed `tree` (what its entry
-/// points run); `speculated` is that classification made beside the apply check, used when
-/// the contents are the same (a classification is a pure function of contents and tree).
+/// classified by its name, its content (the new content git produced, the old one of a deleted
+/// file; without an applied file, the packed one with the patch applied in memory) and the
+/// packed `tree` (what its entry points run); `speculated` is that classification made beside
+/// the apply check, used when the contents are the same (a classification is a pure function
+/// of contents and tree).
 pub fn decide_paths(
     patch: &ParsedPatch,
     files: &BTreeMap<String, AppliedFile>,
