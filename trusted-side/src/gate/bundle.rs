@@ -61,18 +61,14 @@ pub struct BundleView {
     pub warnings: Vec<String>,
 }
 
-/// Reads the bundle of `record`'s job, or, when `indexed` (`submit`'s index of it is in the
-/// home, [`super::index::exists`]), hashes it and uses `index`, what reading that index gives
-/// ([`super::index::read`], asked for after the bundle hashed, so that it can be read beside
-/// the hashing); an index that does not parse has the bundle read after all. A refused bundle
-/// stops the checks with a reject; a missing one, or a store or disk failure, is an error
-/// (exit 1).
+/// Reads the bundle of `record`'s job, or hashes it and uses `index`, what reading `submit`'s
+/// index of it gave ([`super::index::read`]). A refused bundle stops the checks with a reject;
+/// a missing one, or a store or disk failure, is an error (exit 1).
 pub fn read_bundle(
     store: &Store,
     job_dir: &Path,
     record: &JobRecord,
-    indexed: bool,
-    index: impl FnOnce() -> Result<Option<BundleView>>,
+    index: Result<Option<BundleView>>,
 ) -> Result<BundleView, Stop> {
     let cap = cap();
     let (path, _scratch) = locate(store, job_dir, record, cap)?;
@@ -86,7 +82,11 @@ pub fn read_bundle(
         }
     };
     let mut warnings = Vec::new();
-    let Hashed { digest, size, read } = hash_and_read(file, !indexed)
+    let index = index.unwrap_or_else(|e| {
+        warnings.push(format!("{e:#}; the gate read the bundle instead"));
+        None
+    });
+    let Hashed { digest, size, read } = hash_and_read(file, index.is_none())
         .with_context(|| format!("{}: cannot read the bundle", path.display()))?;
     if size > cap || digest != record.bundle_sha256 {
         let over = if size > cap {
@@ -104,32 +104,10 @@ pub fn read_bundle(
             ),
         )));
     }
-    let index = if indexed { index() } else { Ok(None) };
-    let index = index.unwrap_or_else(|e| {
-        warnings.push(format!("{e:#}; the gate read the bundle instead"));
-        None
-    });
     let (view, manifest) = match (index, read) {
         (Some(view), _) => return Ok(BundleView { warnings, ..view }),
         (None, Some(read)) => read?,
-        (None, None) => {
-            // The index did not parse: the bundle is read after all, and must still be the
-            // bundle that hashed.
-            let file = std::fs::File::open(&path)
-                .with_context(|| format!("{}: cannot read the bundle", path.display()))?;
-            let again = hash_and_read(file, true)
-                .with_context(|| format!("{}: cannot read the bundle", path.display()))?;
-            match again.read {
-                Some(read) if again.digest == digest => read?,
-                _ => {
-                    return Err(anyhow::anyhow!(
-                        "{}: the bundle changed while it was read",
-                        path.display()
-                    )
-                    .into())
-                }
-            }
-        }
+        (None, None) => return Err(anyhow::anyhow!("the bundle was hashed, not read").into()),
     };
     if manifest.source.revision != record.revision {
         return Err(refused(format!(

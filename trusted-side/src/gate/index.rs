@@ -117,13 +117,8 @@ pub fn write(
     Ok(())
 }
 
-/// Whether the home holds an index for `record`'s bundle (which [`read`] may still refuse).
-pub fn exists(home: &Path, record: &JobRecord) -> bool {
-    path(home, &record.bundle_sha256).is_file()
-}
-
-/// `submit`'s index of `record`'s bundle, if the home holds one: `None` when there is none, an
-/// error when it is damaged, too large, or of another bundle or revision.
+/// The view of `record`'s bundle from its index in `home`: `None` when there is none; `Err`
+/// when there is one the gate cannot use (it then reads the bundle).
 pub fn read(home: &Path, record: &JobRecord) -> Result<Option<BundleView>> {
     let at = path(home, &record.bundle_sha256);
     let file = match std::fs::File::open(&at) {

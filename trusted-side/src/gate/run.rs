@@ -269,13 +269,7 @@ fn judge(
         return Ok(None);
     }
     // 4. the bundle's listing and redacted lines
-    // `submit`'s index of the bundle, when there is one, is parsed beside the bundle's hashing.
-    let bundle = std::thread::scope(|s| {
-        let index = s.spawn(|| index::read(home, record));
-        let index =
-            || (index.join()).unwrap_or_else(|_| Err(anyhow::anyhow!("the index reader stopped")));
-        bundle::read_bundle(store, job_dir, record, index::exists(home, record), index)
-    })?;
+    let bundle = bundle::read_bundle(store, job_dir, record, index::read(home, record))?;
     report.warnings.extend(bundle.warnings);
     phase("bundle read");
     // The revision's links (never packed): listed at submit (the index), else here, by a git
@@ -384,9 +378,7 @@ fn comments_step(
     let record = &fetched.record;
     let listing = match &fetched.comments {
         Some(_) => {
-            let index = || index::read(home, record);
-            let indexed = index::exists(home, record);
-            Some(bundle::read_bundle(store, job_dir, record, indexed, index)?.listing)
+            Some(bundle::read_bundle(store, job_dir, record, index::read(home, record))?.listing)
         }
         None => None,
     };
