@@ -266,14 +266,9 @@ fn command(segment: &str, out: &mut Fed) {
                 out.files.extend(value());
             }
             "-e" | "--extra-vars" if after_program(&["ansible-playbook"]) => {
-                let v = inline
-                    .map(str::to_owned)
-                    .or_else(|| words.get(i + 1).map(|n| n.to_string()));
-                out.files.extend(
-                    v.as_deref()
-                        .and_then(|v| v.trim_matches(['"', '\'']).strip_prefix('@'))
-                        .and_then(file_word),
-                );
+                let v = inline.or_else(|| words.get(i + 1).copied());
+                let at = v.and_then(|v| v.trim_matches(['"', '\'']).strip_prefix('@'));
+                out.files.extend(at.and_then(file_word));
             }
             // Every other word after `ansible-playbook` that is no option nor an option's value
             // is a playbook it runs, whatever its name.

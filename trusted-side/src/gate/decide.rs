@@ -101,13 +101,14 @@ pub fn decide_paths(
     files: &BTreeMap<String, AppliedFile>,
     policy: &Policy,
     tree: &dyn Tree,
-    speculated: Option<Speculated>,
+    speculated: Speculated,
     report: &mut GateReport,
 ) {
     let contents = contents(patch, files, tree);
-    let classes = match speculated {
-        Some(s) if s.contents == contents => s.classes,
-        _ => classify(patch, &contents, tree),
+    let classes = if speculated.contents == contents {
+        speculated.classes
+    } else {
+        classify(patch, &contents, tree)
     };
     for (fp, c) in patch.files.iter().zip(classes) {
         let class = c.class;
@@ -178,14 +179,7 @@ mod tests {
         let job = JobId::parse("20260101T000000Z-00112233445566778899").unwrap();
         let mut report = GateReport::new(&job);
         let policy = Policy::default();
-        decide_paths(
-            &patch,
-            &files,
-            &policy,
-            &tree,
-            Some(speculated),
-            &mut report,
-        );
+        decide_paths(&patch, &files, &policy, &tree, speculated, &mut report);
         report.reasons[0].detail.clone()
     }
 

@@ -36,6 +36,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use airlock_core::digest::Sha256Digest;
 use airlock_core::format::JobRecord;
@@ -110,14 +111,10 @@ pub fn run_gate(
     Ok(report)
 }
 
-/// Logs (`-vv`) the time since the gate started at a step's end.
-fn phase(what: &str) {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    let ms = START
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_secs_f64()
-        * 1e3;
+/// Logs (`-vv`) the time since `started` (the job's gate, or its checks, steps 3-11) at a
+/// step's end.
+fn phase(started: Instant, what: &str) {
+    let ms = started.elapsed().as_secs_f64() * 1e3;
     tracing::debug!("gate: {what} at {ms:.1} ms");
 }
 
@@ -135,7 +132,7 @@ fn gate_job(
         job,
         now: airlock_core::clock::now_unix(),
     };
-    phase("started");
+    let started = Instant::now();
     let mut report = GateReport::new(job);
     report.bom.policy_sha256 = Some(opts.policy.digest());
     // 1. fetch
@@ -145,13 +142,13 @@ fn gate_job(
         Err(FetchError::Failed(e)) => return Err(e),
     };
     fill_bom_from_fetch(&mut report, &fetched);
-    phase("fetched");
+    phase(started, "fetched");
     check_model_drift(&home.dir, store, key, &fetched, &opts.policy, &mut report);
     // 1b. what a re-dispatched job inherited, and the packet's claim of it
     inherit::judge(store, &fetched, &mut report);
     // Secrets in the worker's log or review (found by the fetch): reject, value never shown.
     report.extend(scan::worker_text_reasons(&fetched.worker_text_secrets));
-    phase("model history, inheritance");
+    phase(started, "model history, inheritance");
     // 2. the patch
     let patch_bytes = match parse::patch_member(fetched.patch.take()) {
         Ok(bytes) => bytes,
@@ -220,10 +217,10 @@ fn gate_job(
             });
         }
     }
-    phase("comments, decision");
+    phase(started, "comments, decision");
     // 14. ledger
     record::append(ledger, &report, Some(&fetched), Some(diff_sha256))?;
-    phase("ledger appended");
+    phase(started, "ledger appended");
     Ok(report)
 }
 
@@ -255,6 +252,7 @@ fn judge(
     opts: &GateOptions,
     report: &mut GateReport,
 ) -> Result<Option<BTreeMap<String, AppliedFile>>, Stop> {
+    let started = Instant::now();
     let record = &fetched.record;
     // 3. digest, strict parse
     let patch = parse::parse_signed_patch(patch_bytes, fetched.packet.diff_sha256)?;
@@ -271,7 +269,7 @@ fn judge(
     // 4. the bundle's listing and redacted lines
     let bundle = bundle::read_bundle(store, job_dir, record, index::read(home, record))?;
     report.warnings.extend(bundle.warnings);
-    phase("bundle read");
+    phase(started, "checks: bundle read");
     // The revision's links (never packed): listed at submit (the index), else here, by a git
     // of their own while the checks below run.
     let listing_links = bundle.links.is_none().then(|| {
@@ -289,7 +287,7 @@ fn judge(
     report.extend(limits.into_iter().map(|r| from_policy(r, None)));
     // 7. redacted lines
     report.extend(checks::check_redacted(&patch, &bundle.redacted));
-    phase("paths, limits, redactions checked");
+    phase(started, "checks: paths, limits, redactions checked");
     // 8. apply with real git; beside it, on the other core, the tree layers are set up and the
     // changed paths classified from the packed files with the patch applied in memory (step 10
     // keeps that classification when git produced the same bytes).
@@ -322,7 +320,7 @@ fn judge(
         (applied, tree, speculated)
     });
     let applied = applied?;
-    phase("applied, classified from the packed files");
+    phase(started, "checks: applied, classified from the packed files");
     let files = match applied {
         ApplyOutcome::Applied(files) => Some(files),
         ApplyOutcome::Failed(why) => {
@@ -340,19 +338,12 @@ fn judge(
     };
     // 9. secrets in added lines
     report.extend(scan::scan_added_lines(scan::scanner()?, &patch));
-    phase("added lines scanned");
+    phase(started, "checks: added lines scanned");
     // 10. classification, policy, dependencies; policy rules that matched nothing
     let no_files = BTreeMap::new();
     let checked = files.as_ref().unwrap_or(&no_files);
-    decide::decide_paths(
-        &patch,
-        checked,
-        &opts.policy,
-        &tree,
-        Some(speculated),
-        report,
-    );
-    phase("classified");
+    decide::decide_paths(&patch, checked, &opts.policy, &tree, speculated, report);
+    phase(started, "checks: classified");
     let packed = tree.files().iter().map(|f| f.path.as_str());
     let seen = packed.chain(patch.files.iter().map(|f| f.path.as_str()));
     let unused = opts.policy.unused_rules(seen);
