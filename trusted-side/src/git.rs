@@ -21,7 +21,8 @@ use anyhow::{bail, Context, Result};
 mod blobs;
 mod changes;
 mod objects;
-pub use blobs::{deal, BlobStream};
+mod worktree;
+pub use blobs::{deal, BlobStream, BlobWant};
 pub use changes::{apply_changes, is_sorted, TreeChange};
 pub use objects::Object;
 
@@ -229,6 +230,8 @@ pub struct TreeEntry {
 /// A repository, addressed by its directory.
 pub struct Repo {
     git: Git,
+    /// The working tree blobs are read from first, opened at the first read.
+    worktree: std::sync::OnceLock<Option<std::sync::Arc<worktree::Worktree>>>,
 }
 
 impl Repo {
@@ -239,7 +242,10 @@ impl Repo {
         if !dir.is_dir() {
             bail!("{}: no such directory", dir.display());
         }
-        Ok(Repo { git: Git::new(dir) })
+        Ok(Repo {
+            git: Git::new(dir),
+            worktree: std::sync::OnceLock::new(),
+        })
     }
 
     /// How many paths of the working tree differ from HEAD (changed, staged or untracked):
@@ -408,9 +414,13 @@ impl Repo {
             .collect()
     }
 
-    /// Streams the blobs `oids`, in this order (`git cat-file --batch --buffer`).
-    pub fn blobs(&self, oids: Vec<String>) -> Result<BlobStream> {
-        BlobStream::start(&self.git, oids)
+    /// Streams the blobs `wants`, in this order: each from its file in the working tree when
+    /// that file is the blob, else from `git cat-file --batch`.
+    pub fn blobs(&self, wants: Vec<BlobWant>) -> Result<BlobStream> {
+        let tree = self
+            .worktree
+            .get_or_init(|| worktree::Worktree::open(&self.git.repo).map(std::sync::Arc::new));
+        BlobStream::start(&self.git, wants, tree.clone())
     }
 }
 

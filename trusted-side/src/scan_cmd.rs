@@ -103,7 +103,17 @@ fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
     // One git stream per worker, each with its share of the blobs (dealt by bytes).
     let lists = crate::git::deal(blobs.iter().map(|b| b.2), threads);
     let streams = (lists.iter())
-        .map(|list| repo.blobs(list.iter().map(|&i| blobs[i].1.clone()).collect()))
+        .map(|list| {
+            let wants = list.iter().map(|&i| {
+                let (path, oid, size) = &blobs[i];
+                crate::git::BlobWant {
+                    oid: oid.clone(),
+                    path: path.clone(),
+                    size: *size,
+                }
+            });
+            repo.blobs(wants.collect())
+        })
         .collect::<Result<Vec<_>>>()?;
     let blobs = &blobs;
     let results: Result<Vec<ScanReport>> = std::thread::scope(|s| {

@@ -194,7 +194,7 @@ pub(super) fn write_files(
         .map(|list| {
             let oids = (list.iter())
                 .flat_map(|&k| &members[plan.groups[to_build[k]].clone()])
-                .map(|m| m.oid.clone())
+                .map(Member::want)
                 .collect();
             repo.blobs(oids)
         })
@@ -298,7 +298,7 @@ fn rebuild(
     scanner: &Scanner,
     keep: bool,
 ) -> Result<Built> {
-    let mut stream = repo.blobs(members.iter().map(|m| m.oid.clone()).collect())?;
+    let mut stream = repo.blobs(members.iter().map(Member::want).collect())?;
     let contents = read_group(&mut stream, members, opts.max_file_bytes)?;
     let none = vec![None; members.len()];
     groups::build(members, contents, &none, scanner, opts.redact, keep)

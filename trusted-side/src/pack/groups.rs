@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::ARCHIVE_RULE;
 use crate::exit::Refused;
+use crate::git::BlobWant;
 
 /// A group ends after a path whose digest is 0 modulo this (about this many files a group).
 pub const ONE_IN: u32 = 16;
@@ -56,6 +57,17 @@ pub struct Member {
     pub oid: String,
     /// Blob size.
     pub size: u64,
+}
+
+impl Member {
+    /// What to ask the repository for to read this file.
+    pub fn want(&self) -> BlobWant {
+        BlobWant {
+            oid: self.oid.clone(),
+            path: self.path.clone(),
+            size: self.size,
+        }
+    }
 }
 
 /// What packing one file produced.
