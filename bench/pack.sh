@@ -39,7 +39,12 @@ case "$KIND" in
   registry) make_registry "$CORPUS" >&2 ;;
   *) echo "unknown corpus $KIND: use cpython or registry" >&2; exit 2 ;;
 esac
-AIRLOCK="${AIRLOCK_BIN:-$(bash scripts/release.sh -p airlock)/airlock}" # AIRLOCK_BIN: a release build already made
+# The build the README installs (`cargo build --release`): `pack` runs on the trusted host,
+# where a team builds airlock that way; AIRLOCK_BIN picks another (a release build already made,
+# e.g. the static musl build of scripts/release.sh, which the worker's image ships).
+if [ -z "${AIRLOCK_BIN:-}" ]; then cargo build --release --quiet --locked -p airlock >&2; fi
+AIRLOCK="${AIRLOCK_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/release/airlock}"
+echo "measuring $AIRLOCK" >&2
 work="$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-pack.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 "$AIRLOCK" --home "$work/home" init >/dev/null
