@@ -4,7 +4,8 @@
 //! 1. resolve the revision and list its tree (never the working tree);
 //! 2. select paths: deny-list, `--include`, `--exclude`, links, submodules, size, bad names;
 //! 3. stream each selected blob (each worker from a `git cat-file --batch` of its own, see
-//!    `files.rs`), scan every byte of it
+//!    `files.rs`, or from its file in the working tree where that file is the blob, see
+//!    `git/worktree.rs`), scan every byte of it
 //!    (text, UTF-16, printable runs of binaries, one level of decoding, joined literals),
 //!    refuse, redact in place, or (binary/UTF-16 with a finding, under `--redact`) omit it
 //!    with a manifest entry; archives are always omitted with a manifest entry;
