@@ -205,7 +205,9 @@ impl BlobStream {
                     return Ok(());
                 }
                 Ok(Piece::Git) => {}
-                Err(_) => bail!("git cat-file: no blob {oid} (more blobs read than asked for)"),
+                Err(_) => bail!(
+                    "git cat-file: no blob {oid} (git stopped, or more blobs read than listed)"
+                ),
             }
         }
         let header = &mut self.line;
