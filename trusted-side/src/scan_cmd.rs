@@ -74,8 +74,8 @@ fn walk(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(out)
 }
 
-/// Scans a git revision's tree, each worker streaming its share of the blobs from a
-/// `git cat-file --batch` of its own.
+/// Scans a git revision's tree, each worker streaming its share of the blobs from a stream of
+/// its own (the working tree's file where it is the blob, else `git cat-file --batch`).
 fn scan_rev(scanner: &Scanner, repo: &Path, rev: &str) -> Result<ScanReport> {
     let repo = crate::git::Repo::open(repo)?;
     let (commit, _) = repo.resolve(rev)?;

@@ -1,6 +1,7 @@
 //! The `files/` part of a bundle: every selected file, in groups ([`super::groups`]), each
-//! group reused from the cache or built (its blobs read from the worker's own
-//! `git cat-file --batch`, scanned, redacted or omitted, compressed) by a pool of workers, one
+//! group reused from the cache or built (its blobs read by the worker's own stream: the working
+//! tree's file where it is the blob, else `git cat-file --batch`; scanned, redacted or
+//! omitted, compressed) by a pool of workers, one
 //! per core, and written in order straight to the bundle (and, with the cache on, to the new
 //! cache entry), after which the bundle writer resumes for the manifest.
 //!
