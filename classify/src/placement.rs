@@ -6,7 +6,8 @@
 //! file inside a copied site theme (`themes/x/` holding Hugo's `theme.toml`) is `deps`; a file
 //! a configuration-management module deploys (a Puppet module's `files/` and `templates/`, a
 //! Chef cookbook's `libraries/`, a Salt formula's state directory) is `iac`, weakly; a Puppet
-//! module's `metadata.json` is its dependency manifest (`deps`, weakly).
+//! module's `metadata.json` is its dependency manifest (`deps`, weakly); a file inside a copied
+//! release of another project (`test/googletest-1.16.0/` with its own `LICENSE`) is `deps`.
 //!
 //! Guards against: a chart's template or value file hidden under a directory name no path rule
 //! knows; a file a Puppet, Chef or Salt module ships to the machines it manages passing as
@@ -188,6 +189,20 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                     nested: false,
                 },
             );
+        } else if let Some(copy) = vendored_release(c.path, all) {
+            out.insert(
+                c.path.to_owned(),
+                Raised {
+                    bucket: Bucket::Deps,
+                    rule: "deps.vendored-release",
+                    because: format!(
+                        "inside {copy}/, a release of another project copied in (its own licence or contributors file)"
+                    ),
+                    weak: false,
+                    by_dir: false,
+                    nested: false,
+                },
+            );
         } else if let Some(site) = vitepress_loader(c.path, all) {
             out.insert(
                 c.path.to_owned(),
@@ -252,6 +267,33 @@ fn vendored_theme(path: &str, all: &Paths<'_>) -> Option<String> {
         .iter()
         .any(|m| all.contains(&format!("{theme}/{m}")))
         .then_some(theme)
+}
+
+/// The directory `path` sits in, when it is a release of another project copied into the tree
+/// (round fourteen): a directory named `<name>-<version>` (`googletest-1.16.0`,
+/// `zlib-1.3.1`; a version of two or more numeric parts) that holds, at its top, the project's
+/// own licence, copying, contributors or authors file. Vendored code, whatever its inner paths
+/// say (`test/googletest-1.16.0/ci/`, `docs/`), as `vendor/` and `third_party/` are.
+fn vendored_release(path: &str, all: &Paths<'_>) -> Option<String> {
+    let comps: Vec<&str> = path.split('/').collect();
+    (0..comps.len().saturating_sub(1)).find_map(|i| {
+        let (name, version) = comps[i].rsplit_once('-')?;
+        let parts: Vec<&str> = version.split('.').collect();
+        let versioned = !name.is_empty()
+            && parts.len() >= 2
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if !versioned {
+            return None;
+        }
+        let dir = comps[..=i].join("/");
+        ["LICENSE", "LICENCE", "COPYING", "CONTRIBUTORS", "AUTHORS"]
+            .iter()
+            .flat_map(|n| ["", ".txt", ".md", ".rst"].map(|e| format!("{dir}/{n}{e}")))
+            .any(|f| all.contains(&f))
+            .then_some(dir)
+    })
 }
 
 /// The Puppet module whose `metadata.json` `path` is (a directory with `manifests/`): the

@@ -11,6 +11,7 @@ mod azure;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
 mod blast_radius_fed;
+mod blast_radius_image;
 /// Blast radius of files tools run by convention under names that read as tests, pages or
 /// source (`tests/config.nims`, `docs/make.jl`, `Eldev`, an rc script): human.
 mod blast_radius_implicit;
