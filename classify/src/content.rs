@@ -378,6 +378,12 @@ fn is_starlark(head: &[u8]) -> bool {
     })
 }
 
+/// Whether the content layer may move a path out of `bucket`: only `src` and `other` (a name
+/// that decided a riskier bucket, or `tests`/`docs`, keeps it; see [`crate::classify_change`]).
+pub(crate) fn may_raise(bucket: Bucket) -> bool {
+    matches!(bucket, Bucket::Src | Bucket::Other)
+}
+
 #[cfg(test)]
 #[path = "content_tests.rs"]
 mod tests;

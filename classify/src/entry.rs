@@ -164,6 +164,18 @@ pub(crate) fn agent_rules_dir(dirs: &[&str]) -> bool {
     })
 }
 
+/// A VS Code `tasks.json` runs a task when the folder opens only with `"runOn": "folderOpen"`;
+/// its other tasks run when someone asks, like a Makefile's.
+pub(crate) fn editor_task_bucket(from: &str, text: &[u8], bucket: Bucket) -> Bucket {
+    let tasks = from.to_ascii_lowercase().ends_with("tasks.json");
+    let on_open = text.windows(10).any(|w| w == b"folderOpen");
+    if tasks && !on_open {
+        Bucket::Build
+    } else {
+        bucket
+    }
+}
+
 /// Whether a file named `path` can run when named by an entry point: executable files and
 /// scripts by extension, not data or prose (`LICENSE` named by a release workflow is packed, not
 /// run).
@@ -237,6 +249,41 @@ pub(crate) fn config_reference(line: &str) -> bool {
     .iter()
     .any(|k| line.contains(k))
         || input_names_a_file(line)
+}
+
+/// Whether `path` is configuration a tool reads (YAML, JSON, TOML, INI, XML, properties, an
+/// environment file, a Dockerfile): counted only where a line passes it as configuration.
+pub(crate) fn config_data(path: &str) -> bool {
+    let p = path.to_ascii_lowercase();
+    [
+        ".yml",
+        ".yaml",
+        ".json",
+        ".jsonnet",
+        ".libsonnet",
+        ".xml",
+        ".toml",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".properties",
+        ".env",
+    ]
+    .iter()
+    .any(|e| p.ends_with(e))
+        || dockerfile(path)
+}
+
+/// Whether `line` is an action input naming the file from which the action reads which
+/// toolchain to install (`go-version-file:`, `node-version-file:`, `python-version-file:`):
+/// CI reads that file, whatever its type (`.nvmrc`, `go.mod`, `.tool-versions`).
+pub(crate) fn version_file_input(line: &str) -> bool {
+    input_names_a_file(line)
+        && line
+            .trim_start()
+            .trim_start_matches("- ")
+            .split_once(':')
+            .is_some_and(|(k, _)| k.trim().to_ascii_lowercase().ends_with("version-file"))
 }
 
 /// Whether `line` is a YAML key whose name ends in `file` (`file: ./test/go/Dockerfile`,

@@ -53,6 +53,9 @@ pub(crate) enum Accept {
     /// image's environment rather than being the product's source (`initial-condarc`,
     /// `Rprofile.site`, `nginx.conf`, an entrypoint script; not `app.py`).
     Copied,
+    /// A directory a Dockerfile copies onto the image's root (`COPY root/ /`): an overlay of
+    /// the image's file system, whose files count as `Copied` ones do (`image.rs`).
+    Overlay,
 }
 
 /// The kind of `path` when reached in `bucket`'s chain.
@@ -168,10 +171,12 @@ fn without_filters(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// `RUN` instructions with their continuation lines; and for each file `COPY`/`ADD` brought in
-/// whose name a `RUN` line holds, a line naming that source.
+/// whose name a `RUN` line holds, a line naming that source; a line for each directory copied
+/// onto the image's root.
 fn dockerfile_lines(text: &str) -> Vec<(Cow<'_, str>, Accept)> {
     let mut out: Vec<(Cow<'_, str>, Accept)> = Vec::new();
     let mut copied: Vec<&str> = Vec::new();
+    let mut overlays: Vec<&str> = Vec::new();
     let mut in_run = false;
     for line in text.lines() {
         let code = line.trim_start();
@@ -192,8 +197,11 @@ fn dockerfile_lines(text: &str) -> Vec<(Cow<'_, str>, Accept)> {
                 .skip(1)
                 .filter(|a| !a.starts_with("--"))
                 .collect();
-            if let Some((_, sources)) = args.split_last() {
+            if let Some((dest, sources)) = args.split_last() {
                 copied.extend(sources.iter().copied());
+                if dest.trim_matches(['"', '\'']) == "/" {
+                    overlays.extend(sources.iter().copied());
+                }
             }
         }
     }
@@ -209,6 +217,9 @@ fn dockerfile_lines(text: &str) -> Vec<(Cow<'_, str>, Accept)> {
         } else if !base.is_empty() && !src.contains("://") {
             out.push((Cow::Owned(format!("COPY {src}")), Accept::Copied));
         }
+    }
+    for src in overlays {
+        out.push((Cow::Owned(format!("COPY {src}")), Accept::Overlay));
     }
     out
 }

@@ -48,6 +48,18 @@ fn kinds_count_the_lines_that_run_something() {
             "COPY main.py"
         ]
     );
+    // A directory copied onto the image's root is an overlay of its file system (`image.rs`);
+    // one copied elsewhere is the product.
+    let overlay = counted_lines(
+        Kind::Dockerfile,
+        "FROM alpine\nCOPY /root /\nCOPY src/ /app/\nRUN chown root /app\n",
+    );
+    let overlays: Vec<&str> = overlay
+        .iter()
+        .filter(|(_, a)| *a == Accept::Overlay)
+        .map(|(l, _)| l.as_ref())
+        .collect();
+    assert_eq!(overlays, ["COPY /root"]);
     assert!(copied_config("images/base/initial-condarc"));
     assert!(copied_config("images/base/Rprofile.site"));
     assert!(!copied_config("app/main.py"));

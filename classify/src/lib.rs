@@ -33,6 +33,7 @@ pub mod content;
 mod entry;
 mod fed;
 mod follow;
+mod image;
 mod links;
 mod members;
 mod placement;
@@ -306,7 +307,7 @@ pub fn needs_content(path: &str) -> bool {
     name.rule == table::OTHER_RULE
         || name.rule == TOOL_DOTFILE_RULE
         || name.rule == DOCS_DIR_RULE
-        || content_may_raise(name.bucket)
+        || content::may_raise(name.bucket)
 }
 
 /// A file under a documentation directory: a `#!` makes it `build.docs-script`.
@@ -320,12 +321,6 @@ fn content_matches(test: table::ContentTest, path: &str, head: &[u8]) -> bool {
         table::ContentTest::DataOnly => settings::data_only_dotfile(path, head),
         table::ContentTest::Text => !head.is_empty() && !head.contains(&0),
     }
-}
-
-/// Whether the content layer may move a path out of `bucket`: only `src` and `other` (a name
-/// that decided a riskier bucket, or `tests`/`docs`, keeps it; see [`classify_change`]).
-fn content_may_raise(bucket: Bucket) -> bool {
-    matches!(bucket, Bucket::Src | Bucket::Other)
 }
 
 /// Whether the tree layers may move a path out of `bucket`: `src`, `other`, `tests` (a fixture
@@ -468,7 +463,7 @@ pub(crate) fn classify_named(
                     return false;
                 }
                 if r.weak {
-                    content_may_raise(with_content.bucket)
+                    content::may_raise(with_content.bucket)
                 } else {
                     tree_may_raise(with_content.bucket)
                 }
@@ -561,7 +556,7 @@ fn classify_by_content(
         name
     };
     // Completions the product ships stay the product's, shebang or not.
-    if !content_may_raise(named.bucket)
+    if !content::may_raise(named.bucket)
         || quiet::QUIET_OTHER_RULES.contains(&named.rule)
         || named.rule == "src.completion"
     {

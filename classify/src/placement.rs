@@ -6,7 +6,8 @@
 //! file inside a copied site theme (`themes/x/` holding Hugo's `theme.toml`) is `deps`; a file
 //! a configuration-management module deploys (a Puppet module's `files/` and `templates/`, a
 //! Chef cookbook's `libraries/`, a Salt formula's state directory) is `iac`, weakly; a Puppet
-//! module's `metadata.json` is its dependency manifest (`deps`, weakly).
+//! module's `metadata.json` is its dependency manifest (`deps`, weakly); a file inside a copied
+//! release of another project (`test/googletest-1.16.0/` with its own `LICENSE`) is `deps`.
 //!
 //! Guards against: a chart's template or value file hidden under a directory name no path rule
 //! knows; a file a Puppet, Chef or Salt module ships to the machines it manages passing as
@@ -18,6 +19,38 @@ use std::collections::BTreeMap;
 
 use crate::tree::{dir_of, Change, Paths, Raised};
 use crate::Bucket;
+
+/// A placement rule's bucket, id and whether it applies to `src` and `other` only (weak).
+type Placed = (Bucket, &'static str, bool);
+
+/// What a placement rule finds for a path: the directory or module it sits in.
+type Finder = fn(&str, &Paths<'_>) -> Option<String>;
+
+const INFRA: Placed = (Bucket::Iac, "iac.infra-program", true);
+const CM: Placed = (Bucket::Iac, "iac.cm-module", true);
+const METADATA: Placed = (Bucket::Deps, "deps.module-metadata", true);
+const THEME: Placed = (Bucket::Deps, "deps.vendored-theme", true);
+const RELEASE: Placed = (Bucket::Deps, "deps.vendored-release", false);
+const LOADER: Placed = (Bucket::Build, "build.docs-data-loader", true);
+
+/// The evidence of each rule below (`{}` stands for what its finder found).
+const INFRA_WHY: &str = "a program of the infrastructure project {}";
+const CM_WHY: &str = "a file of the {}";
+const METADATA_WHY: &str = "the metadata of the Puppet module {}";
+const THEME_WHY: &str = "inside the site theme {}/, a copy of another project";
+const RELEASE_WHY: &str =
+    "inside {}/, a release of another project copied in (its own licence or contributors file)";
+const LOADER_WHY: &str = "a data loader of the VitePress site {}/, which its build runs";
+
+/// The placement rules after the chart rules, in order: what each finds, its rule, evidence.
+const PLACEMENTS: [(Finder, Placed, &str); 6] = [
+    (infra_project, INFRA, INFRA_WHY),
+    (cm_file, CM, CM_WHY),
+    (puppet_metadata, METADATA, METADATA_WHY),
+    (vendored_theme, THEME, THEME_WHY),
+    (vendored_release, RELEASE, RELEASE_WHY),
+    (vitepress_loader, LOADER, LOADER_WHY),
+];
 
 /// Helm templates and deploy templates, by where they sit in the tree.
 pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<String, Raised> {
@@ -71,14 +104,12 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
                 };
                 out.insert(
                     c.path.to_owned(),
-                    Raised {
-                        bucket: Bucket::Iac,
-                        rule: "iac.helm-template",
-                        because: format!("a template of the chart {at}"),
-                        weak: false,
-                        by_dir: false,
-                        nested: false,
-                    },
+                    Raised::placed(
+                        Bucket::Iac,
+                        "iac.helm-template",
+                        format!("a template of the chart {at}"),
+                        false,
+                    ),
                 );
                 continue;
             }
@@ -98,14 +129,12 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
         if let Some(root) = package.filter(|_| !media) {
             out.insert(
                 c.path.to_owned(),
-                Raised {
-                    bucket: Bucket::Iac,
-                    rule: "iac.package-file",
-                    because: format!("inside the deploy package {root}/"),
-                    weak: true,
-                    by_dir: false,
-                    nested: false,
-                },
+                Raised::placed(
+                    Bucket::Iac,
+                    "iac.package-file",
+                    format!("inside the deploy package {root}/"),
+                    true,
+                ),
             );
         }
         let lower = c.path.to_ascii_lowercase();
@@ -118,17 +147,15 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
             if descriptor(dir) || descriptor(dir_of(dir)) {
                 out.insert(
                     c.path.to_owned(),
-                    Raised {
-                        bucket: Bucket::Iac,
-                        rule: "iac.deploy-template",
-                        because: format!(
+                    Raised::placed(
+                        Bucket::Iac,
+                        "iac.deploy-template",
+                        format!(
                             "beside a deploy descriptor in {}/",
                             if dir.is_empty() { "." } else { dir }
                         ),
-                        weak: false,
-                        by_dir: false,
-                        nested: false,
-                    },
+                        false,
+                    ),
                 );
             }
         }
@@ -137,71 +164,12 @@ pub(crate) fn placement(changes: &[Change<'_>], all: &Paths<'_>) -> BTreeMap<Str
         if out.contains_key(c.path) {
             continue;
         }
-        if let Some(project) = infra_project(c.path, all) {
-            out.insert(
-                c.path.to_owned(),
-                Raised {
-                    bucket: Bucket::Iac,
-                    rule: "iac.infra-program",
-                    because: format!("a program of the infrastructure project {project}"),
-                    weak: true,
-                    by_dir: false,
-                    nested: false,
-                },
-            );
-        } else if let Some((module, kind)) = cm_module(c.path, all) {
-            out.insert(
-                c.path.to_owned(),
-                Raised {
-                    bucket: Bucket::Iac,
-                    rule: "iac.cm-module",
-                    because: format!(
-                        "a file of the {kind} {}",
-                        if module.is_empty() { "./" } else { &module }
-                    ),
-                    weak: true,
-                    by_dir: false,
-                    nested: false,
-                },
-            );
-        } else if let Some(module) = puppet_metadata(c.path, all) {
-            out.insert(
-                c.path.to_owned(),
-                Raised {
-                    bucket: Bucket::Deps,
-                    rule: "deps.module-metadata",
-                    because: format!("the metadata of the Puppet module {module}"),
-                    weak: true,
-                    by_dir: false,
-                    nested: false,
-                },
-            );
-        } else if let Some(theme) = vendored_theme(c.path, all) {
-            out.insert(
-                c.path.to_owned(),
-                Raised {
-                    bucket: Bucket::Deps,
-                    rule: "deps.vendored-theme",
-                    because: format!("inside the site theme {theme}/, a copy of another project"),
-                    weak: true,
-                    by_dir: false,
-                    nested: false,
-                },
-            );
-        } else if let Some(site) = vitepress_loader(c.path, all) {
-            out.insert(
-                c.path.to_owned(),
-                Raised {
-                    bucket: Bucket::Build,
-                    rule: "build.docs-data-loader",
-                    because: format!(
-                        "a data loader of the VitePress site {site}/, which its build runs"
-                    ),
-                    weak: true,
-                    by_dir: false,
-                    nested: false,
-                },
-            );
+        let p = c.path;
+        let found = PLACEMENTS
+            .iter()
+            .find_map(|(find, placed, why)| Some((*placed, why.replacen("{}", &find(p, all)?, 1))));
+        if let Some(((bucket, rule, weak), because)) = found {
+            out.insert(p.to_owned(), Raised::placed(bucket, rule, because, weak));
         }
     }
     out
@@ -252,6 +220,42 @@ fn vendored_theme(path: &str, all: &Paths<'_>) -> Option<String> {
         .iter()
         .any(|m| all.contains(&format!("{theme}/{m}")))
         .then_some(theme)
+}
+
+/// The directory `path` sits in, when it is a release of another project copied into the tree
+/// (round fourteen): a directory named `<name>-<version>` (`googletest-1.16.0`,
+/// `zlib-1.3.1`; a version of two or more numeric parts) that holds, at its top, the project's
+/// own licence, copying, contributors or authors file. Vendored code, whatever its inner paths
+/// say (`test/googletest-1.16.0/ci/`, `docs/`), as `vendor/` and `third_party/` are.
+fn vendored_release(path: &str, all: &Paths<'_>) -> Option<String> {
+    let comps: Vec<&str> = path.split('/').collect();
+    (0..comps.len().saturating_sub(1)).find_map(|i| {
+        let (name, version) = comps[i].rsplit_once('-')?;
+        let parts: Vec<&str> = version.split('.').collect();
+        let versioned = !name.is_empty()
+            && parts.len() >= 2
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if !versioned {
+            return None;
+        }
+        let dir = comps[..=i].join("/");
+        ["LICENSE", "LICENCE", "COPYING", "CONTRIBUTORS", "AUTHORS"]
+            .iter()
+            .flat_map(|n| ["", ".txt", ".md", ".rst"].map(|e| format!("{dir}/{n}{e}")))
+            .any(|f| all.contains(&f))
+            .then_some(dir)
+    })
+}
+
+/// The configuration-management module `path` is a file of, as "`kind` `module`".
+fn cm_file(path: &str, all: &Paths<'_>) -> Option<String> {
+    let (module, kind) = cm_module(path, all)?;
+    Some(format!(
+        "{kind} {}",
+        if module.is_empty() { "./" } else { &module }
+    ))
 }
 
 /// The Puppet module whose `metadata.json` `path` is (a directory with `manifests/`): the

@@ -24,8 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use crate::entry::entry_point;
 use crate::entry::without_product_fields;
 use crate::entry::{
-    changed_into, config_reference, dir_arguments, dockerfile, glob_dirs, normalise, runnable,
-    tokens,
+    changed_into, config_data, config_reference, dir_arguments, editor_task_bucket, glob_dirs,
+    normalise, runnable, tokens, version_file_input,
 };
 use crate::tree::{dir_of, Paths};
 pub use crate::tree::{Change, MemTree, Raised, Tree, TreeReach, MAX_READ_BYTES};
@@ -40,14 +40,15 @@ pub const MAX_ENTRY_POINTS: usize = 4096;
     allow(dead_code, reason = "read by tests and the documentation test")
 )]
 pub const RULES: &[(&str, &str)] = &[
-    ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, …), or by a file such an entry point runs"),
+    ("ci.reached", "named by a CI entry point (a workflow's `run:`/`uses: ./…`, a GitLab `script:`/`include:`, a Jenkinsfile `sh`, a setup action's version file `go-version-file:`, …), or by a file such an entry point runs"),
     ("agent.reached", "read or run by an agent or an editor: imported or named by agent instructions (`CLAUDE.md` `@docs/x.md`, `AGENTS.md`, a Cursor or other `.<tool>/rules/` file), run by a dev container (`initializeCommand`, `postCreateCommand`, …) or by a VS Code task that runs on `folderOpen`, or by a file those run"),
-    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN` and the configuration and scripts its `COPY`/`ADD` bring into the image (not the product's source or assets), CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or in a directory the build lists as part of it (Gradle's `include`, a Cargo or npm workspace's members, CMake's `add_subdirectory`, Meson's `subdir`), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
+    ("build.reached", "named by a build entry point (a Makefile or justfile recipe, a `package.json` script, `tox.ini`, `noxfile.py`, `pyproject.toml`, pre-commit, MkDocs hooks, `.bazelrc`, Cargo's `build =`, a Dockerfile `RUN` and the configuration and scripts its `COPY`/`ADD` bring into the image, a copied directory's included (not the product's source or assets), CMake, Meson, Gradle, a Bazel `genrule`, `setup.py`, an Nx project run by `nx run`, another VS Code task), or in a directory the build lists as part of it (Gradle's `include`, a Cargo or npm workspace's members, CMake's `add_subdirectory`, Meson's `subdir`), or by a file such an entry point runs (imports of reached Python and JavaScript scripts included, chains up to 8 steps, every file a glob or a name with a variable could match)"),
     ("iac.helm-template", "under a `templates/` directory whose parent holds a `Chart.yaml`"),
     ("iac.package-file", "any other file inside a deploy package below the root: a directory holding a Helm `Chart.yaml`, or a Nomad Pack `metadata.hcl` with `variables.hcl` (applies to `src` and `other` only)"),
     ("iac.infra-program", "a source file beside an infrastructure project file (`Pulumi.yaml`, `cdk.json`, `cdktf.json`) or in its `bin/`, `lib/`, `stacks/`, `constructs/`, `infra/`, `src/` (applies to `src` and `other` only)"),
     ("iac.cm-module", "a file a configuration-management module deploys: under `files/`, `templates/`, `lib/`, `functions/`, `types/`, `facts.d/`, `tasks/`, `plans/`, `data/` or `manifests/` of a Puppet module (a directory with `metadata.json` and `manifests/`), under `files/`, `templates/`, `libraries/`, `resources/`, `recipes/`, `attributes/`, `providers/` or `definitions/` of a Chef cookbook (`metadata.rb`, or `metadata.json` with `recipes/` or `resources/`), or anywhere in a Salt formula's state directory (one holding `init.sls` or `map.jinja`); images and prose left out (applies to `src` and `other` only)"),
     ("deps.module-metadata", "a Puppet module's `metadata.json` (beside its `manifests/`): the modules it requires, with their versions (applies to `src` and `other` only)"),
+    ("deps.vendored-release", "a file inside a release of another project copied into the tree: a directory named `<name>-<version>` (`googletest-1.16.0`) holding its own `LICENSE`, `COPYING`, `CONTRIBUTORS` or `AUTHORS`, vendored code whatever its inner paths say"),
     ("deps.vendored-theme", "a file inside a copy of a site theme: a directory under `themes/` holding the theme's manifest (Hugo's `theme.toml`), vendored code whatever its inner paths say (applies to `src` and `other` only)"),
     ("other.example-collection", "a build, dependency or deployment file (never CI, agent or governance) inside a top-level project of an example collection: a repository whose packed tree has no build, dependency or deployment file at its root and at least 8 top-level directories, four in five of the top-level directories, each holding a project file (`compose.yaml`, `Dockerfile`, `package.json`, `go.mod`, …) at their top; only reachability raises it"),
     ("src.declared-program", "a file in a tooling directory or a script (`build.tooling-dir`, `build.tooling-script`, `build.shell-script`, `build.root-script`, `build.root-executable`) that a package manifest of the packed tree declares as a program it installs: `EXE_FILES` of a `Makefile.PL`, a gemspec's `executables` (in its `bindir`), `bin` of a `package.json` or `composer.json` in the file's directory or above; the product, not the developers' tooling; reachability still raises it"),
@@ -312,33 +313,29 @@ impl TreeReach {
                         }
                     }
                 }
+                // A directory a Dockerfile copies onto its image's root (`image.rs`).
+                if accept == follow::Accept::Overlay {
+                    if let Some((dir, files)) =
+                        crate::image::copied_dir(&t, base, all, || budget.take_overlay())
+                    {
+                        self.watched_dirs.insert(dir);
+                        out.extend(files);
+                    }
+                }
                 for p in self.resolve(&t, base, &dirs, &line, all, budget) {
                     if p == from {
                         continue;
                     }
                     // Configuration a tool reads: marked only where the line passes it as
                     // configuration (`-f`, `--config`, `--configuration`, `include`, …).
-                    let data = [
-                        ".yml",
-                        ".yaml",
-                        ".json",
-                        ".jsonnet",
-                        ".libsonnet",
-                        ".xml",
-                        ".toml",
-                        ".ini",
-                        ".cfg",
-                        ".conf",
-                        ".properties",
-                        ".env",
-                    ]
-                    .iter()
-                    .any(|e| p.to_ascii_lowercase().ends_with(e))
-                        || dockerfile(&p);
                     let ok = match accept {
                         follow::Accept::AnyFile => true,
                         follow::Accept::Document => follow::document(&p),
-                        follow::Accept::Runnable if data => level1 && config_reference(&line),
+                        // A file a CI step's input hands the action to read (`go-version-file:`).
+                        _ if level1 && version_file_input(&line) => true,
+                        follow::Accept::Runnable if config_data(&p) => {
+                            level1 && config_reference(&line)
+                        }
                         // An example's build file is no entry point (`find`): one a text
                         // names (`include examples/common.mk`) runs as a file.
                         follow::Accept::Runnable => {
@@ -346,7 +343,9 @@ impl TreeReach {
                                 || (entry_point(&p) == Some(Bucket::Build)
                                     && crate::quiet::quiet_place(&p, &[]))
                         }
-                        follow::Accept::Copied => follow::copied_config(&p),
+                        follow::Accept::Copied | follow::Accept::Overlay => {
+                            follow::copied_config(&p)
+                        }
                     };
                     if ok {
                         out.insert(p);
@@ -495,25 +494,14 @@ fn rank(bucket: Bucket) -> usize {
     }
 }
 
-/// A VS Code `tasks.json` runs a task when the folder opens only with `"runOn": "folderOpen"`;
-/// its other tasks run when someone asks, like a Makefile's.
-fn editor_task_bucket(from: &str, text: &[u8], bucket: Bucket) -> Bucket {
-    let tasks = from.to_ascii_lowercase().ends_with("tasks.json");
-    let on_open = text.windows(10).any(|w| w == b"folderOpen");
-    if tasks && !on_open {
-        Bucket::Build
-    } else {
-        bucket
-    }
-}
-
-/// How many names with a glob or variable (and Nx commands) one tree may still resolve: each
-/// costs a scan of part of the listing.
-struct Budget(usize);
+/// How many names with a glob or variable (and Nx commands), and how many directories copied
+/// onto an image's root, one tree may still resolve: each costs a scan of part of the listing.
+/// The copies have their own count, so a long Jenkinsfile's variables do not use it up.
+struct Budget(usize, usize);
 
 impl Default for Budget {
     fn default() -> Budget {
-        Budget(MAX_PATTERNS)
+        Budget(MAX_PATTERNS, crate::image::MAX_OVERLAYS)
     }
 }
 
@@ -521,6 +509,12 @@ impl Budget {
     fn take(&mut self) -> bool {
         let ok = self.0 > 0;
         self.0 = self.0.saturating_sub(1);
+        ok
+    }
+
+    fn take_overlay(&mut self) -> bool {
+        let ok = self.1 > 0;
+        self.1 = self.1.saturating_sub(1);
         ok
     }
 }

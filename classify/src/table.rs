@@ -220,13 +220,15 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.ide-data",
         Bucket::Other,
-        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes) and Xcode's workspace state (`IDEWorkspaceChecks.plist`, `*.xccheckout`, `*.xcscmblueprint`, a user's `*.pbxuser` and `*.mode1v3` window state, and the list of the workspace Xcode keeps inside every project or Swift package, `*.xcodeproj/project.xcworkspace/contents.xcworkspacedata`, which names only the project itself): nothing there runs a program or names one to load (before the editor rule; a standalone `*.xcworkspace`, which lists projects, keeps its rule)",
+        "Data-only IDE folders (JetBrains copyright profiles, spelling dictionaries, code styles, inspection profiles, scopes) and Xcode's workspace state (`IDEWorkspaceChecks.plist`, `*.xccheckout`, `*.xcscmblueprint`, a user's `*.pbxuser` and `*.mode1v3` window state, and the list of the workspace Xcode keeps inside every project or Swift package, `*.xcodeproj/project.xcworkspace/contents.xcworkspacedata`, which names only the project itself, and that workspace's shared `WorkspaceSettings.xcsettings`, a property list of IDE switches such as the build system's version and previews): nothing there runs a program or names one to load (before the editor rule; a standalone `*.xcworkspace`, which lists projects, keeps its rule)",
         &[
             "**/.idea/{copyright,dictionaries,codestyles,inspectionprofiles,scopes}/**",
             "**/.idea/codestylesettings.xml",
             "**/ideworkspacechecks.plist",
             "**/*.xcodeproj/project.xcworkspace/contents.xcworkspacedata",
             "**/.swiftpm/xcode/package.xcworkspace/contents.xcworkspacedata",
+            "**/*.xcodeproj/project.xcworkspace/xcshareddata/workspacesettings.xcsettings",
+            "**/.swiftpm/xcode/package.xcworkspace/xcshareddata/workspacesettings.xcsettings",
             "*.{xccheckout,xcscmblueprint}",
             "*.{pbxuser,mode1v3,mode2v3,perspectivev3}",
         ],

@@ -200,6 +200,25 @@ pub struct Raised {
     pub nested: bool,
 }
 
+impl Raised {
+    /// What a placement rule found (`placement.rs`): where the file sits, not what reaches it.
+    pub(crate) fn placed(
+        bucket: Bucket,
+        rule: &'static str,
+        because: String,
+        weak: bool,
+    ) -> Raised {
+        Raised {
+            bucket,
+            rule,
+            because,
+            weak,
+            by_dir: false,
+            nested: false,
+        }
+    }
+}
+
 /// A changed file: its path and new content (`None` when deleted or unknown).
 #[derive(Clone, Copy, Debug)]
 pub struct Change<'a> {

@@ -11,6 +11,9 @@ mod azure;
 /// Blast radius from content and tree: a manifest under `src/`, a script a workflow runs (human).
 mod blast_radius;
 mod blast_radius_fed;
+/// Blast radius of files that run or are read because of where they sit or what reads them (a
+/// directory a Dockerfile copies onto `/`, a setup action's version file, a copied release): human.
+mod blast_radius_image;
 /// Blast radius of files tools run by convention under names that read as tests, pages or
 /// source (`tests/config.nims`, `docs/make.jl`, `Eldev`, an rc script): human.
 mod blast_radius_implicit;
