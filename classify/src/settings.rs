@@ -53,7 +53,10 @@ pub fn format_can_load_code(path: &str) -> bool {
         || name == "ruff.toml"
         || name == ".ruff.toml"
         || name == "yamllint.yml"
-        || name == "yamllint.yaml")
+        || name == "yamllint.yaml"
+        // dircolors' database: terminal types and colour codes, nothing to run (rule 23).
+        || name == ".dir_colors"
+        || name == ".dircolors")
 }
 
 /// Whether the settings at `path` (`head`, their start) name code the tool would load. For
@@ -67,6 +70,23 @@ pub fn settings_name_code(path: &str, head: &[u8]) -> bool {
             let key = key.trim().to_ascii_lowercase();
             !key.starts_with('#') && (key == "custom" || key.contains("plugin"))
         });
+    }
+    // The Dart analyzer loads code only through `analyzer: plugins:` (rule 23): its
+    // `include:` names another options file and its lint names (`library_names`,
+    // `always_require_non_null_named_parameters`) are checks it has built in.
+    if name == "analysis_options.yaml" {
+        return String::from_utf8_lossy(head)
+            .lines()
+            .any(|line| line.trim_start().starts_with("plugins:"));
+    }
+    // X resources are data, save rxvt-unicode's `perl-lib`, a directory of Perl extensions it
+    // loads (`perl-ext-common` picks among extensions installed with it, as a linter's rule
+    // names pick checks it has built in).
+    if name == ".xresources" || name == ".xdefaults" {
+        return String::from_utf8_lossy(head).lines().any(|line| {
+            let key = line.split(':').next().unwrap_or("").to_ascii_lowercase();
+            !line.trim_start().starts_with('!') && key.contains("perl-lib")
+        }) || names_code(head);
     }
     names_code(head)
 }

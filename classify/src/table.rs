@@ -340,10 +340,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.example-project",
         Bucket::Other,
-        "Example, sample and demo projects (`examples/`, `_examples/`, `samples/` at any depth; `example/`, `sample/`, `demo/`, `demos/` and directories named for one, `Example-iOS/`, `Kingfisher-Demo/`, `SDK Demo/`, at the root; Xcode playgrounds `*.playground/`; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
+        "Example, sample and demo projects (`examples/`, `_examples/`, `samples/` at any depth; `example/`, `sample/`, `demo/`, `demos/` and directories named for one, `Example-iOS/`, `Kingfisher-Demo/`, `SDK Demo/`, at the root and in a monorepo's package, `packages/*/example/`, `plugins/*/example/`; Xcode playgrounds `*.playground/`; not a Java package such as `com/example/`): nothing runs them unless an entry point reaches them (the tree layer then raises what would be risky outside them); before the CI, IaC, build and dependency rules",
         &[
             "**/{examples,_examples,samples}/**",
             "{example,sample,demo,demos}/**",
+            "{packages,plugins}/*/{example,sample,demo}/**",
             "{example,sample,demo}{-,_}*/**",
             "*{-,_, }{example,sample,demo}/**",
             "**/*.playground/**",
@@ -1474,7 +1475,7 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "other.tool-settings",
         Bucket::Other,
-        "Settings of formatters, linters and editors in formats that cannot make the tool load code by themselves (`.editorconfig`, `.clang-format`, ignore lists, `.prettierrc`, `.flake8`, `rustfmt.toml`, …, and Super-Linter's `.github/linters/`), also under a forge's directory (before `governance.forge-dir`); the content layer makes one that names a plugin, parser, hook or command `build.tool-settings-code`",
+        "Settings of formatters, linters and editors in formats that cannot make the tool load code by themselves (`.editorconfig`, `.clang-format`, ignore lists, `.prettierrc`, `.flake8`, `rustfmt.toml`, Dart's `analysis_options.yaml`, …, a terminal's colour database `.dir_colors` and X resources `.Xresources`, and Super-Linter's `.github/linters/`), also under a forge's directory (before `governance.forge-dir`); the content layer makes one that names a plugin, parser, hook or command `build.tool-settings-code`",
         &[
             ".editorconfig",
             "{.,_}clang-format",
@@ -1528,6 +1529,9 @@ pub(crate) static RULES: &[Rule] = &[
             ".jsbeautifyrc",
             ".browserslistrc",
             ".pages",
+            "analysis_options.yaml",
+            ".dir{_,}colors",
+            ".x{resources,defaults}",
             ".mdlrc",
             ".gitlint",
             ".*{allowlist,denylist,whitelist,blacklist}",
@@ -1776,9 +1780,9 @@ pub(crate) static RULES: &[Rule] = &[
     rule(
         "src.completion",
         Bucket::Src,
-        "Shell completion scripts the product ships (`completions/`, `zsh-completion/`, `bash_completion.d/`, `tool-completion.bash`, `completion.bash`): users' shells load them, no build runs them (after the tooling directories and build-step names, so `scripts/completions/gen.sh` stays `build`)",
+        "Shell completion scripts the product ships (`completions/`, `zsh-completion/`, `bash_completion.d/`, `autocomplete/`, `tool-completion.bash`, `completion.bash`): users' shells load them, no build runs them (after the tooling directories and build-step names, so `scripts/completions/gen.sh` stays `build`)",
         &[
-            "**/{completion,completions,shell-completion,shell-completions,bash-completion,zsh-completion,fish-completion,bash_completion,zsh_completion,bash_completion.d}/**",
+            "**/{completion,completions,shell-completion,shell-completions,bash-completion,zsh-completion,fish-completion,bash_completion,zsh_completion,bash_completion.d,autocomplete}/**",
             "*[-_]completion.{bash,zsh,fish,sh}",
             "completion.{bash,zsh,fish,sh}",
             "*.{bash_completion,bash-completion}",
