@@ -49,8 +49,9 @@ mod pack;
 /// The scanner's evaluation corpus through `airlock pack`: refused with a line per secret,
 /// and with `--redact` no secret byte in the bundle; the trusted home never ships.
 mod pack_corpus;
-/// A pack of a checked-out revision reads the working tree only where a file is the committed
-/// blob: a dirty or hostile working tree (edits, links, a FIFO) packs the revision's bytes.
+/// A pack (and `scan --rev`) of a checked-out revision reads the working tree only where a file
+/// is the committed blob: a dirty or hostile working tree (edits, links, a FIFO) packs and scans
+/// the revision's bytes.
 mod pack_worktree;
 /// One test per fixed defect (`issue_<n>_<what>`), each failing before its fix.
 mod regression;

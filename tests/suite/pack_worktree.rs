@@ -97,3 +97,37 @@ fn a_pack_of_a_dirty_working_tree_is_the_pack_of_the_revision() {
         .unwrap()
         .is_symlink());
 }
+
+/// `scan --rev` reads through the same stream: it reports the secret the revision holds in a
+/// file the working tree has since cleaned (an edit of the same size), and not the one only a
+/// working-tree edit holds.
+#[test]
+fn scan_of_a_revision_reports_the_committed_secret_not_the_working_trees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = init_home(tmp.path());
+    let repo = tmp.path().join("repo");
+    let secret = b"aws = \"AKIAZ5KQ3WXN7YDR2FHT\"\n" as &[u8];
+    let clean = b"aws = \"nothing-here-at-all!\"\n" as &[u8];
+    assert_eq!(secret.len(), clean.len());
+    make_repo(
+        &repo,
+        &[
+            ("committed.txt", secret),
+            ("edited.txt", clean),
+            ("same.txt", clean),
+        ],
+    );
+    write_files(&repo, &[("committed.txt", clean), ("edited.txt", secret)]);
+    let out = run(cmd(&bin("airlock"))
+        .arg("--home")
+        .arg(&home)
+        .args(["scan", "--json", "--rev", "HEAD"])
+        .arg(&repo));
+    assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let paths: Vec<&str> = (report["findings"].as_array().unwrap().iter())
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, vec!["committed.txt"], "{report}");
+    assert_eq!(report["files_scanned"], 3, "{report}");
+}
