@@ -7,20 +7,22 @@
 //! Guards against: content other than the revision's (an edited, unstaged or filtered file has
 //! another id, and its blob comes from git instead); a symbolic link anywhere in the path (the
 //! directory is opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, the file with
-//! `O_NOFOLLOW`); a device, FIFO or socket where the blob's file belongs (never opened: an
-//! `fstatat` that follows no link must say it is a regular file of the blob's size, and the
-//! opened file's `fstat` must name the same inode); a file that grows while read (at most
-//! size + 1 bytes are read, and a longer file is not the blob).
+//! `O_NOFOLLOW`); a device, FIFO or socket where the blob's file belongs (never opened: the
+//! store's `beneath::open_regular`, an `fstatat` that follows no link first, the same inode
+//! after the open); a file of another size, or one that grows while read (at most size + 1
+//! bytes are read, and a longer file is not the blob).
 //! Does not check: a SHA-1 collision planted in the working tree by someone who can write the
 //! trusted host's repository (who could as well rewrite its object store, which git reads
 //! without hashing again). Without `openat2` (Linux before 5.6, or a seccomp filter) the
 //! working tree is not used.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Stat};
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+
+use crate::store::beneath::{open_regular, AtName};
 
 /// A repository's working tree, opened once.
 pub struct Worktree {
@@ -75,24 +77,11 @@ impl Worktree {
         let Some((_, dirfd)) = &cache.dir else {
             return false;
         };
-        let plain = |st: &Stat| {
-            FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                && u64::try_from(st.st_size) == Ok(size)
-        };
-        let Ok(before) = rustix::fs::statat(dirfd, name, AtFlags::SYMLINK_NOFOLLOW) else {
+        let Ok(AtName::Open(fd, st)) = open_regular(dirfd.as_fd(), name) else {
             return false;
         };
-        if !plain(&before) {
+        if u64::try_from(st.st_size) != Ok(size) {
             return false;
-        }
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let Ok(fd) = rustix::fs::openat(dirfd, name, flags, Mode::empty()) else {
-            return false;
-        };
-        match rustix::fs::fstat(&fd) {
-            Ok(st) if st.st_ino == before.st_ino && st.st_dev == before.st_dev && plain(&st) => {}
-            _ => return false,
         }
         buf.clear();
         buf.reserve_exact(len + 1);

@@ -189,27 +189,19 @@ impl Root {
             Some(p) => p,
             None => return Ok(None),
         };
-        let before = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(io(key, "read", e)),
-        };
-        check_file(key, &before)?;
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let fd = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(classify(dir.as_fd(), name, key, false, e)),
-        };
-        let st = rustix::fs::fstat(&fd).map_err(|e| io(key, "read", e))?;
-        check_file(key, &st)?;
-        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino) {
+        match open_regular(dir.as_fd(), name) {
+            Ok(AtName::Absent) => Ok(None),
+            Ok(AtName::Open(fd, st)) => Ok(Some((File::from(fd), st))),
+            Ok(AtName::Other(st)) => Err(check_file(key, &st)
+                .err()
+                .unwrap_or_else(|| not_file(key, false))
+                .into()),
             // Swapped between the look and the open: whatever it is now, it is not what was
             // checked.
-            return Err(not_file(key, false).into());
+            Ok(AtName::Swapped) => Err(not_file(key, false).into()),
+            Err(AtError::Stat(e) | AtError::Fstat(e)) => Err(io(key, "read", e)),
+            Err(AtError::Open(e)) => Err(classify(dir.as_fd(), name, key, false, e)),
         }
-        Ok(Some((File::from(fd), st)))
     }
 
     /// What `fstatat` without following says about the file at `key`; `Ok(None)` if absent.
@@ -373,6 +365,56 @@ fn staging_stem(name: &[u8]) -> Option<&[u8]> {
 /// The store's clock for a file: its status-change time (see `local::landed_at`).
 pub fn ctime(st: &Stat) -> u64 {
     u64::try_from(st.st_ctime).unwrap_or(0)
+}
+
+/// What [`open_regular`] found at a name.
+pub(crate) enum AtName {
+    /// Nothing.
+    Absent,
+    /// Something other than a regular file (a link, a directory, a device, a FIFO...), never
+    /// opened: what `fstatat` without following (or the opened file's `fstat`) says of it.
+    Other(Stat),
+    /// A regular file when looked at, another inode once opened.
+    Swapped,
+    /// The regular file, opened for reading, and its `fstat`.
+    Open(OwnedFd, Stat),
+}
+
+/// Which step of [`open_regular`] failed.
+pub(crate) enum AtError {
+    Stat(Errno),
+    Open(Errno),
+    Fstat(Errno),
+}
+
+/// Opens the regular file `name` in `dir` for reading without following a link and without
+/// ever opening anything else: an `fstatat` that follows no link must say it is a regular
+/// file, the open is `O_NOFOLLOW | O_NONBLOCK`, and the opened file's `fstat` must name the
+/// same inode. `name` is one component (the caller opened `dir` beneath its root).
+pub(crate) fn open_regular(dir: BorrowedFd<'_>, name: &str) -> Result<AtName, AtError> {
+    let before = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(AtName::Absent),
+        Err(e) => return Err(AtError::Stat(e)),
+    };
+    if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile {
+        return Ok(AtName::Other(before));
+    }
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(AtName::Absent),
+        Err(e) => return Err(AtError::Open(e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(AtError::Fstat)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Ok(AtName::Other(st));
+    }
+    if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino) {
+        return Ok(AtName::Swapped);
+    }
+    Ok(AtName::Open(fd, st))
 }
 
 fn check_file(key: &str, st: &Stat) -> Result<(), Refused> {
